@@ -18,7 +18,7 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-MODULES = ["_random", "_tree"]
+MODULES = ["_tree", "_hnsp"]
 
 
 def extension(name):

@@ -1,0 +1,206 @@
+"""Batch classification benchmark: Mondrian forest vs scikit-learn random forests.
+
+On letter, satimage, usps and dna, fit ``MondrianForestClassifier``, ``RandomForestClassifier`` and
+``ExtraTreesClassifier`` (100 trees, ``n_jobs=1``, fixed ``random_state``) and report test accuracy,
+fit and predict time (median of 3 runs), pickled model size and peak fit memory, with the fit time
+relative to ExtraTrees and the accuracy difference to RandomForest.
+
+Run from the repository root::
+
+    python benchmarks/bench_classification.py            # full run
+    python benchmarks/bench_classification.py --quick    # 10 trees, 1 run, <= 2000 train rows
+    python benchmarks/bench_classification.py --datasets letter,dna --no-memory
+"""
+
+from __future__ import annotations
+
+import common
+import numpy as np
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+
+MONDRIAN, RF, ET = "MondrianForest", "RandomForest", "ExtraTrees"
+QUICK_TRAIN_ROWS = 2000
+COLUMNS = [
+    "dataset", "model", "accuracy", "fit (s)", "predict (s)", "size (MB)",
+    "peak RSS (MB)", "traced peak (MB)", "fit / ET", "acc - RF (pts)",
+]
+FORMATS = {
+    "accuracy": ".4f", "fit (s)": ".3f", "predict (s)": ".3f", "size (MB)": ".2f",
+    "peak RSS (MB)": ".1f", "traced peak (MB)": ".1f", "fit / ET": ".2f", "acc - RF (pts)": "+.2f",
+}
+ACCURACY_TARGET = ("letter", "satimage", "usps")  # within 1 point of RandomForest
+SPEED_TARGET = ("letter", "satimage")  # fit time at most 2x ExtraTrees
+
+
+def make_models(n_estimators: int, seed: int) -> dict:
+    """Unfitted estimators to compare, by display name.
+
+    Parameters
+    ----------
+    n_estimators : int
+    seed : int
+        ``random_state`` of every model.
+
+    Returns
+    -------
+    dict
+        Name -> estimator. Mondrian is left out (with a message) when it is not importable.
+    """
+    params = {"n_estimators": n_estimators, "n_jobs": 1, "random_state": seed}
+    models = {}
+    mondrian, reason = common.import_mondrian()
+    if mondrian is None:
+        print(f"NOTE: mondrian is unavailable, only the baselines are run. {reason}")
+    else:
+        models[MONDRIAN] = mondrian.MondrianForestClassifier(**params)
+    models[RF] = RandomForestClassifier(**params)
+    models[ET] = ExtraTreesClassifier(**params)
+    return models
+
+
+def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: bool) -> dict:
+    """Fit, time and measure one model on one dataset.
+
+    Parameters
+    ----------
+    name : str
+        Display name of the model.
+    estimator : estimator
+        Unfitted template (cloned for every fit).
+    data : common.Dataset
+    repeats : int
+        Timed runs; the median is reported.
+    memory : bool
+        Also measure the peak memory of one fit in a subprocess.
+
+    Returns
+    -------
+    dict
+        One table row.
+    """
+    X, y, X_test = data.X_train, data.y_train, data.X_test
+    fit_s, model = common.time_callable(lambda: common.fit_estimator(estimator, X, y), repeats)
+    predict_s, pred = common.time_callable(lambda: model.predict(X_test), repeats)
+    row = {
+        "dataset": data.name,
+        "model": name,
+        "accuracy": float(np.mean(pred == data.y_test)),
+        "fit (s)": fit_s,
+        "predict (s)": predict_s,
+        "size (MB)": common.model_size_mb(model),
+    }
+    if memory:
+        mem = common.peak_memory(common.fit_estimator, estimator, X, y)
+        row["peak RSS (MB)"] = mem["peak_rss_mb"]
+        row["traced peak (MB)"] = mem["traced_peak_mb"]
+    return row
+
+
+def add_relative_columns(rows: list[dict]) -> None:
+    """Add fit time relative to ExtraTrees and accuracy minus RandomForest's, per dataset.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows from :func:`evaluate`, modified in place.
+    """
+    by_key = {(r["dataset"], r["model"]): r for r in rows}
+    for row in rows:
+        et = by_key.get((row["dataset"], ET))
+        rf = by_key.get((row["dataset"], RF))
+        if et is not None:
+            row["fit / ET"] = row["fit (s)"] / et["fit (s)"]
+        if rf is not None:
+            row["acc - RF (pts)"] = 100.0 * (row["accuracy"] - rf["accuracy"])
+
+
+def target_checks(rows: list[dict]) -> list[tuple[str, bool | None, str]]:
+    """Evaluate the performance targets of the Mondrian forest.
+
+    Targets: accuracy at least RandomForest's minus 1 point on letter, satimage and usps; fit time
+    at most twice ExtraTrees' on letter and satimage.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with the relative columns added.
+
+    Returns
+    -------
+    list of (description, passed, detail)
+    """
+    mondrian_rows = {r["dataset"]: r for r in rows if r["model"] == MONDRIAN}
+    checks = []
+    for name in ACCURACY_TARGET:
+        diff = mondrian_rows.get(name, {}).get("acc - RF (pts)")
+        passed = None if diff is None else bool(diff >= -1.0)
+        detail = "not run" if diff is None else f"{diff:+.2f} points vs RandomForest"
+        checks.append((f"{name}: accuracy within 1 point of RandomForest", passed, detail))
+    for name in SPEED_TARGET:
+        ratio = mondrian_rows.get(name, {}).get("fit / ET")
+        passed = None if ratio is None else bool(ratio <= 2.0)
+        detail = "not run" if ratio is None else f"fit time {ratio:.2f}x ExtraTrees"
+        checks.append((f"{name}: fit time <= 2x ExtraTrees", passed, detail))
+    return checks
+
+
+def load_datasets(names: list[str], quick: bool, seed: int) -> list[common.Dataset]:
+    """Load the selected datasets, subsampling the training rows in quick mode.
+
+    Parameters
+    ----------
+    names : list of str
+    quick : bool
+    seed : int
+
+    Returns
+    -------
+    list of common.Dataset
+    """
+    datasets = [common.load_classification(name) for name in names]
+    if quick:
+        datasets = [common.subsample_train(d, QUICK_TRAIN_ROWS, seed) for d in datasets]
+    return datasets
+
+
+def main(argv=None) -> None:
+    """Run the benchmark and print the markdown report.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+    """
+    parser = common.make_parser(__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default=",".join(common.CLASSIFICATION),
+                        help="comma-separated subset of " + ",".join(common.CLASSIFICATION))
+    parser.add_argument("--n-estimators", type=int, default=None,
+                        help="trees per forest (default 100, quick 10)")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the peak-memory subprocess measurements")
+    args = common.parse_args(parser, argv)
+    names = common.parse_list(args.datasets, common.CLASSIFICATION)
+    n_estimators = args.n_estimators or (10 if args.quick else 100)
+    common.require_datasets()
+
+    print("## Classification benchmark" + (" (QUICK MODE)" if args.quick else ""))
+    print(f"\n{common.environment_line()}")
+    print(f"n_estimators={n_estimators}, n_jobs=1, random_state={args.seed}, "
+          f"median of {args.repeats} run(s); peak memory = one fit in a spawned subprocess.")
+    models = make_models(n_estimators, args.seed)
+    rows = []
+    for data in load_datasets(names, args.quick, args.seed):
+        print(f"- {data.name}: {len(data.y_train)} train / {len(data.y_test)} test, "
+              f"{data.X_train.shape[1]} features, {data.n_classes} classes ({data.note})")
+        for name, estimator in models.items():
+            common.log(f"[{data.name}] {name} ...")
+            rows.append(evaluate(name, estimator, data, args.repeats, not args.no_memory))
+    add_relative_columns(rows)
+    common.print_markdown_table(rows, COLUMNS, FORMATS, title="Results")
+    common.print_checks("Targets (MondrianForest)", target_checks(rows))
+    if args.quick:
+        print("\nQuick mode: fewer trees and training rows, so the targets are indicative only.")
+
+
+if __name__ == "__main__":
+    main()

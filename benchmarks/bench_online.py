@@ -1,0 +1,421 @@
+"""Online classification benchmark on letter: Mondrian forest vs river / onelearn AMF and refits.
+
+Two experiments, both on the letter training rows in file order:
+
+stream
+    Test-then-train (prequential) over the first 15000 rows, one sample at a time, 10 trees.
+    Each sample is first predicted, then learned; the first sample is only learned, so accuracy
+    is over samples 2..n. Models: mondrian with ``predict_one`` + ``learn_one`` (1-D numpy rows),
+    mondrian with ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])``, river's
+    ``AMFClassifier`` (dict rows, built before timing) and onelearn's ``AMFClassifier`` when it
+    imports. Every model is warmed up on a few rows first (onelearn compiles with numba).
+batches
+    100 growing mini-batches of 150 rows (batch b = rows ``[150 b, 150 (b + 1))``): mondrian
+    ``partial_fit`` on each new batch vs refitting ``RandomForestClassifier`` on all rows seen so
+    far after each batch (100 trees, ``n_jobs=1``), then accuracy on the 5000 letter test rows.
+
+Run from the repository root::
+
+    python benchmarks/bench_online.py            # full run
+    python benchmarks/bench_online.py --quick    # 1000 stream samples; 10 batches of 10 trees
+    python benchmarks/bench_online.py --parts stream --n 5000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import common
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+PARTS = ("stream", "batches")
+WARMUP_ROWS = 20
+BATCH_SIZE = 150
+STREAM_COLUMNS = ["model", "inputs", "samples", "time (s)", "samples/s", "vs river", "accuracy"]
+STREAM_FORMATS = {"time (s)": ".2f", "samples/s": ".0f", "vs river": ".2f", "accuracy": ".4f"}
+BATCH_COLUMNS = [
+    "model", "update", "batches", "rows seen", "total time (s)", "last update (s)",
+    "time / MondrianForest", "test accuracy",
+]
+BATCH_FORMATS = {
+    "total time (s)": ".2f", "last update (s)": ".3f", "time / MondrianForest": ".2f",
+    "test accuracy": ".4f",
+}
+RIVER = "river AMFClassifier"
+
+
+@dataclass
+class Stream:
+    """One prequential stream, in every input format the learners need.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, n_features)
+        Rows as float64 (1-D rows are ``X[i]``).
+    y : ndarray of shape (n,)
+        Integer labels.
+    labels : list of int
+        ``y`` as Python ints (what the river-style ``learn_one`` receives).
+    dicts : list of dict
+        Rows as ``{feature_name: float}`` for river.
+    classes : ndarray
+        Every class of the dataset (for learners that must know them up front).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    labels: list
+    dicts: list
+    classes: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, X, y, feature_names, classes):
+        """Build the stream, converting rows to dicts and labels to ints once, before timing."""
+        dicts = [dict(zip(feature_names, map(float, row), strict=True)) for row in X]
+        return cls(np.ascontiguousarray(X, dtype=np.float64), y, [int(v) for v in y], dicts,
+                   classes)
+
+    def head(self, n: int) -> Stream:
+        """The first ``n`` samples."""
+        return Stream(self.X[:n], self.y[:n], self.labels[:n], self.dicts[:n], self.classes)
+
+
+@dataclass
+class StreamLearner:
+    """A model of the prequential comparison.
+
+    Attributes
+    ----------
+    name : str
+    inputs : str
+        How rows are fed, for the table.
+    make : callable
+        Returns a fresh, untrained model.
+    run : callable
+        ``run(model, stream) -> predictions``: the test-then-train loop (prediction of sample 0 is
+        -1, since nothing was learned yet).
+    """
+
+    name: str
+    inputs: str
+    make: Callable
+    run: Callable
+
+
+# --------------------------------------------------------------------------------------------
+# Test-then-train loops, one per API style
+# --------------------------------------------------------------------------------------------
+
+
+def run_learn_one_array(model, s: Stream) -> np.ndarray:
+    """``predict_one`` then ``learn_one`` with 1-D numpy rows (mondrian)."""
+    preds = np.full(len(s.y), -1, dtype=np.int64)
+    X, labels = s.X, s.labels
+    model.learn_one(X[0], labels[0])
+    for i in range(1, len(labels)):
+        preds[i] = model.predict_one(X[i])
+        model.learn_one(X[i], labels[i])
+    return preds
+
+
+def run_learn_one_dict(model, s: Stream) -> np.ndarray:
+    """``predict_one`` then ``learn_one`` with dict rows (river)."""
+    preds = np.full(len(s.y), -1, dtype=np.int64)
+    dicts, labels = s.dicts, s.labels
+    model.learn_one(dicts[0], labels[0])
+    for i in range(1, len(labels)):
+        pred = model.predict_one(dicts[i])
+        preds[i] = -1 if pred is None else pred
+        model.learn_one(dicts[i], labels[i])
+    return preds
+
+
+def run_partial_fit(model, s: Stream) -> np.ndarray:
+    """``predict`` then ``partial_fit`` on one-row 2-D slices (mondrian, scikit-learn style)."""
+    preds = np.full(len(s.y), -1, dtype=np.int64)
+    X, y = s.X, s.y
+    model.partial_fit(X[0:1], y[0:1], classes=s.classes)
+    for i in range(1, len(y)):
+        preds[i] = model.predict(X[i : i + 1])[0]
+        model.partial_fit(X[i : i + 1], y[i : i + 1])
+    return preds
+
+
+def run_onelearn(model, s: Stream) -> np.ndarray:
+    """``predict_proba`` then ``partial_fit`` on one-row 2-D slices (onelearn)."""
+    preds = np.full(len(s.y), -1, dtype=np.int64)
+    X, y = s.X, s.y
+    model.partial_fit(X[0:1], y[0:1])
+    for i in range(1, len(y)):
+        preds[i] = np.argmax(model.predict_proba(X[i : i + 1])[0])
+        model.partial_fit(X[i : i + 1], y[i : i + 1])
+    return preds
+
+
+def stream_learners(n_estimators: int, seed: int, n_classes: int) -> list[StreamLearner]:
+    """The learners available in this environment (messages say which are missing and why).
+
+    Parameters
+    ----------
+    n_estimators : int
+    seed : int
+    n_classes : int
+        Needed up front by onelearn.
+
+    Returns
+    -------
+    list of StreamLearner
+    """
+    learners = []
+    mondrian, reason = common.import_mondrian()
+    if mondrian is None:
+        print(f"NOTE: mondrian is unavailable. {reason}")
+    else:
+        def make_mf():
+            return mondrian.MondrianForestClassifier(
+                n_estimators=n_estimators, n_jobs=1, random_state=seed
+            )
+
+        learners.append(StreamLearner("MondrianForest", "learn_one(1-D array)", make_mf,
+                                      run_learn_one_array))
+        learners.append(StreamLearner("MondrianForest", "partial_fit(1-row 2-D array)", make_mf,
+                                      run_partial_fit))
+    forest, reason = common.optional_import("river.forest")
+    if forest is None:
+        print(f"NOTE: river is unavailable. {reason}")
+    else:
+        learners.append(StreamLearner(
+            RIVER, "learn_one(dict)",
+            lambda: forest.AMFClassifier(n_estimators=n_estimators, seed=seed),
+            run_learn_one_dict,
+        ))
+    onelearn, reason = common.import_onelearn()
+    if onelearn is None:
+        print(f"NOTE: onelearn is unavailable. {reason}")
+    else:
+        learners.append(StreamLearner(
+            "onelearn AMFClassifier", "partial_fit(1-row 2-D array)",
+            lambda: onelearn.AMFClassifier(
+                n_classes=n_classes, n_estimators=n_estimators, random_state=seed
+            ),
+            run_onelearn,
+        ))
+    return learners
+
+
+def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) -> list[dict]:
+    """Time the test-then-train loop of every learner.
+
+    Parameters
+    ----------
+    stream : Stream
+    learners : list of StreamLearner
+    repeats : int
+        Timed runs (fresh model each), median reported.
+
+    Returns
+    -------
+    list of dict
+        Table rows.
+    """
+    rows = []
+    warmup = stream.head(WARMUP_ROWS)
+    n = len(stream.y)
+    for learner in learners:
+        common.log(f"[stream] {learner.name} / {learner.inputs} ...")
+        learner.run(learner.make(), warmup)
+        seconds, preds = common.time_callable(lambda lr=learner: lr.run(lr.make(), stream),
+                                              repeats)
+        rows.append({
+            "model": learner.name,
+            "inputs": learner.inputs,
+            "samples": n,
+            "time (s)": seconds,
+            "samples/s": n / seconds,
+            "accuracy": float(np.mean(preds[1:] == stream.y[1:])),
+        })
+    river = next((r for r in rows if r["model"] == RIVER), None)
+    for row in rows:
+        if river is not None:
+            row["vs river"] = row["samples/s"] / river["samples/s"]
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Growing mini-batches
+# --------------------------------------------------------------------------------------------
+
+
+def batch_bounds(n_batches: int, batch_size: int = BATCH_SIZE) -> list[tuple[int, int]]:
+    """Row ranges ``[b * batch_size, (b + 1) * batch_size)`` of the mini-batches.
+
+    Parameters
+    ----------
+    n_batches : int
+    batch_size : int, default=150
+
+    Returns
+    -------
+    list of (start, stop)
+    """
+    return [(b * batch_size, (b + 1) * batch_size) for b in range(n_batches)]
+
+
+def partial_fit_batches(make, X, y, bounds, classes):
+    """Train one model with ``partial_fit`` on each new batch.
+
+    Returns
+    -------
+    model : estimator
+    last_seconds : float
+        Duration of the last update.
+    """
+    model = make()
+    last = 0.0
+    for start, stop in bounds:
+        last, _ = common.time_callable(
+            lambda a=start, b=stop: model.partial_fit(X[a:b], y[a:b], classes=classes), 1
+        )
+    return model, last
+
+
+def refit_batches(make, X, y, bounds, classes):
+    """Refit a fresh model on all the rows seen so far after each batch.
+
+    Returns
+    -------
+    model : estimator
+        The model fitted on every batch.
+    last_seconds : float
+        Duration of the last refit.
+    """
+    model, last = None, 0.0
+    for _, stop in bounds:
+        last, model = common.time_callable(lambda b=stop: make().fit(X[:b], y[:b]), 1)
+    return model, last
+
+
+def batch_learners(n_estimators: int, seed: int) -> list[tuple[str, str, Callable, Callable]]:
+    """(name, update description, factory, training loop) of the growing-batch comparison.
+
+    Parameters
+    ----------
+    n_estimators : int
+    seed : int
+
+    Returns
+    -------
+    list of tuple
+    """
+    params = {"n_estimators": n_estimators, "n_jobs": 1, "random_state": seed}
+    learners = []
+    mondrian, _ = common.import_mondrian()
+    if mondrian is not None:
+        learners.append(("MondrianForest", "partial_fit(new batch)",
+                         lambda: mondrian.MondrianForestClassifier(**params),
+                         partial_fit_batches))
+    learners.append(("RandomForest", "fit(all rows so far)",
+                     lambda: RandomForestClassifier(**params), refit_batches))
+    return learners
+
+
+def bench_batches(data: common.Dataset, n_batches: int, n_estimators: int, seed: int,
+                  repeats: int) -> list[dict]:
+    """Total training time over the growing batches, and final test accuracy.
+
+    Parameters
+    ----------
+    data : common.Dataset
+        letter; its training rows are cut into batches in file order.
+    n_batches : int
+    n_estimators : int
+    seed : int
+    repeats : int
+        Timed runs of the whole sequence, median reported.
+
+    Returns
+    -------
+    list of dict
+        Table rows.
+    """
+    bounds = batch_bounds(n_batches)
+    X, y = data.X_train, data.y_train
+    classes = np.arange(data.n_classes)
+    rows = []
+    for name, update, make, loop in batch_learners(n_estimators, seed):
+        common.log(f"[batches] {name} ...")
+        total, (model, last) = common.time_callable(
+            lambda mk=make, lp=loop: lp(mk, X, y, bounds, classes), repeats
+        )
+        rows.append({
+            "model": name, "update": update, "batches": n_batches, "rows seen": bounds[-1][1],
+            "total time (s)": total, "last update (s)": last,
+            "test accuracy": float(np.mean(model.predict(data.X_test) == data.y_test)),
+        })
+    reference = next((r for r in rows if r["model"] == "MondrianForest"), None)
+    for row in rows:
+        if reference is not None:
+            row["time / MondrianForest"] = row["total time (s)"] / reference["total time (s)"]
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def parse(argv=None):
+    """Command-line options (see the module docstring)."""
+    parser = common.make_parser(__doc__.splitlines()[0], default_repeats=1)
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="comma-separated subset of " + ",".join(PARTS))
+    parser.add_argument("--n", type=int, default=None,
+                        help="stream length (default 15000, quick 1000)")
+    parser.add_argument("--stream-trees", type=int, default=10, help="trees in the stream part")
+    parser.add_argument("--batches", type=int, default=None,
+                        help="number of 150-row batches (default 100, quick 10)")
+    parser.add_argument("--batch-trees", type=int, default=None,
+                        help="trees in the batch part (default 100, quick 10)")
+    args = common.parse_args(parser, argv)
+    args.parts = common.parse_list(args.parts, PARTS)
+    args.n = args.n or (1000 if args.quick else 15000)
+    args.batches = args.batches or (10 if args.quick else 100)
+    args.batch_trees = args.batch_trees or (10 if args.quick else 100)
+    return args
+
+
+def main(argv=None) -> None:
+    """Run the selected parts and print the markdown report.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+    """
+    args = parse(argv)
+    common.require_datasets()
+    data = common.load_letter()
+    print("## Online benchmark on letter" + (" (QUICK MODE)" if args.quick else ""))
+    print(f"\n{common.environment_line()}")
+    print(f"random_state/seed={args.seed}, n_jobs=1, median of {args.repeats} run(s).")
+    if "stream" in args.parts:
+        n = min(args.n, len(data.y_train))
+        stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
+                                    np.arange(data.n_classes))
+        learners = stream_learners(args.stream_trees, args.seed, data.n_classes)
+        rows = bench_stream(stream, learners, args.repeats)
+        title = (f"Test-then-train stream: first {n} letter rows, {args.stream_trees} trees "
+                 f"(accuracy over samples 2..{n}; 'vs river' = samples/s ratio)")
+        common.print_markdown_table(rows, STREAM_COLUMNS, STREAM_FORMATS, title=title)
+    if "batches" in args.parts:
+        n_batches = min(args.batches, len(data.y_train) // BATCH_SIZE)
+        rows = bench_batches(data, n_batches, args.batch_trees, args.seed, args.repeats)
+        title = (f"Growing mini-batches: {n_batches} x {BATCH_SIZE} letter rows, "
+                 f"{args.batch_trees} trees, test on the {len(data.y_test)} letter test rows")
+        common.print_markdown_table(rows, BATCH_COLUMNS, BATCH_FORMATS, title=title)
+
+
+if __name__ == "__main__":
+    main()

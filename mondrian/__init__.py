@@ -1,0 +1,17 @@
+"""Mondrian-process models with a Cython core.
+
+Online Mondrian forests (Lakshminarayanan, Roy & Teh, 2014) as scikit-learn estimators that also
+learn from streams, built on one Mondrian tree core shared by every model of the package.
+"""
+
+from mondrian._base import MondrianTreeStructure
+from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MondrianForestClassifier",
+    "MondrianTreeClassifier",
+    "MondrianTreeStructure",
+    "__version__",
+]

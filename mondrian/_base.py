@@ -1,0 +1,275 @@
+"""Estimator machinery shared by every Mondrian forest: validation, scaling, seeding, threads."""
+
+import numbers
+import threading
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from mondrian._store import DataStore, FeatureScaler
+from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
+
+__all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure"]
+
+TREE_LEAF = -1
+TREE_UNDEFINED = -2
+
+
+def _n_jobs(n_jobs, n_tasks):
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        from joblib import cpu_count
+
+        n_jobs = max(cpu_count() + 1 + n_jobs, 1)
+    return max(1, min(n_jobs, n_tasks))
+
+
+def _chunks(items, n_chunks):
+    bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
+    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+class MondrianTreeStructure:
+    """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
+
+    Every attribute is computed on access and returned as a fresh copy, since online training
+    reallocates the underlying buffers. Thresholds and bounds are in the original feature units;
+    split times are in the scaled units in which the lifetime is measured.
+
+    Attributes
+    ----------
+    node_count : int
+        Number of nodes. The root is node 0.
+    children_left, children_right : ndarray of int
+        Child ids, ``-1`` for leaves. A point goes left iff ``x[feature] <= threshold``.
+    parent : ndarray of int
+        Parent ids, ``-1`` for the root.
+    feature : ndarray of int
+        Split dimension, ``-2`` for leaves.
+    threshold : ndarray of float
+        Split location in original units, ``-2`` for leaves.
+    split_time : ndarray of float
+        Birth time τ of each cut; the lifetime (possibly ``inf``) for leaves.
+    lower_bounds, upper_bounds : ndarray of shape (node_count, n_features)
+        Data bounding box of every node, in original units.
+    n_node_samples : ndarray of int
+        Number of training points below each node.
+    value : ndarray of shape (node_count, n_outputs)
+        Node statistics: class counts (classifier).
+    paused : ndarray of bool
+        Whether each node is a paused leaf.
+    max_depth : int
+        Depth of the deepest leaf (the root has depth 0).
+    """
+
+    def __init__(self, tree, scaler, value_transform=None):
+        self._tree = tree
+        self._scaler = scaler
+        self._value_transform = value_transform
+
+    @property
+    def node_count(self):
+        return self._tree.node_count
+
+    @property
+    def n_features(self):
+        return self._tree.n_features
+
+    def _field(self, name):
+        return np.array(self._tree.nodes_array[name])
+
+    @property
+    def children_left(self):
+        return self._field("left_child")
+
+    @property
+    def children_right(self):
+        return self._field("right_child")
+
+    @property
+    def parent(self):
+        return self._field("parent")
+
+    @property
+    def feature(self):
+        return self._field("feature")
+
+    @property
+    def threshold(self):
+        nodes = self._tree.nodes_array
+        out = np.array(nodes["threshold"])
+        internal = nodes["left_child"] != TREE_LEAF
+        out[internal] = self._scaler.inverse_thresholds(
+            out[internal], nodes["feature"][internal]
+        )
+        return out
+
+    @property
+    def split_time(self):
+        return self._field("split_time")
+
+    def _bounds(self, row):
+        scaled = self._tree.bounds_array[:, row, :]
+        return scaled * self._scaler.scale + self._scaler.offset
+
+    @property
+    def lower_bounds(self):
+        return self._bounds(0)
+
+    @property
+    def upper_bounds(self):
+        return self._bounds(1)
+
+    @property
+    def n_node_samples(self):
+        return self._field("n_node_samples")
+
+    @property
+    def value(self):
+        value = self._tree.value_array
+        return value if self._value_transform is None else self._value_transform(value)
+
+    @property
+    def paused(self):
+        return self._field("paused").astype(bool)
+
+    @property
+    def max_depth(self):
+        return int(self._tree.node_depths().max(initial=0))
+
+    @property
+    def lifetime(self):
+        return self._tree.lifetime
+
+    def __repr__(self):
+        return f"MondrianTreeStructure(node_count={self.node_count})"
+
+
+class BaseMondrianEnsemble(BaseEstimator):
+    """Common machinery of the Mondrian estimators (not for direct use).
+
+    Subclasses set the width of the statistics rows (``_row_width``), turn targets into rows
+    (``_make_rows``) and choose the pause rule (``_pause_pure``). The trees live in
+    ``self._trees`` and share one :class:`DataStore` and one :class:`FeatureScaler`.
+    """
+
+    _parameter_constraints = {
+        "lifetime": [Interval(numbers.Real, 0, None, closed="both")],
+        "min_samples_split": [Interval(numbers.Integral, 1, None, closed="left")],
+        "feature_scaling": [StrOptions({"minmax"}), None],
+        "random_state": ["random_state"],
+    }
+
+    _pause_pure = False
+
+    # ----------------------------------------------------------------- validation
+
+    def _validate_X_predict(self, X):
+        check_is_fitted(self, "_trees")
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        return self._scaler.transform(X)
+
+    def _validate_lifetime(self):
+        if np.isnan(self.lifetime):
+            raise ValueError("lifetime must be a number in [0, inf], got nan")
+
+    # ----------------------------------------------------------------- growing
+
+    def _tree_seeds(self, n_trees):
+        rng = check_random_state(self.random_state)
+        return rng.randint(0, np.iinfo(np.int64).max, size=n_trees, dtype=np.int64)
+
+    def _init_trees(self, X, n_trees, width):
+        """Fresh scaler, store and trees for the first batch ``X`` (original units)."""
+        self._validate_lifetime()
+        self._scaler = FeatureScaler(self.feature_scaling == "minmax")
+        self._scaler.update(X)
+        self._store = DataStore(X.shape[1], width)
+        self._trees = [
+            MondrianTree(
+                X.shape[1],
+                width,
+                float(self.lifetime),
+                int(self.min_samples_split),
+                self._pause_pure,
+                int(seed),
+            )
+            for seed in self._tree_seeds(n_trees)
+        ]
+
+    def _add_points(self, X, rows, n_jobs=None):
+        """Store the new points (original units) and extend every tree with them."""
+        self._scaler.update(X)
+        indices = self._store.append(self._scaler.transform(X), rows)
+        X_store, rows_store = self._store.X, self._store.rows
+        n_jobs = _n_jobs(n_jobs, len(self._trees))
+        if n_jobs == 1:
+            extend_trees(self._trees, X_store, rows_store, indices)
+        else:
+            Parallel(n_jobs=n_jobs, prefer="threads", verbose=getattr(self, "verbose", 0))(
+                delayed(extend_trees)(chunk, X_store, rows_store, indices)
+                for chunk in _chunks(self._trees, n_jobs)
+            )
+
+    def _accumulate(self, function, X, n_outputs, n_jobs=None):
+        """Sum ``function(trees, X, out)`` over chunks of trees run in threads."""
+        n_jobs = _n_jobs(n_jobs, len(self._trees))
+        out = np.zeros((X.shape[0], n_outputs), dtype=np.float64)
+        if n_jobs == 1:
+            function(self._trees, X, out)
+            return out
+        lock = threading.Lock()
+
+        def run(chunk):
+            partial = np.zeros_like(out)
+            function(chunk, X, partial)
+            with lock:
+                out[...] += partial
+
+        Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(run)(chunk) for chunk in _chunks(self._trees, n_jobs)
+        )
+        return out
+
+    # ----------------------------------------------------------------- public helpers
+
+    def apply(self, X):
+        """Leaf reached by every sample in every tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_trees)
+            Node ids of the leaves, one column per tree.
+        """
+        X = self._validate_X_predict(X)
+        return np.column_stack([tree.apply(X) for tree in self._trees])
+
+    @property
+    def feature_offset_(self):
+        """Offset of the min-max feature map (first value seen of each feature)."""
+        check_is_fitted(self, "_trees")
+        return self._scaler.offset.copy()
+
+    @property
+    def feature_scale_(self):
+        """Scale of the min-max feature map (1 for features that never varied)."""
+        check_is_fitted(self, "_trees")
+        return self._scaler.scale.copy()
+
+    @property
+    def n_samples_seen_(self):
+        """Number of training points the model has learnt from."""
+        check_is_fitted(self, "_trees")
+        return self._store.n_samples
+
+
+__all__ += ["NODE_DTYPE"]

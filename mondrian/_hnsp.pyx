@@ -1,0 +1,150 @@
+"""Classification posterior of a Mondrian tree: HNSP prior with IKN smoothing (section 4) and
+the predictive that integrates over every extension of the tree to the test point (section 5).
+
+The tree stores only the raw class histogram of every node (its ``value`` row). The IKN counts,
+tables and posterior means are computed along the root-to-leaf path of each test point, so the
+online update stays O(depth) per training point and prediction costs O(depth * (D + K)).
+"""
+
+from libc.math cimport INFINITY, exp, expm1
+from libc.stdlib cimport free, malloc
+
+from mondrian._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian._typedefs cimport float64_t, intp_t
+
+
+cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
+                       bint strict, float64_t lifetime, float64_t* g_parent,
+                       float64_t* g, float64_t* counts, float64_t* out) noexcept nogil:
+    """Add the tree's predictive distribution at ``x`` to ``out`` (length K).
+
+    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
+    """
+    cdef intp_t K = tree.value_stride
+    cdef intp_t D = tree.n_features
+    cdef intp_t j = 0, k, d, left, right
+    cdef Node* nd
+    cdef const float64_t* lo
+    cdef const float64_t* hi
+    cdef const float64_t* val_left
+    cdef const float64_t* val_right
+    cdef float64_t* tmp
+    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, d_bar, discount, n_cust, n_tab
+    cdef float64_t tab, s = 1.0, weight
+    cdef bint is_leaf
+
+    for k in range(K):
+        g_parent[k] = 1.0 / K
+    while True:
+        nd = &tree.nodes[j]
+        is_leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
+        tau = lifetime if is_leaf else nd.split_time
+        delta = tau - tau_parent
+
+        # IKN customers: raw counts at a leaf, children's tables at an internal node.
+        if is_leaf:
+            val_left = tree.value + j * K
+            for k in range(K):
+                counts[k] = val_left[k]
+        else:
+            left = nd.left_child
+            right = nd.right_child
+            val_left = tree.value + left * K
+            val_right = tree.value + right * K
+            for k in range(K):
+                counts[k] = (1.0 if val_left[k] > 0.0 else 0.0) + (
+                    1.0 if val_right[k] > 0.0 else 0.0)
+        n_cust = 0.0
+        n_tab = 0.0
+        for k in range(K):
+            n_cust += counts[k]
+            if counts[k] > 0.0:
+                n_tab += 1.0
+
+        # Distance from x to the node's data box: the rate at which x branches off above it.
+        lo = tree.bounds + 2 * D * j
+        hi = lo + D
+        eta = 0.0
+        for d in range(D):
+            if x[d] < lo[d]:
+                eta += lo[d] - x[d]
+            elif x[d] > hi[d]:
+                eta += x[d] - hi[d]
+
+        if eta > 0.0:
+            if delta == INFINITY:
+                p = 1.0
+                d_bar = eta / (eta + gamma)
+            else:
+                p = -expm1(-eta * delta)
+                d_bar = eta / (eta + gamma) * expm1(-(eta + gamma) * delta) / expm1(-eta * delta)
+            weight = s * p
+            if weight > 0.0:
+                for k in range(K):
+                    tab = 1.0 if counts[k] > 0.0 else 0.0
+                    if strict:
+                        out[k] += weight * ((1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
+                    else:
+                        out[k] += weight * (
+                            counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
+            s *= 1.0 - p
+            if s <= 0.0:
+                return
+
+        discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
+        for k in range(K):
+            tab = 1.0 if counts[k] > 0.0 else 0.0
+            g[k] = (counts[k] - discount * tab + discount * n_tab * g_parent[k]) / n_cust
+        if is_leaf:
+            for k in range(K):
+                out[k] += s * g[k]
+            return
+        tmp = g_parent
+        g_parent = g
+        g = tmp
+        tau_parent = tau
+        if x[nd.feature] <= nd.threshold:
+            j = nd.left_child
+        else:
+            j = nd.right_child
+
+
+def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
+                        float64_t discount_factor, bint strict, lifetime=None):
+    """Add the predictive distribution of every tree in ``trees`` to ``out``.
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+        Trees whose statistics are class histograms (``value_stride == n_classes``).
+    X : ndarray of shape (n_samples, n_features)
+        Test points in the scaled feature space.
+    out : ndarray of shape (n_samples, n_classes)
+        Accumulator; the sum over trees is added to it.
+    discount_factor : float
+        The HNSP discount rate is ``gamma = discount_factor * n_features``.
+    strict : bool
+        Use strict IKN counts for the branched-off node instead of the node's own counts.
+    lifetime : float, default=None
+        Predict with the trees pruned at this lifetime (default: their own lifetime).
+    """
+    cdef MondrianTree tree
+    cdef intp_t n = X.shape[0], K = out.shape[1], i
+    cdef float64_t gamma, lam
+    cdef float64_t* buf
+    for tree in trees:
+        if tree.value_stride != K:
+            raise ValueError("the trees' statistics do not match the number of classes")
+        if tree.node_count == 0:
+            raise ValueError("cannot predict with an empty tree")
+        gamma = discount_factor * tree.n_features
+        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        with nogil:
+            buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
+            if buf == NULL:
+                with gil:
+                    raise MemoryError()
+            for i in range(n):
+                _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K, buf + 2 * K,
+                             &out[i, 0])
+            free(buf)

@@ -1,0 +1,70 @@
+# The Mondrian tree core: a packed node array with side buffers, shared by every model.
+from mondrian._random cimport RandomState
+from mondrian._typedefs cimport float64_t, intp_t
+
+cdef enum:
+    # Sentinels of the node array, as in scikit-learn's trees.
+    TREE_LEAF = -1
+    TREE_UNDEFINED = -2
+
+cdef struct Node:
+    intp_t parent           # id of the parent node, TREE_LEAF (-1) for the root
+    intp_t left_child       # id of the left child (points with x[feature] <= threshold), or -1
+    intp_t right_child      # id of the right child, or -1
+    intp_t feature          # split dimension, TREE_UNDEFINED (-2) for leaves
+    float64_t threshold     # split location, TREE_UNDEFINED for leaves
+    float64_t split_time    # tau: birth time of the cut; the lifetime for leaves (may be +inf)
+    intp_t n_node_samples   # number of training points below the node
+    intp_t first_sample     # leaves: head of the list of stored points in the leaf, else -1
+    intp_t paused           # 1 for a paused leaf (regrows once its pause rule stops holding)
+
+
+cdef struct StackRecord:
+    intp_t node             # node to grow or extend
+    intp_t start            # range [start, end) of the index buffer holding its points
+    intp_t end
+    float64_t tau_parent    # birth time of the node's parent cut (0 for the root)
+
+
+cdef class MondrianTree:
+    # Hyperparameters fixed at construction.
+    cdef readonly intp_t n_features         # number of input features
+    cdef readonly intp_t value_stride       # width of the per-node statistics row
+    cdef readonly float64_t lifetime        # lambda, possibly +inf
+    cdef readonly intp_t min_samples_split  # leaves with fewer points pause
+    cdef readonly bint pause_pure           # pause leaves whose statistics have one non-zero entry
+
+    # Storage: node i owns nodes[i], bounds[2*D*i : 2*D*(i+1)] and value[S*i : S*(i+1)].
+    cdef Node* nodes                        # (capacity,) packed node structs
+    cdef float64_t* bounds                  # (capacity, 2, n_features) lower row then upper row
+    cdef float64_t* value                   # (capacity, value_stride) summed contribution rows
+    cdef readonly intp_t node_count         # nodes in use; the root is node 0
+    cdef readonly intp_t capacity           # allocated nodes
+
+    # Leaf membership of stored points: sample_next[i] is the next stored point in i's leaf.
+    cdef intp_t* sample_next
+    cdef readonly intp_t sample_capacity    # length of sample_next
+    cdef readonly intp_t n_samples_seen     # 1 + largest store index added to the tree
+
+    cdef RandomState rng                    # this tree's random stream
+
+    # Scratch buffers, reused between calls: one explicit stack for batch growth, one for
+    # online extension (extension can start a growth), and 3 * n_features floats.
+    cdef StackRecord* grow_stack
+    cdef intp_t grow_stack_capacity
+    cdef StackRecord* extend_stack
+    cdef intp_t extend_stack_capacity
+    cdef float64_t* scratch
+
+    cdef int _resize(self, intp_t capacity) except -1 nogil
+    cdef int _ensure_samples(self, intp_t n) except -1 nogil
+    cdef intp_t _new_node(self) except -1 nogil
+    cdef bint _should_pause(self, intp_t node) noexcept nogil
+    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
+                   float64_t tau_parent, const float64_t* X,
+                   const float64_t* rows) except -1 nogil
+    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
+                     const float64_t* rows) except -1 nogil
+    cdef void _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
+                              intp_t end) noexcept nogil
+    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil

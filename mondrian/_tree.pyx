@@ -1,0 +1,794 @@
+"""Mondrian tree core: packed node storage, batch sampling, online extension, paused leaves.
+
+Every model of the package reads the same trees. A tree stores its structure in an array of
+``Node`` structs and two side buffers indexed by node id: the data bounding boxes and the
+per-node statistics. The statistics are the sums of the *contribution rows* of the training
+points below each node (one-hot labels for classification, ``(y, y**2)`` for regression,
+nothing for the kernel), so the core never needs to know which model it serves.
+
+Training points live once per forest, in arrays handed to every call (``X``: the stored inputs,
+``rows``: their contribution rows); a tree refers to them by their index in those arrays.
+"""
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.math cimport INFINITY
+from libc.stdint cimport SIZE_MAX, uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
+
+import numpy as np
+
+cimport numpy as cnp
+
+from mondrian._random cimport (
+    rng_exponential,
+    rng_seed,
+    rng_uniform,
+    rng_uniform_open,
+    rng_weighted,
+)
+
+cnp.import_array()
+
+# Version of the pickled state of a MondrianTree.
+TREE_STATE_VERSION = 1
+
+cdef Node _dummy_node
+NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
+assert NODE_DTYPE.itemsize == sizeof(Node)
+
+
+cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
+    """Resize ``*ptr`` to ``count`` items of ``itemsize`` bytes, checking for overflow."""
+    cdef void* new_ptr
+    if count > SIZE_MAX // itemsize:
+        with gil:
+            raise MemoryError("requested buffer size overflows size_t")
+    new_ptr = realloc(ptr[0], count * itemsize)
+    if new_ptr == NULL and count > 0:
+        with gil:
+            raise MemoryError(f"could not allocate {count * itemsize} bytes")
+    ptr[0] = new_ptr
+    return 0
+
+
+cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
+                              intp_t n_features, intp_t feature,
+                              float64_t threshold) noexcept nogil:
+    """Move the points with ``x[feature] <= threshold`` to the front; return the boundary."""
+    cdef intp_t i = start
+    cdef intp_t j = end - 1
+    cdef intp_t tmp
+    while i <= j:
+        if X[idx[i] * n_features + feature] <= threshold:
+            i += 1
+        else:
+            tmp = idx[i]
+            idx[i] = idx[j]
+            idx[j] = tmp
+            j -= 1
+    return i
+
+
+cdef class MondrianTree:
+    """One Mondrian tree over points held in an external store.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features.
+    value_stride : int
+        Width of the contribution rows summed into each node's statistics.
+    lifetime : float
+        Lifetime (budget) lambda of the Mondrian process, in ``[0, inf]``.
+    min_samples_split : int
+        Leaves holding fewer points are paused.
+    pause_pure : bool
+        Also pause leaves whose statistics row has at most one non-zero entry (pure leaves in
+        classification).
+    seed : int
+        Seed of the tree's own random stream.
+
+    Notes
+    -----
+    The root is node 0. A leaf has ``split_time == lifetime`` (``inf`` by default). The arrays
+    returned by the accessors are copies: online training can reallocate the buffers.
+    """
+
+    def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime,
+                  intp_t min_samples_split=2, bint pause_pure=False, object seed=0):
+        if n_features <= 0:
+            raise ValueError("n_features must be positive")
+        if value_stride < 0:
+            raise ValueError("value_stride must be non-negative")
+        if not lifetime >= 0:
+            raise ValueError("lifetime must be >= 0")
+        self.n_features = n_features
+        self.value_stride = value_stride
+        self.lifetime = lifetime
+        self.min_samples_split = min_samples_split
+        self.pause_pure = pause_pure
+        self.nodes = NULL
+        self.bounds = NULL
+        self.value = NULL
+        self.sample_next = NULL
+        self.grow_stack = NULL
+        self.extend_stack = NULL
+        self.node_count = 0
+        self.capacity = 0
+        self.sample_capacity = 0
+        self.n_samples_seen = 0
+        self.grow_stack_capacity = 0
+        self.extend_stack_capacity = 0
+        self.scratch = <float64_t*> PyMem_Malloc(3 * n_features * sizeof(float64_t))
+        if self.scratch == NULL:
+            raise MemoryError()
+        rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
+
+    def __dealloc__(self):
+        free(self.nodes)
+        free(self.bounds)
+        free(self.value)
+        free(self.sample_next)
+        free(self.grow_stack)
+        free(self.extend_stack)
+        PyMem_Free(self.scratch)
+
+    # ------------------------------------------------------------------ storage
+
+    cdef int _resize(self, intp_t capacity) except -1 nogil:
+        """Grow every per-node buffer to ``capacity`` nodes, zeroing the new tail."""
+        cdef intp_t old = self.capacity
+        cdef size_t box = 2 * self.n_features
+        if capacity <= old:
+            return 0
+        _realloc(<void**>&self.nodes, capacity, sizeof(Node))
+        _realloc(<void**>&self.bounds, capacity * box, sizeof(float64_t))
+        if self.value_stride > 0:
+            _realloc(<void**>&self.value, capacity * self.value_stride, sizeof(float64_t))
+            memset(self.value + old * self.value_stride, 0,
+                   (capacity - old) * self.value_stride * sizeof(float64_t))
+        memset(self.nodes + old, 0, (capacity - old) * sizeof(Node))
+        memset(self.bounds + old * box, 0, (capacity - old) * box * sizeof(float64_t))
+        self.capacity = capacity
+        return 0
+
+    cdef int _ensure_samples(self, intp_t n) except -1 nogil:
+        """Make ``sample_next`` long enough for store indices below ``n``."""
+        cdef intp_t new_capacity
+        if n > self.sample_capacity:
+            new_capacity = max(n, 2 * self.sample_capacity)
+            _realloc(<void**>&self.sample_next, new_capacity, sizeof(intp_t))
+            memset(self.sample_next + self.sample_capacity, 0xFF,
+                   (new_capacity - self.sample_capacity) * sizeof(intp_t))
+            self.sample_capacity = new_capacity
+        if n > self.n_samples_seen:
+            self.n_samples_seen = n
+        return 0
+
+    cdef intp_t _new_node(self) except -1 nogil:
+        """Append a blank leaf and return its id; may move every buffer."""
+        cdef intp_t node
+        cdef Node* nd
+        if self.node_count >= self.capacity:
+            self._resize(max(8, 2 * self.capacity))
+        node = self.node_count
+        self.node_count += 1
+        nd = &self.nodes[node]
+        nd.parent = TREE_LEAF
+        nd.left_child = TREE_LEAF
+        nd.right_child = TREE_LEAF
+        nd.feature = TREE_UNDEFINED
+        nd.threshold = TREE_UNDEFINED
+        nd.split_time = self.lifetime
+        nd.n_node_samples = 0
+        nd.first_sample = TREE_LEAF
+        nd.paused = 0
+        return node
+
+    cdef bint _should_pause(self, intp_t node) noexcept nogil:
+        """Pause rule of section 3.1: too few points, or pure statistics when asked."""
+        cdef intp_t k, nonzero = 0
+        cdef float64_t* val
+        if self.nodes[node].n_node_samples < self.min_samples_split:
+            return True
+        if self.pause_pure:
+            val = self.value + node * self.value_stride
+            for k in range(self.value_stride):
+                if val[k] != 0.0:
+                    nonzero += 1
+                    if nonzero > 1:
+                        return False
+            return True
+        return False
+
+    cdef void _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
+                              intp_t end) noexcept nogil:
+        """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
+        cdef intp_t k
+        self.nodes[node].first_sample = idx[start]
+        for k in range(start, end - 1):
+            self.sample_next[idx[k]] = idx[k + 1]
+        self.sample_next[idx[end - 1]] = TREE_LEAF
+
+    # ------------------------------------------------------------------ sampling
+
+    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
+                   float64_t tau_parent, const float64_t* X,
+                   const float64_t* rows) except -1 nogil:
+        """Sample a Mondrian block on ``idx[start:end]`` into the slot ``node`` (section 1.2).
+
+        The slot's parent link is left as the caller set it. ``idx[start:end]`` is partitioned
+        in place. Cuts are born after ``tau_parent`` and before the lifetime.
+        """
+        cdef intp_t D = self.n_features
+        cdef intp_t S = self.value_stride
+        cdef intp_t top = 1
+        cdef intp_t j, k, d, i, mid, left, right, first
+        cdef float64_t* lo
+        cdef float64_t* hi
+        cdef float64_t* val
+        cdef const float64_t* x
+        cdef const float64_t* row
+        cdef float64_t* sides = self.scratch
+        cdef float64_t linear_dim, t, threshold
+        cdef StackRecord rec
+
+        if self.grow_stack_capacity < 8:
+            _realloc(<void**>&self.grow_stack, 8, sizeof(StackRecord))
+            self.grow_stack_capacity = 8
+        self.grow_stack[0].node = node
+        self.grow_stack[0].start = start
+        self.grow_stack[0].end = end
+        self.grow_stack[0].tau_parent = tau_parent
+
+        while top > 0:
+            top -= 1
+            rec = self.grow_stack[top]
+            j = rec.node
+            lo = self.bounds + 2 * D * j
+            hi = lo + D
+            val = self.value + S * j
+            first = idx[rec.start]
+            memcpy(lo, X + first * D, D * sizeof(float64_t))
+            memcpy(hi, X + first * D, D * sizeof(float64_t))
+            if S > 0:
+                memcpy(val, rows + first * S, S * sizeof(float64_t))
+            for k in range(rec.start + 1, rec.end):
+                i = idx[k]
+                x = X + i * D
+                for d in range(D):
+                    if x[d] < lo[d]:
+                        lo[d] = x[d]
+                    elif x[d] > hi[d]:
+                        hi[d] = x[d]
+                row = rows + i * S
+                for d in range(S):
+                    val[d] += row[d]
+            self.nodes[j].n_node_samples = rec.end - rec.start
+            self.nodes[j].left_child = TREE_LEAF
+            self.nodes[j].right_child = TREE_LEAF
+            self.nodes[j].feature = TREE_UNDEFINED
+            self.nodes[j].threshold = TREE_UNDEFINED
+            self.nodes[j].split_time = self.lifetime
+            self.nodes[j].first_sample = TREE_LEAF
+            self.nodes[j].paused = 0
+
+            linear_dim = 0.0
+            for d in range(D):
+                sides[d] = hi[d] - lo[d]
+                linear_dim += sides[d]
+            if linear_dim <= 0.0 or self._should_pause(j):
+                self.nodes[j].paused = 1
+                self._make_leaf_list(j, idx, rec.start, rec.end)
+                continue
+            t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
+            if not t < self.lifetime:
+                self._make_leaf_list(j, idx, rec.start, rec.end)
+                continue
+            d = rng_weighted(&self.rng, sides, D, linear_dim)
+            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+            left = self._new_node()
+            right = self._new_node()
+            self.nodes[j].feature = d
+            self.nodes[j].threshold = threshold
+            self.nodes[j].split_time = t
+            self.nodes[j].left_child = left
+            self.nodes[j].right_child = right
+            self.nodes[left].parent = j
+            self.nodes[right].parent = j
+            if top + 2 > self.grow_stack_capacity:
+                _realloc(<void**>&self.grow_stack, 2 * self.grow_stack_capacity,
+                         sizeof(StackRecord))
+                self.grow_stack_capacity *= 2
+            self.grow_stack[top].node = right
+            self.grow_stack[top].start = mid
+            self.grow_stack[top].end = rec.end
+            self.grow_stack[top].tau_parent = t
+            self.grow_stack[top + 1].node = left
+            self.grow_stack[top + 1].start = rec.start
+            self.grow_stack[top + 1].end = mid
+            self.grow_stack[top + 1].tau_parent = t
+            top += 2
+        return 0
+
+    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
+                     const float64_t* rows) except -1 nogil:
+        """Extend the tree with the points ``idx[:n]`` (mini-batch version of section 2).
+
+        The result has the law of a tree sampled on all points at once (projectivity); paused
+        leaves absorb points and regrow from their stored points when they un-pause (section 3).
+        """
+        cdef intp_t D = self.n_features
+        cdef intp_t S = self.value_stride
+        cdef intp_t top = 1
+        cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
+        cdef intp_t copy, fresh, child, count, max_index = 0
+        cdef float64_t* lo
+        cdef float64_t* hi
+        cdef float64_t* val
+        cdef float64_t* bmin = self.scratch
+        cdef float64_t* bmax = self.scratch + D
+        cdef float64_t* extent = self.scratch + 2 * D
+        cdef const float64_t* x
+        cdef const float64_t* row
+        cdef float64_t total, t, threshold, below, above, linear_dim
+        cdef bint lower
+        cdef intp_t* leaf_points
+        cdef StackRecord rec
+
+        if n <= 0:
+            return 0
+        for k in range(n):
+            if idx[k] > max_index:
+                max_index = idx[k]
+        self._ensure_samples(max_index + 1)
+        if self.node_count == 0:
+            j = self._new_node()
+            return self._grow(j, idx, 0, n, 0.0, X, rows)
+
+        if self.extend_stack_capacity < 8:
+            _realloc(<void**>&self.extend_stack, 8, sizeof(StackRecord))
+            self.extend_stack_capacity = 8
+        self.extend_stack[0].node = 0
+        self.extend_stack[0].start = 0
+        self.extend_stack[0].end = n
+        self.extend_stack[0].tau_parent = 0.0
+
+        while top > 0:
+            top -= 1
+            rec = self.extend_stack[top]
+            j = rec.node
+            count = rec.end - rec.start
+
+            if self.nodes[j].paused:
+                # Never cut above a paused leaf: absorb the points, regrow if un-paused.
+                lo = self.bounds + 2 * D * j
+                hi = lo + D
+                val = self.value + S * j
+                for k in range(rec.start, rec.end):
+                    i = idx[k]
+                    x = X + i * D
+                    for d in range(D):
+                        if x[d] < lo[d]:
+                            lo[d] = x[d]
+                        if x[d] > hi[d]:
+                            hi[d] = x[d]
+                    row = rows + i * S
+                    for d in range(S):
+                        val[d] += row[d]
+                    self.sample_next[i] = self.nodes[j].first_sample
+                    self.nodes[j].first_sample = i
+                self.nodes[j].n_node_samples += count
+                linear_dim = 0.0
+                for d in range(D):
+                    linear_dim += hi[d] - lo[d]
+                if linear_dim > 0.0 and not self._should_pause(j):
+                    count = self.nodes[j].n_node_samples
+                    leaf_points = <intp_t*> realloc(NULL, count * sizeof(intp_t))
+                    if leaf_points == NULL:
+                        with gil:
+                            raise MemoryError()
+                    i = self.nodes[j].first_sample
+                    for k in range(count):
+                        leaf_points[k] = i
+                        i = self.sample_next[i]
+                    try:
+                        self._grow(j, leaf_points, 0, count, rec.tau_parent, X, rows)
+                    finally:
+                        free(leaf_points)
+                continue
+
+            # Bounding box of the batch and its extent outside the node's box.
+            x = X + idx[rec.start] * D
+            memcpy(bmin, x, D * sizeof(float64_t))
+            memcpy(bmax, x, D * sizeof(float64_t))
+            for k in range(rec.start + 1, rec.end):
+                x = X + idx[k] * D
+                for d in range(D):
+                    if x[d] < bmin[d]:
+                        bmin[d] = x[d]
+                    elif x[d] > bmax[d]:
+                        bmax[d] = x[d]
+            lo = self.bounds + 2 * D * j
+            hi = lo + D
+            total = 0.0
+            for d in range(D):
+                below = lo[d] - bmin[d] if bmin[d] < lo[d] else 0.0
+                above = bmax[d] - hi[d] if bmax[d] > hi[d] else 0.0
+                extent[d] = below + above
+                total += extent[d]
+            t = rec.tau_parent + rng_exponential(&self.rng, total)
+
+            if t < self.nodes[j].split_time:
+                # A cut outside the node's box, born before the node's own cut: insert a new
+                # parent. Node j keeps its id and becomes that parent; its old content moves
+                # to a copy, so no ancestor link changes.
+                d = rng_weighted(&self.rng, extent, D, total)
+                below = lo[d] - bmin[d] if bmin[d] < lo[d] else 0.0
+                lower = rng_uniform(&self.rng) * extent[d] < below
+                if lower:
+                    threshold = rng_uniform_open(&self.rng, bmin[d], lo[d])
+                    mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+                    far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
+                else:
+                    threshold = rng_uniform_open(&self.rng, hi[d], bmax[d])
+                    mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+                    near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
+                copy = self._new_node()
+                fresh = self._new_node()
+                memcpy(&self.nodes[copy], &self.nodes[j], sizeof(Node))
+                memcpy(self.bounds + 2 * D * copy, self.bounds + 2 * D * j,
+                       2 * D * sizeof(float64_t))
+                if S > 0:
+                    memcpy(self.value + S * copy, self.value + S * j, S * sizeof(float64_t))
+                self.nodes[copy].parent = j
+                child = self.nodes[copy].left_child
+                if child != TREE_LEAF:
+                    self.nodes[child].parent = copy
+                    self.nodes[self.nodes[copy].right_child].parent = copy
+                lo = self.bounds + 2 * D * j
+                hi = lo + D
+                val = self.value + S * j
+                for d in range(D):
+                    if bmin[d] < lo[d]:
+                        lo[d] = bmin[d]
+                    if bmax[d] > hi[d]:
+                        hi[d] = bmax[d]
+                for k in range(rec.start, rec.end):
+                    row = rows + idx[k] * S
+                    for i in range(S):
+                        val[i] += row[i]
+                self.nodes[j].n_node_samples += count
+                self.nodes[j].feature = d
+                self.nodes[j].threshold = threshold
+                self.nodes[j].split_time = t
+                self.nodes[j].paused = 0
+                self.nodes[j].first_sample = TREE_LEAF
+                if lower:
+                    self.nodes[j].left_child = fresh
+                    self.nodes[j].right_child = copy
+                else:
+                    self.nodes[j].left_child = copy
+                    self.nodes[j].right_child = fresh
+                self.nodes[fresh].parent = j
+                self._grow(fresh, idx, far_start, far_end, t, X, rows)
+                if near_end > near_start:
+                    self.extend_stack[top].node = copy
+                    self.extend_stack[top].start = near_start
+                    self.extend_stack[top].end = near_end
+                    self.extend_stack[top].tau_parent = t
+                    top += 1
+                continue
+
+            # No new parent: the node absorbs the batch, which then goes down to its children.
+            val = self.value + S * j
+            for d in range(D):
+                if bmin[d] < lo[d]:
+                    lo[d] = bmin[d]
+                if bmax[d] > hi[d]:
+                    hi[d] = bmax[d]
+            for k in range(rec.start, rec.end):
+                row = rows + idx[k] * S
+                for i in range(S):
+                    val[i] += row[i]
+            self.nodes[j].n_node_samples += count
+            if self.nodes[j].left_child == TREE_LEAF:
+                # A leaf whose lifetime expired: it keeps the points and stays a leaf.
+                for k in range(rec.start, rec.end):
+                    i = idx[k]
+                    self.sample_next[i] = self.nodes[j].first_sample
+                    self.nodes[j].first_sample = i
+                continue
+            mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
+                             self.nodes[j].threshold)
+            if top + 2 > self.extend_stack_capacity:
+                _realloc(<void**>&self.extend_stack, 2 * self.extend_stack_capacity,
+                         sizeof(StackRecord))
+                self.extend_stack_capacity *= 2
+            if mid < rec.end:
+                self.extend_stack[top].node = self.nodes[j].right_child
+                self.extend_stack[top].start = mid
+                self.extend_stack[top].end = rec.end
+                self.extend_stack[top].tau_parent = self.nodes[j].split_time
+                top += 1
+            if mid > rec.start:
+                self.extend_stack[top].node = self.nodes[j].left_child
+                self.extend_stack[top].start = rec.start
+                self.extend_stack[top].end = mid
+                self.extend_stack[top].tau_parent = self.nodes[j].split_time
+                top += 1
+        return 0
+
+    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
+        """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
+        cdef intp_t j = 0
+        cdef Node* nd
+        while True:
+            nd = &self.nodes[j]
+            if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
+                return j
+            if x[nd.feature] <= nd.threshold:
+                j = nd.left_child
+            else:
+                j = nd.right_child
+
+    # ------------------------------------------------------------------ Python API
+
+    def fit(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+            const intp_t[::1] indices):
+        """Sample the tree afresh on the stored points ``indices`` (section 1).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_stored, n_features)
+            The point store.
+        rows : ndarray of shape (n_stored, value_stride)
+            Contribution rows of the stored points.
+        indices : ndarray of intp
+            Store indices of the training points.
+        """
+        self.node_count = 0
+        if self.sample_capacity > 0:
+            memset(self.sample_next, 0xFF, self.sample_capacity * sizeof(intp_t))
+        self.n_samples_seen = 0
+        self.extend(X, rows, indices)
+        return self
+
+    def extend(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+               const intp_t[::1] indices):
+        """Extend the tree online with the stored points ``indices`` (sections 2 and 3).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_stored, n_features)
+            The point store.
+        rows : ndarray of shape (n_stored, value_stride)
+            Contribution rows of the stored points.
+        indices : ndarray of intp
+            Store indices of the new points, in the order they are added.
+        """
+        self._check_store(X, rows, indices)
+        cdef intp_t n = indices.shape[0]
+        if n == 0:
+            return self
+        cdef intp_t[::1] work = np.array(indices, dtype=np.intp, copy=True)
+        cdef const float64_t* rows_ptr = NULL
+        if self.value_stride > 0:
+            rows_ptr = &rows[0, 0]
+        with nogil:
+            self._extend(&work[0], n, &X[0, 0], rows_ptr)
+        return self
+
+    def _check_store(self, X, rows, indices):
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"store has {X.shape[1]} features, tree expects {self.n_features}")
+        if rows.shape[1] != self.value_stride or rows.shape[0] != X.shape[0]:
+            raise ValueError("rows must have shape (n_stored, value_stride)")
+        if len(indices) and (np.min(indices) < 0 or np.max(indices) >= X.shape[0]):
+            raise ValueError("indices out of the store's range")
+
+    def apply(self, const float64_t[:, ::1] X, lifetime=None):
+        """Leaf reached by each row of ``X`` in the tree pruned at ``lifetime``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Points in the scaled feature space.
+        lifetime : float, default=None
+            Ignore cuts born at or after this time; ``None`` uses the tree's lifetime.
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+        """
+        cdef float64_t lam = self.lifetime if lifetime is None else float(lifetime)
+        cdef intp_t n = X.shape[0], i
+        out = np.zeros(n, dtype=np.intp)
+        cdef intp_t[::1] leaves = out
+        if self.node_count == 0:
+            raise ValueError("the tree is empty")
+        with nogil:
+            for i in range(n):
+                leaves[i] = self._route(&X[i, 0], lam)
+        return out
+
+    def set_value_columns(self, intp_t new_stride, const intp_t[::1] column_map):
+        """Widen or reorder the statistics: old column ``c`` moves to ``column_map[c]``.
+
+        New columns start at zero. Used when a classifier meets new classes online.
+        """
+        if column_map.shape[0] != self.value_stride:
+            raise ValueError("column_map must have one entry per current column")
+        cdef intp_t old = self.value_stride, j, c
+        cdef float64_t* new_value = NULL
+        if new_stride > 0 and self.capacity > 0:
+            _realloc(<void**>&new_value, self.capacity * new_stride, sizeof(float64_t))
+            memset(new_value, 0, self.capacity * new_stride * sizeof(float64_t))
+            for j in range(self.node_count):
+                for c in range(old):
+                    new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
+        free(self.value)
+        self.value = new_value
+        self.value_stride = new_stride
+
+    def leaf_samples(self, intp_t node):
+        """Store indices of the points recorded in leaf ``node``."""
+        if not 0 <= node < self.node_count or self.nodes[node].left_child != TREE_LEAF:
+            raise ValueError(f"{node} is not a leaf")
+        out = []
+        cdef intp_t i = self.nodes[node].first_sample
+        while i != TREE_LEAF:
+            out.append(i)
+            i = self.sample_next[i]
+        return np.array(out, dtype=np.intp)
+
+    def leaf_sample_assignment(self):
+        """Leaf holding each stored point seen by the tree (-1 for points it never saw)."""
+        out = np.full(self.n_samples_seen, TREE_LEAF, dtype=np.intp)
+        cdef intp_t[::1] assign = out
+        cdef intp_t j, i
+        for j in range(self.node_count):
+            if self.nodes[j].left_child == TREE_LEAF:
+                i = self.nodes[j].first_sample
+                while i != TREE_LEAF:
+                    assign[i] = j
+                    i = self.sample_next[i]
+        return out
+
+    # ------------------------------------------------------------------ read-only views
+
+    @property
+    def nodes_array(self):
+        """Copy of the node structs as a structured array of dtype ``NODE_DTYPE``."""
+        out = np.empty(self.node_count, dtype=NODE_DTYPE)
+        if self.node_count:
+            memcpy(cnp.PyArray_DATA(out), self.nodes, self.node_count * sizeof(Node))
+        return out
+
+    @property
+    def bounds_array(self):
+        """Copy of the data bounding boxes, shape ``(node_count, 2, n_features)``."""
+        out = np.empty((self.node_count, 2, self.n_features), dtype=np.float64)
+        if self.node_count:
+            memcpy(cnp.PyArray_DATA(out), self.bounds,
+                   self.node_count * 2 * self.n_features * sizeof(float64_t))
+        return out
+
+    @property
+    def value_array(self):
+        """Copy of the per-node statistics, shape ``(node_count, value_stride)``."""
+        out = np.zeros((self.node_count, self.value_stride), dtype=np.float64)
+        if self.node_count and self.value_stride:
+            memcpy(cnp.PyArray_DATA(out), self.value,
+                   self.node_count * self.value_stride * sizeof(float64_t))
+        return out
+
+    def node_depths(self):
+        """Depth of every node (root at depth 0)."""
+        out = np.zeros(self.node_count, dtype=np.intp)
+        cdef intp_t[::1] depth = out
+        cdef intp_t top = 0, j
+        if self.node_count == 0:
+            return out
+        stack = np.empty(self.node_count, dtype=np.intp)
+        cdef intp_t[::1] st = stack
+        st[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            j = st[top]
+            if self.nodes[j].left_child != TREE_LEAF:
+                depth[self.nodes[j].left_child] = depth[j] + 1
+                depth[self.nodes[j].right_child] = depth[j] + 1
+                st[top] = self.nodes[j].left_child
+                st[top + 1] = self.nodes[j].right_child
+                top += 2
+        return out
+
+    # ------------------------------------------------------------------ pickling
+
+    def get_rng_state(self):
+        """The four words of the tree's generator state."""
+        return np.array([self.rng.s0, self.rng.s1, self.rng.s2, self.rng.s3], dtype=np.uint64)
+
+    def __reduce__(self):
+        return (
+            MondrianTree,
+            (self.n_features, self.value_stride, self.lifetime, self.min_samples_split,
+             self.pause_pure, 0),
+            self.__getstate__(),
+        )
+
+    def __getstate__(self):
+        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
+        if self.n_samples_seen:
+            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
+                   self.n_samples_seen * sizeof(intp_t))
+        return {
+            "version": TREE_STATE_VERSION,
+            "nodes": self.nodes_array,
+            "bounds": self.bounds_array,
+            "value": self.value_array,
+            "sample_next": sample_next,
+            "rng": self.get_rng_state(),
+        }
+
+    def __setstate__(self, state):
+        if state.get("version") != TREE_STATE_VERSION:
+            raise ValueError(
+                f"cannot load a MondrianTree saved with state version {state.get('version')}; "
+                f"this build reads version {TREE_STATE_VERSION}"
+            )
+        nodes = state["nodes"]
+        if nodes.dtype != NODE_DTYPE:
+            nodes = nodes.astype(NODE_DTYPE)  # e.g. saved on a machine of other byte order
+        nodes = np.ascontiguousarray(nodes)
+        bounds = np.ascontiguousarray(state["bounds"], dtype=np.float64)
+        value = np.ascontiguousarray(state["value"], dtype=np.float64)
+        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
+        rng = np.asarray(state["rng"], dtype=np.uint64)
+        cdef intp_t n = nodes.shape[0]
+        if bounds.shape != (n, 2, self.n_features) or value.shape != (n, self.value_stride):
+            raise ValueError("inconsistent MondrianTree state")
+        self.node_count = 0
+        self._resize(max(n, 1))
+        if n:
+            memcpy(self.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
+            memcpy(self.bounds, cnp.PyArray_DATA(bounds), n * 2 * self.n_features * 8)
+            if self.value_stride:
+                memcpy(self.value, cnp.PyArray_DATA(value), n * self.value_stride * 8)
+        self.node_count = n
+        self.n_samples_seen = 0
+        self._ensure_samples(sample_next.shape[0])
+        if sample_next.shape[0]:
+            memcpy(self.sample_next, cnp.PyArray_DATA(sample_next),
+                   sample_next.shape[0] * sizeof(intp_t))
+        self.rng.s0 = rng[0]
+        self.rng.s1 = rng[1]
+        self.rng.s2 = rng[2]
+        self.rng.s3 = rng[3]
+
+
+def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                 const intp_t[::1] indices):
+    """Extend every tree of ``trees`` with the stored points ``indices``, in one call.
+
+    This is the fast path of online learning one point at a time: it avoids a Python call per
+    tree. Every tree sees the points in the same order.
+    """
+    cdef MondrianTree tree
+    cdef intp_t n = indices.shape[0]
+    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
+    cdef const float64_t* rows_ptr = NULL
+    if n == 0:
+        return
+    for tree in trees:
+        tree._check_store(X, rows, indices)
+    if rows.shape[1] > 0:
+        rows_ptr = &rows[0, 0]
+    for tree in trees:
+        work[:] = indices
+        with nogil:
+            tree._extend(&work[0], n, &X[0, 0], rows_ptr)

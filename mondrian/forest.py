@@ -1,0 +1,536 @@
+"""Mondrian forest classifier (Lakshminarayanan, Roy & Teh, 2014) and its single-tree form."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure
+from mondrian._hnsp import predict_proba_trees
+
+__all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
+
+
+def _reject_mixed_labels(y):
+    """Raise a TypeError when a label sequence mixes strings with numbers."""
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    values = y.tolist() if hasattr(y, "tolist") else list(y)
+    flat = np.ravel(np.asarray(values, dtype=object))
+    has_str = any(isinstance(v, (str, bytes)) for v in flat)
+    if has_str and not all(isinstance(v, (str, bytes)) for v in flat):
+        raise TypeError(
+            "y mixes strings and numbers; labels must be all strings or all numbers"
+        )
+
+
+class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
+    """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
+
+    _parameter_constraints = {
+        **BaseMondrianEnsemble._parameter_constraints,
+        "discount_factor": [Interval(numbers.Real, 0, None, closed="neither")],
+        "branch_off_counts": [StrOptions({"node", "tables"})],
+    }
+
+    _pause_pure = True
+
+    def _n_trees(self):
+        raise NotImplementedError
+
+    def _n_jobs(self):
+        return getattr(self, "n_jobs", None)
+
+    # ----------------------------------------------------------------- labels
+
+    def _rows(self, codes):
+        rows = np.zeros((codes.shape[0], len(self.classes_)), dtype=np.float64)
+        rows[np.arange(codes.shape[0]), codes] = 1.0
+        return rows
+
+    def _check_label_kind(self, y):
+        if not hasattr(self, "classes_") or len(y) == 0:
+            return
+        old_str = self.classes_.dtype.kind in "OUS"
+        new_str = np.asarray(y).dtype.kind in "OUS"
+        if old_str != new_str:
+            raise TypeError(
+                f"labels of dtype {np.asarray(y).dtype} cannot be mixed with the classes "
+                f"seen so far ({self.classes_.dtype})"
+            )
+
+    def _add_classes(self, new_classes):
+        """Grow ``classes_`` (kept sorted) and every tree's class columns."""
+        merged = np.union1d(self.classes_, new_classes)
+        column_map = np.searchsorted(merged, self.classes_).astype(np.intp)
+        for tree in self._trees:
+            tree.set_value_columns(len(merged), column_map)
+        self._store.set_row_columns(len(merged), column_map)
+        self.classes_ = merged
+
+    def _encode(self, y):
+        """Codes of ``y`` in ``classes_``, adding unseen classes unless they were fixed."""
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            if self._classes_fixed:
+                raise ValueError(
+                    f"y contains labels {unseen.tolist()} that are not in the classes "
+                    f"fixed by `classes=` ({self.classes_.tolist()})"
+                )
+            self._add_classes(unseen)
+        return np.searchsorted(self.classes_, y).astype(np.intp)
+
+    # ----------------------------------------------------------------- training
+
+    def fit(self, X, y):
+        """Sample the forest on the training data (batch Mondrian process, section 1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs; NaN and infinite values are rejected.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        _reject_mixed_labels(y)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self._validate_lifetime()
+        classes, codes = np.unique(y, return_inverse=True)
+        self.classes_ = classes
+        self._classes_fixed = False
+        self._init_trees(X, self._n_trees(), len(classes))
+        self._add_points(X, self._rows(codes), self._n_jobs())
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Extend the forest with new training points (online Mondrian, sections 2-3).
+
+        The forest after any sequence of ``partial_fit`` calls has the same law as a forest
+        fitted on all the points at once.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New training inputs.
+        y : array-like of shape (n_samples,)
+            Their labels. New classes may appear at any call (``classes_`` stays sorted and
+            ``predict_proba`` gains columns) unless ``classes`` fixed the set.
+        classes : array-like, default=None
+            All the classes the stream may contain. When given, labels outside it raise a
+            ``ValueError`` and the HNSP prior is uniform over all of them from the start.
+
+        Returns
+        -------
+        self : object
+        """
+        first = not hasattr(self, "_trees")
+        if first:
+            self._validate_params()
+        _reject_mixed_labels(y)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
+        check_classification_targets(y)
+        if classes is not None:
+            _reject_mixed_labels(classes)
+            classes = np.unique(np.asarray(classes))
+        if first:
+            self._validate_lifetime()
+            start = classes if classes is not None else np.unique(y)
+            # Validate every label before any state is created.
+            unseen = np.setdiff1d(np.unique(y), start)
+            if unseen.size:
+                raise ValueError(
+                    f"y contains labels {unseen.tolist()} that are not in `classes` "
+                    f"({start.tolist()})"
+                )
+            self.classes_ = start
+            self._classes_fixed = classes is not None
+            self._init_trees(X, self._n_trees(), len(start))
+        else:
+            self._check_label_kind(y)
+            if classes is not None:
+                if self._classes_fixed and not np.array_equal(classes, self.classes_):
+                    raise ValueError(
+                        f"`classes`={classes.tolist()} differs from the classes fixed on the "
+                        f"first call ({self.classes_.tolist()})"
+                    )
+                missing = np.setdiff1d(self.classes_, classes)
+                if missing.size:
+                    raise ValueError(f"`classes` lacks classes already seen: {missing.tolist()}")
+            if self._classes_fixed or classes is not None:
+                allowed = classes if classes is not None else self.classes_
+                unseen = np.setdiff1d(np.unique(y), allowed)
+                if unseen.size:
+                    raise ValueError(
+                        f"y contains labels {unseen.tolist()} that are not in the classes "
+                        f"fixed by `classes=` ({allowed.tolist()})"
+                    )
+            if classes is not None:
+                extra = np.setdiff1d(classes, self.classes_)
+                if extra.size:
+                    self._add_classes(extra)
+                self._classes_fixed = True
+        if X.shape[0] == 0:
+            return self
+        codes = self._encode(y)
+        self._add_points(X, self._rows(codes), self._n_jobs())
+        return self
+
+    # ----------------------------------------------------------------- prediction
+
+    def _proba_scaled(self, X_scaled, lifetime=None):
+        n_classes = len(self.classes_)
+        strict = self.branch_off_counts == "tables"
+
+        def run(trees, X, out):
+            predict_proba_trees(trees, X, out, float(self.discount_factor), strict, lifetime)
+
+        out = self._accumulate(run, X_scaled, n_classes, self._n_jobs())
+        out /= len(self._trees)
+        return out
+
+    def predict_proba(self, X):
+        """Class probabilities, integrating over every extension of each tree to ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``; rows sum to one.
+        """
+        return self._proba_scaled(self._validate_X_predict(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Most probable class of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    # ----------------------------------------------------------------- river-style API
+
+    def _one_row(self, x):
+        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array."""
+        if isinstance(x, dict):
+            names = getattr(self, "feature_names_in_", None)
+            if names is None:
+                names = getattr(self, "_dict_keys", None)
+                if names is None:
+                    names = self._dict_keys = list(x)
+            try:
+                x = [x[name] for name in names]
+            except KeyError as exc:
+                raise ValueError(f"feature {exc.args[0]!r} is missing from x") from None
+        row = np.asarray(x, dtype=np.float64).reshape(1, -1)
+        if hasattr(self, "n_features_in_") and row.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"x has {row.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        if not np.isfinite(row).all():
+            raise ValueError("x contains NaN or infinity")
+        return row
+
+    def learn_one(self, x, y):
+        """Learn from one sample (river-style online API; same model as ``partial_fit``).
+
+        Parameters
+        ----------
+        x : dict or 1-D array-like
+            One sample. Dicts are read in the order of ``feature_names_in_`` when the model was
+            trained on named features, else in the key order of the first dict seen.
+        y : label
+            Its class.
+
+        Returns
+        -------
+        self : object
+        """
+        row = self._one_row(x)
+        if not hasattr(self, "_trees"):
+            self._validate_params()
+            self._validate_lifetime()
+            self.n_features_in_ = row.shape[1]
+            self.classes_ = np.asarray([y])
+            self._classes_fixed = False
+            self._init_trees(row, self._n_trees(), 1)
+        self._check_label_kind([y])
+        position = np.searchsorted(self.classes_, y)
+        if position >= len(self.classes_) or self.classes_[position] != y:
+            self._encode(np.asarray([y]))
+            position = np.searchsorted(self.classes_, y)
+        codes = np.array([position], dtype=np.intp)
+        self._add_points(row, self._rows(codes), 1)
+        return self
+
+    def predict_proba_one(self, x):
+        """Class probabilities of one sample as a dict (empty before any training).
+
+        Parameters
+        ----------
+        x : dict or 1-D array-like
+
+        Returns
+        -------
+        dict
+            ``{class: probability}``.
+        """
+        if not hasattr(self, "_trees"):
+            return {}
+        proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
+        return dict(zip(self.classes_.tolist(), proba.tolist()))
+
+    def predict_one(self, x):
+        """Most probable class of one sample (``None`` before any training).
+
+        Parameters
+        ----------
+        x : dict or 1-D array-like
+
+        Returns
+        -------
+        label or None
+        """
+        if not hasattr(self, "_trees"):
+            return None
+        proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
+        return self.classes_[int(np.argmax(proba))]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = False
+        return tags
+
+
+class MondrianForestClassifier(_BaseMondrianClassifier):
+    """Online random forest of Mondrian trees (Lakshminarayanan, Roy & Teh, 2014).
+
+    Each tree is a Mondrian process restricted to the training data. Trees can be grown in one
+    batch (:meth:`fit`) or online (:meth:`partial_fit`, :meth:`learn_one`) and both give the
+    same distribution over forests. Leaves whose points all share one label pause and regrow
+    when a point of another label arrives. Class probabilities use a hierarchical normalized
+    stable process prior smoothed by interpolated Kneser-Ney, and prediction integrates
+    analytically over every way a tree could be extended to the test point.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of trees.
+    lifetime : float, default=np.inf
+        Lifetime λ of the Mondrian process, in units of the scaled features. Larger lifetimes
+        give finer partitions; with ``inf`` leaves split until pure (or paused).
+    discount_factor : float, default=10.0
+        The HNSP discount of a node is ``exp(-γ Δ)`` with ``γ = discount_factor * n_features``
+        and ``Δ`` the time between the node's cut and its parent's.
+    min_samples_split : int, default=2
+        Leaves holding fewer training points pause.
+    feature_scaling : {"minmax"} or None, default="minmax"
+        The Mondrian process is not scale invariant. ``"minmax"`` divides each feature by its
+        observed range, frozen the first time the range is positive, so that rescaling a
+        feature does not change the model and online learning stays exact. ``None`` uses the
+        features as given.
+    branch_off_counts : {"node", "tables"}, default="node"
+        Counts given to the node created when a test point branches off above node ``j``:
+        ``"node"`` reuses ``j``'s IKN counts (as the reference implementation), ``"tables"``
+        uses the strict IKN counts (``j``'s tables).
+    n_jobs : int, default=None
+        Number of threads over trees for training and prediction (the Cython core releases the
+        GIL). ``None`` means 1, ``-1`` all cores. Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees' independent random streams.
+    verbose : int, default=0
+        Verbosity of the threaded training.
+
+    Attributes
+    ----------
+    estimators_ : list of MondrianTreeClassifier
+        The trees (views sharing the forest's stored points).
+    classes_ : ndarray of shape (n_classes,)
+        Sorted class labels.
+    n_classes_ : int
+        Number of classes.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of str
+        Feature names, when ``X`` had them.
+    feature_offset_, feature_scale_ : ndarray of shape (n_features,)
+        The min-max map ``(x - offset) / scale`` applied before the trees.
+
+    Notes
+    -----
+    The model keeps every training point once per forest (paused leaves regrow from them), so
+    memory grows with ``n_samples * n_features``. Training one tree costs
+    ``O(n log n * n_features)`` on average; one online point costs ``O(depth * n_features)`` per
+    tree, and prediction ``O(depth * (n_features + n_classes))`` per tree and sample.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from mondrian import MondrianForestClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:1]).shape
+    (1, 3)
+    """
+
+    _parameter_constraints = {
+        **_BaseMondrianClassifier._parameter_constraints,
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        lifetime=np.inf,
+        discount_factor=10.0,
+        min_samples_split=2,
+        feature_scaling="minmax",
+        branch_off_counts="node",
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.discount_factor = discount_factor
+        self.min_samples_split = min_samples_split
+        self.feature_scaling = feature_scaling
+        self.branch_off_counts = branch_off_counts
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _n_trees(self):
+        return self.n_estimators
+
+    @property
+    def n_classes_(self):
+        """Number of classes seen (or fixed by ``classes=``)."""
+        check_is_fitted(self, "_trees")
+        return len(self.classes_)
+
+    @property
+    def estimators_(self):
+        """The fitted trees, as :class:`MondrianTreeClassifier` views on the forest's data."""
+        check_is_fitted(self, "_trees")
+        return [self._tree_estimator(tree) for tree in self._trees]
+
+    def _tree_estimator(self, tree):
+        est = MondrianTreeClassifier(
+            lifetime=self.lifetime,
+            discount_factor=self.discount_factor,
+            min_samples_split=self.min_samples_split,
+            feature_scaling=self.feature_scaling,
+            branch_off_counts=self.branch_off_counts,
+        )
+        est._trees = [tree]
+        est._store = self._store
+        est._scaler = self._scaler
+        est.classes_ = self.classes_
+        est._classes_fixed = self._classes_fixed
+        est.n_features_in_ = self.n_features_in_
+        if hasattr(self, "feature_names_in_"):
+            est.feature_names_in_ = self.feature_names_in_
+        return est
+
+
+class MondrianTreeClassifier(_BaseMondrianClassifier):
+    """A single Mondrian tree classifier; see :class:`MondrianForestClassifier`.
+
+    Parameters
+    ----------
+    lifetime : float, default=np.inf
+        Lifetime λ of the Mondrian process (scaled feature units).
+    discount_factor : float, default=10.0
+        HNSP discount rate per feature (``γ = discount_factor * n_features``).
+    min_samples_split : int, default=2
+        Leaves holding fewer training points pause.
+    feature_scaling : {"minmax"} or None, default="minmax"
+        Min-max feature map, as in the forest.
+    branch_off_counts : {"node", "tables"}, default="node"
+        Counts of the node created when a test point branches off.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the tree's random stream.
+
+    Attributes
+    ----------
+    tree_ : MondrianTreeStructure
+        Read-only arrays describing the tree (scikit-learn style).
+    classes_ : ndarray of shape (n_classes,)
+        Sorted class labels.
+    n_features_in_ : int
+        Number of features seen during fit.
+    """
+
+    def __init__(
+        self,
+        *,
+        lifetime=np.inf,
+        discount_factor=10.0,
+        min_samples_split=2,
+        feature_scaling="minmax",
+        branch_off_counts="node",
+        random_state=None,
+    ):
+        self.lifetime = lifetime
+        self.discount_factor = discount_factor
+        self.min_samples_split = min_samples_split
+        self.feature_scaling = feature_scaling
+        self.branch_off_counts = branch_off_counts
+        self.random_state = random_state
+
+    def _n_trees(self):
+        return 1
+
+    @property
+    def tree_(self):
+        """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
+        check_is_fitted(self, "_trees")
+        return MondrianTreeStructure(self._trees[0], self._scaler)
+
+    def apply(self, X):
+        """Leaf id reached by every sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return super().apply(X)[:, 0]

@@ -1,0 +1,170 @@
+"""Structural checks shared by the property and unit tests of the tree core."""
+
+import numpy as np
+from numpy.testing import assert_array_equal
+
+TREE_LEAF = -1
+TREE_UNDEFINED = -2
+
+TREE_ARRAYS = (
+    "children_left",
+    "children_right",
+    "parent",
+    "feature",
+    "threshold",
+    "split_time",
+    "lower_bounds",
+    "upper_bounds",
+    "n_node_samples",
+    "value",
+    "paused",
+)
+
+
+def tree_snapshot(est):
+    """Copies of every public array of `est.tree_` plus its scalars, keyed by name."""
+    t = est.tree_
+    snap = {name: np.array(getattr(t, name)) for name in TREE_ARRAYS}
+    snap["node_count"] = int(t.node_count)
+    snap["max_depth"] = int(t.max_depth)
+    return snap
+
+
+def assert_same_tree(est_a, est_b):
+    """The two fitted trees have bit-identical public arrays."""
+    a, b = tree_snapshot(est_a), tree_snapshot(est_b)
+    assert a["node_count"] == b["node_count"]
+    assert a["max_depth"] == b["max_depth"]
+    for name in TREE_ARRAYS:
+        assert_array_equal(a[name], b[name], err_msg=name, strict=True)
+
+
+def assert_same_forest(forest_a, forest_b):
+    """Both forests hold the same number of bit-identical trees."""
+    assert len(forest_a.estimators_) == len(forest_b.estimators_)
+    for tree_a, tree_b in zip(forest_a.estimators_, forest_b.estimators_, strict=True):
+        assert_same_tree(tree_a, tree_b)
+
+
+def node_depths(children_left, children_right, root=0):
+    """Depth of every node reachable from `root`; unreachable nodes get -1."""
+    depth = np.full(len(children_left), -1, dtype=np.intp)
+    depth[root] = 0
+    stack = [root]
+    while stack:
+        j = stack.pop()
+        for child in (children_left[j], children_right[j]):
+            if child != TREE_LEAF:
+                assert depth[child] == -1, f"node {child} reached twice"
+                depth[child] = depth[j] + 1
+                stack.append(child)
+    return depth
+
+
+def check_tree_invariants(est, X, y):
+    """Assert every structural invariant of a fitted tree trained on exactly (X, y).
+
+    Checks the node links, the sentinels, the box nesting and split separation, the split
+    times (strictly increasing downwards, leaves == lifetime), the sample and class counts
+    (children add up to the parent, root == data, leaves == the points `apply` sends there),
+    the pause rule of §3.1 and the placement of every training point.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    s = tree_snapshot(est)
+    left, right, parent = s["children_left"], s["children_right"], s["parent"]
+    feature, threshold, tau = s["feature"], s["threshold"], s["split_time"]
+    lower, upper = s["lower_bounds"], s["upper_bounds"]
+    n_nodes = s["node_count"]
+    lifetime = float(est.lifetime)
+    n_features = X.shape[1]
+    classes = np.asarray(est.classes_)
+
+    # shapes
+    for name in ("children_left", "children_right", "parent", "feature", "threshold",
+                 "split_time", "n_node_samples", "paused"):
+        assert s[name].shape == (n_nodes,), name
+    assert lower.shape == upper.shape == (n_nodes, n_features)
+    assert s["value"].shape == (n_nodes, len(classes))
+    assert n_nodes >= 1
+
+    # links and sentinels: node 0 is the root, every node is reached exactly once
+    leaf = left == TREE_LEAF
+    assert_array_equal(leaf, right == TREE_LEAF)
+    assert parent[0] == TREE_LEAF
+    depth = node_depths(left, right)
+    assert np.all(depth >= 0), "unreachable nodes"
+    assert s["max_depth"] == depth.max()
+    internal = np.flatnonzero(~leaf)
+    assert_array_equal(parent[left[internal]], internal)
+    assert_array_equal(parent[right[internal]], internal)
+    assert np.all(feature[leaf] == TREE_UNDEFINED)
+    assert np.all(threshold[leaf] == TREE_UNDEFINED)
+    assert np.all((feature[internal] >= 0) & (feature[internal] < n_features))
+    assert not np.any(s["paused"][internal]), "an internal node is paused"
+
+    # boxes: non-empty, nested, and separated by the split of the parent
+    assert np.all(lower <= upper)
+    for j in internal:
+        for child in (left[j], right[j]):
+            assert np.all(lower[child] >= lower[j]) and np.all(upper[child] <= upper[j])
+        f = feature[j]
+        assert lower[j, f] < threshold[j] < upper[j, f], "cut outside the open data box"
+        assert upper[left[j], f] <= threshold[j] < lower[right[j], f]
+
+    # split times
+    assert np.all(tau[leaf] == lifetime)
+    assert np.all(tau[internal] < lifetime)
+    assert np.all(tau[internal] > 0)
+    assert np.all(tau[left[internal]] > tau[internal])
+    assert np.all(tau[right[internal]] > tau[internal])
+
+    # counts
+    counts, value = s["n_node_samples"], s["value"]
+    assert counts[0] == len(X)
+    assert_array_equal(counts[internal], counts[left[internal]] + counts[right[internal]])
+    assert np.all(counts >= 1)
+    assert_array_equal(value[internal], value[left[internal]] + value[right[internal]])
+    label_counts = np.array([np.sum(y == c) for c in classes], dtype=np.float64)
+    assert_array_equal(value[0], label_counts)
+    assert_array_equal(value.sum(axis=1), counts)
+
+    # pause rule (§3.1): a paused leaf is pure, too small, or has a zero-extent box; with an
+    # infinite lifetime every leaf is in one of these states
+    stuck = (
+        ((value > 0).sum(axis=1) <= 1)
+        | (counts < est.min_samples_split)
+        | np.all(lower == upper, axis=1)
+    )
+    assert np.all(stuck[s["paused"].astype(bool)]), "a paused leaf could still split"
+    if np.isinf(lifetime):
+        assert np.all(stuck[leaf]), "a splittable leaf under an infinite lifetime"
+
+    # training points: apply gives a leaf, the point is in the box of that leaf and of all its
+    # ancestors, and in no other leaf box; each leaf holds exactly the points sent there
+    leaves = np.asarray(est.apply(X))
+    assert leaves.shape == (len(X),)
+    assert np.all(leaf[leaves])
+    leaf_ids = np.flatnonzero(leaf)
+    for x, j in zip(X, leaves, strict=True):
+        inside = np.all((lower[leaf_ids] <= x) & (x <= upper[leaf_ids]), axis=1)
+        assert_array_equal(leaf_ids[inside], [j])
+        node = j
+        while node != TREE_LEAF:
+            assert np.all(lower[node] <= x) and np.all(x <= upper[node])
+            node = parent[node]
+    assert_array_equal(np.bincount(leaves, minlength=n_nodes)[leaf], counts[leaf])
+    for j in leaf_ids:
+        held = leaves == j
+        assert_array_equal(lower[j], X[held].min(axis=0))
+        assert_array_equal(upper[j], X[held].max(axis=0))
+        assert_array_equal(value[j], [np.sum(y[held] == c) for c in classes])
+
+
+def check_proba(proba, n_rows, n_classes):
+    """Probabilities have the right shape, lie in [0, 1] and rows sum to 1 (to rounding)."""
+    proba = np.asarray(proba)
+    assert proba.shape == (n_rows, n_classes)
+    assert np.all(np.isfinite(proba))
+    assert np.all(proba >= 0.0) and np.all(proba <= 1.0 + 1e-12)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
