@@ -15,16 +15,22 @@ __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 
 
 def _reject_mixed_labels(y):
-    """Raise a TypeError when a label sequence mixes strings with numbers."""
-    if isinstance(y, np.ndarray) and y.dtype != object:
+    """Raise a TypeError when a label sequence mixes strings with numbers.
+
+    NumPy would silently turn such a list into strings, so the check runs on the raw input.
+    """
+    if y is None:
         return
-    values = y.tolist() if hasattr(y, "tolist") else list(y)
-    flat = np.ravel(np.asarray(values, dtype=object))
-    has_str = any(isinstance(v, (str, bytes)) for v in flat)
-    if has_str and not all(isinstance(v, (str, bytes)) for v in flat):
-        raise TypeError(
-            "y mixes strings and numbers; labels must be all strings or all numbers"
-        )
+    if isinstance(y, (list, tuple)):
+        flat = np.ravel(np.asarray(y, dtype=object))
+    else:
+        flat = np.asarray(y)
+        if flat.dtype != object:
+            return
+        flat = flat.ravel()
+    is_str = [isinstance(v, (str, bytes)) for v in flat]
+    if any(is_str) and not all(is_str):
+        raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
 
 
 class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
@@ -236,7 +242,8 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     # ----------------------------------------------------------------- river-style API
 
