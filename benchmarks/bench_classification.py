@@ -58,8 +58,8 @@ def make_models(n_estimators: int, seed: int) -> dict:
     return models
 
 
-def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: bool) -> dict:
-    """Fit, time and measure one model on one dataset.
+def fit_and_score(name: str, estimator, data: common.Dataset, repeats: int) -> dict:
+    """Time fit and predict, and measure accuracy and pickled size, of one model.
 
     Parameters
     ----------
@@ -70,18 +70,16 @@ def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: b
     data : common.Dataset
     repeats : int
         Timed runs; the median is reported.
-    memory : bool
-        Also measure the peak memory of one fit in a subprocess.
 
     Returns
     -------
     dict
-        One table row.
+        One table row (the fitted model is released on return).
     """
     X, y, X_test = data.X_train, data.y_train, data.X_test
     fit_s, model = common.time_callable(lambda: common.fit_estimator(estimator, X, y), repeats)
     predict_s, pred = common.time_callable(lambda: model.predict(X_test), repeats)
-    row = {
+    return {
         "dataset": data.name,
         "model": name,
         "accuracy": float(np.mean(pred == data.y_test)),
@@ -89,8 +87,27 @@ def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: b
         "predict (s)": predict_s,
         "size (MB)": common.model_size_mb(model),
     }
+
+
+def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: bool) -> dict:
+    """One table row: :func:`fit_and_score`, then the peak memory of one fit in a subprocess.
+
+    Parameters
+    ----------
+    name : str
+    estimator : estimator
+    data : common.Dataset
+    repeats : int
+    memory : bool
+        Measure the peak memory (done after the timed model is released).
+
+    Returns
+    -------
+    dict
+    """
+    row = fit_and_score(name, estimator, data, repeats)
     if memory:
-        mem = common.peak_memory(common.fit_estimator, estimator, X, y)
+        mem = common.peak_memory(common.fit_estimator, estimator, data.X_train, data.y_train)
         row["peak RSS (MB)"] = mem["peak_rss_mb"]
         row["traced peak (MB)"] = mem["traced_peak_mb"]
     return row

@@ -46,6 +46,7 @@ import argparse
 import csv
 import gc
 import gzip
+import importlib
 import os
 import pickle
 import statistics
@@ -394,6 +395,27 @@ def subsample_train(data: Dataset, n: int, seed: int = 0) -> Dataset:
 # --------------------------------------------------------------------------------------------
 
 
+def optional_import(module: str):
+    """Import an optional peer library.
+
+    Parameters
+    ----------
+    module : str
+        Dotted module name.
+
+    Returns
+    -------
+    module : module or None
+        The module, or None when it cannot be imported.
+    reason : str
+        Why it is unavailable (empty when available).
+    """
+    try:
+        return importlib.import_module(module), ""
+    except Exception as exc:  # any failure at import time means "unavailable"
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def import_mondrian():
     """Import the package under benchmark.
 
@@ -410,29 +432,6 @@ def import_mondrian():
         # A source tree without its package __init__ imports as an empty namespace package.
         mondrian, reason = None, "mondrian has no MondrianForestClassifier"
     return mondrian, f"{reason} ({hint})" if mondrian is None else ""
-
-
-def optional_import(module: str):
-    """Import an optional peer library.
-
-    Parameters
-    ----------
-    module : str
-        Dotted module name.
-
-    Returns
-    -------
-    module : module or None
-        The module, or None when it cannot be imported.
-    reason : str
-        Why it is unavailable (empty when available).
-    """
-    import importlib
-
-    try:
-        return importlib.import_module(module), ""
-    except Exception as exc:  # any failure at import time means "unavailable"
-        return None, f"{type(exc).__name__}: {exc}"
 
 
 def import_onelearn():
@@ -485,6 +484,7 @@ def time_callable(func: Callable[[], Any], repeats: int = 3) -> tuple[float, Any
     times = []
     result = None
     for _ in range(max(1, repeats)):
+        result = None  # release the previous result first, so runs do not stack up in memory
         start = time.perf_counter()
         result = func()
         times.append(time.perf_counter() - start)

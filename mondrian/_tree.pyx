@@ -324,7 +324,7 @@ cdef class MondrianTree:
         cdef intp_t S = self.value_stride
         cdef intp_t top = 1
         cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
-        cdef intp_t copy, fresh, child, count, max_index = 0
+        cdef intp_t copy, fresh, child, count, cut_dim, max_index = 0
         cdef float64_t* lo
         cdef float64_t* hi
         cdef float64_t* val
@@ -425,16 +425,16 @@ cdef class MondrianTree:
                 # A cut outside the node's box, born before the node's own cut: insert a new
                 # parent. Node j keeps its id and becomes that parent; its old content moves
                 # to a copy, so no ancestor link changes.
-                d = rng_weighted(&self.rng, extent, D, total)
-                below = lo[d] - bmin[d] if bmin[d] < lo[d] else 0.0
-                lower = rng_uniform(&self.rng) * extent[d] < below
+                cut_dim = rng_weighted(&self.rng, extent, D, total)
+                below = lo[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < lo[cut_dim] else 0.0
+                lower = rng_uniform(&self.rng) * extent[cut_dim] < below
                 if lower:
-                    threshold = rng_uniform_open(&self.rng, bmin[d], lo[d])
-                    mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+                    threshold = rng_uniform_open(&self.rng, bmin[cut_dim], lo[cut_dim])
+                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
                     far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
                 else:
-                    threshold = rng_uniform_open(&self.rng, hi[d], bmax[d])
-                    mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+                    threshold = rng_uniform_open(&self.rng, hi[cut_dim], bmax[cut_dim])
+                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
                     near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
                 copy = self._new_node()
                 fresh = self._new_node()
@@ -461,7 +461,7 @@ cdef class MondrianTree:
                     for i in range(S):
                         val[i] += row[i]
                 self.nodes[j].n_node_samples += count
-                self.nodes[j].feature = d
+                self.nodes[j].feature = cut_dim
                 self.nodes[j].threshold = threshold
                 self.nodes[j].split_time = t
                 self.nodes[j].paused = 0

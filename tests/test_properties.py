@@ -7,12 +7,12 @@ include duplicated rows and constant features, which hypothesis generates readil
 import pickle
 
 import numpy as np
+from _checks import assert_same_tree, check_proba, check_tree_invariants
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_array_equal
 
-from _checks import assert_same_tree, check_proba, check_tree_invariants
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 
 BOUND = 1e3
@@ -65,8 +65,12 @@ def test_fit_invariants(data, params):
     assert_array_equal(tree.predict(queries), tree.classes_[np.argmax(proba, axis=1)])
 
 
-@given(data=datasets(), params=tree_params, cuts=st.lists(st.integers(0, 40), max_size=4),
-       fix_classes=st.booleans())
+@given(
+    data=datasets(),
+    params=tree_params,
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+    fix_classes=st.booleans(),
+)
 def test_partial_fit_in_chunks_keeps_invariants(data, params, cuts, fix_classes):
     """partial_fit on consecutive chunks keeps every invariant after every chunk, whether the
     classes are given up front or appear mid-stream."""

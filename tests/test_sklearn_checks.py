@@ -1,7 +1,6 @@
 """scikit-learn conformance: the estimator checks, clone, Pipeline, GridSearchCV."""
 
 import numpy as np
-import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline

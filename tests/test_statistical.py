@@ -10,8 +10,6 @@ errors (two-sided false-failure rate 6e-5 per comparison).
 
 import numpy as np
 import pytest
-from scipy import stats
-
 from _reference import (
     TreeArrays,
     branch_off_probabilities,
@@ -22,6 +20,8 @@ from _reference import (
     predict_proba_tree,
     to_scaled,
 )
+from scipy import stats
+
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 
 pytestmark = pytest.mark.statistical
@@ -119,16 +119,23 @@ SAME_LEAF_CASES = {
     # alternating labels around the pair; the tested pairs have different labels
     "alternating": (
         np.array(
-            [[0.3, 0.4], [0.45, 0.5], [0.0, 0.0], [1.0, 0.2], [0.7, 1.0], [0.1, 0.9],
-             [0.5, 0.35], [0.9, 0.6]]
+            [
+                [0.3, 0.4],
+                [0.45, 0.5],
+                [0.0, 0.0],
+                [1.0, 0.2],
+                [0.7, 1.0],
+                [0.1, 0.9],
+                [0.5, 0.35],
+                [0.9, 0.6],
+            ]
         ),
         np.arange(8) % 2,
         [(0, 1), (0, 3)],
     ),
     # wide, uneven feature ranges (the min-max map matters) and three labels
     "wide": (
-        np.array([[0.0, 50.0], [4.0, 60.0], [10.0, 0.0], [2.0, 100.0], [7.0, 20.0],
-                  [3.0, 55.0]]),
+        np.array([[0.0, 50.0], [4.0, 60.0], [10.0, 0.0], [2.0, 100.0], [7.0, 20.0], [3.0, 55.0]]),
         np.array([0, 1, 2, 0, 1, 2]),
         [(0, 1), (1, 5)],
     ),
@@ -153,7 +160,9 @@ def test_same_leaf_probability_is_laplace_kernel(global_random_seed, case, growt
     span = np.ptp(X, axis=0) if scaling == "minmax" else np.ones(X.shape[1])
     lifetime = np.log(2.0) / np.sum(np.abs(X[i0] - X[j0]) / span)
     forest = MondrianForestClassifier(
-        n_estimators=n_trees, lifetime=lifetime, feature_scaling=scaling,
+        n_estimators=n_trees,
+        lifetime=lifetime,
+        feature_scaling=scaling,
         random_state=global_random_seed,
     )
     order = np.random.default_rng(global_random_seed).permutation(len(X))
@@ -366,8 +375,11 @@ def test_predict_proba_equals_reference_predictive(
     for trial in range(5):
         X, y, k, queries = _random_problem(rng)
         tree = MondrianTreeClassifier(
-            lifetime=lifetime, discount_factor=discount_factor, feature_scaling=feature_scaling,
-            branch_off_counts=branch_off_counts, random_state=global_random_seed + trial,
+            lifetime=lifetime,
+            discount_factor=discount_factor,
+            feature_scaling=feature_scaling,
+            branch_off_counts=branch_off_counts,
+            random_state=global_random_seed + trial,
         )
         if growth == "fit":
             tree.fit(X, y)
@@ -386,7 +398,9 @@ def test_forest_predict_proba_is_mean_of_reference_trees(global_random_seed, bra
     rng = np.random.default_rng(global_random_seed)
     X, y, k, queries = _random_problem(rng)
     forest = MondrianForestClassifier(
-        n_estimators=7, lifetime=2.0, branch_off_counts=branch_off_counts,
+        n_estimators=7,
+        lifetime=2.0,
+        branch_off_counts=branch_off_counts,
         random_state=global_random_seed,
     ).fit(X, y)
     gamma = forest.discount_factor * X.shape[1]

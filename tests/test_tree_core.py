@@ -8,9 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
-
-import mondrian
 from _checks import (
     TREE_ARRAYS,
     assert_same_forest,
@@ -18,6 +15,9 @@ from _checks import (
     check_proba,
     check_tree_invariants,
 )
+from numpy.testing import assert_allclose, assert_array_equal
+
+import mondrian
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 
 
@@ -305,8 +305,11 @@ def test_single_leaf_predictive_closed_form(lifetime):
     gamma = 3.0
     for counts in ("node", "tables"):
         tree = MondrianTreeClassifier(
-            lifetime=lifetime, discount_factor=gamma, feature_scaling=None,
-            branch_off_counts=counts, random_state=0,
+            lifetime=lifetime,
+            discount_factor=gamma,
+            feature_scaling=None,
+            branch_off_counts=counts,
+            random_state=0,
         ).partial_fit(X, y, classes=[0, 1])
         assert tree.tree_.node_count == 1
         d = 0.0 if np.isinf(lifetime) else np.exp(-gamma * lifetime)
