@@ -220,7 +220,7 @@ class BaseMondrianEnsemble(BaseEstimator):
         """Sum ``function(trees, X, out)`` over chunks of trees run in threads."""
         n_jobs = _n_jobs(n_jobs, len(self._trees))
         out = np.zeros((X.shape[0], n_outputs), dtype=np.float64)
-        if n_jobs == 1:
+        if n_jobs == 1 or X.shape[0] == 1:
             function(self._trees, X, out)
             return out
         lock = threading.Lock()

@@ -22,7 +22,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     """
     cdef intp_t K = tree.value_stride
     cdef intp_t D = tree.n_features
-    cdef intp_t j = 0, k, d, left, right
+    cdef intp_t j = 0, k, d
     cdef Node* nd
     cdef const float64_t* lo
     cdef const float64_t* hi
@@ -30,7 +30,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     cdef const float64_t* val_right
     cdef float64_t* tmp
     cdef float64_t tau_parent = 0.0, tau, delta, eta, p, d_bar, discount, n_cust, n_tab
-    cdef float64_t tab, s = 1.0, weight
+    cdef float64_t tab, s = 1.0, weight, a, b, c
     cdef bint is_leaf
 
     for k in range(K):
@@ -42,24 +42,21 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         delta = tau - tau_parent
 
         # IKN customers: raw counts at a leaf, children's tables at an internal node.
+        n_cust = 0.0
+        n_tab = 0.0
         if is_leaf:
             val_left = tree.value + j * K
             for k in range(K):
                 counts[k] = val_left[k]
+                n_cust += val_left[k]
+                n_tab += val_left[k] > 0.0
         else:
-            left = nd.left_child
-            right = nd.right_child
-            val_left = tree.value + left * K
-            val_right = tree.value + right * K
+            val_left = tree.value + nd.left_child * K
+            val_right = tree.value + nd.right_child * K
             for k in range(K):
-                counts[k] = (1.0 if val_left[k] > 0.0 else 0.0) + (
-                    1.0 if val_right[k] > 0.0 else 0.0)
-        n_cust = 0.0
-        n_tab = 0.0
-        for k in range(K):
-            n_cust += counts[k]
-            if counts[k] > 0.0:
-                n_tab += 1.0
+                counts[k] = (val_left[k] > 0.0) + <float64_t>(val_right[k] > 0.0)
+                n_cust += counts[k]
+                n_tab += counts[k] > 0.0
 
         # Distance from x to the node's data box: the rate at which x branches off above it.
         lo = tree.bounds + 2 * D * j
@@ -91,10 +88,13 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
             if s <= 0.0:
                 return
 
+        # G_j = (c - d tab + d T G_parent) / n, with the node's discount d.
         discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
+        a = 1.0 / n_cust
+        b = discount / n_cust
+        c = discount * n_tab / n_cust
         for k in range(K):
-            tab = 1.0 if counts[k] > 0.0 else 0.0
-            g[k] = (counts[k] - discount * tab + discount * n_tab * g_parent[k]) / n_cust
+            g[k] = a * counts[k] - b * (counts[k] > 0.0) + c * g_parent[k]
         if is_leaf:
             for k in range(K):
                 out[k] += s * g[k]

@@ -581,13 +581,16 @@ cdef class MondrianTree:
             self._extend(&work[0], n, &X[0, 0], rows_ptr)
         return self
 
-    def _check_store(self, X, rows, indices):
+    def _check_store(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                     const intp_t[::1] indices):
+        cdef intp_t k
         if X.shape[1] != self.n_features:
             raise ValueError(f"store has {X.shape[1]} features, tree expects {self.n_features}")
         if rows.shape[1] != self.value_stride or rows.shape[0] != X.shape[0]:
             raise ValueError("rows must have shape (n_stored, value_stride)")
-        if len(indices) and (np.min(indices) < 0 or np.max(indices) >= X.shape[0]):
-            raise ValueError("indices out of the store's range")
+        for k in range(indices.shape[0]):
+            if not 0 <= indices[k] < X.shape[0]:
+                raise ValueError("indices out of the store's range")
 
     def apply(self, const float64_t[:, ::1] X, lifetime=None):
         """Leaf reached by each row of ``X`` in the tree pruned at ``lifetime``.
@@ -779,16 +782,19 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     tree. Every tree sees the points in the same order.
     """
     cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0]
+    cdef intp_t n = indices.shape[0], k
     cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
     cdef const float64_t* rows_ptr = NULL
-    if n == 0:
+    if n == 0 or not trees:
         return
+    (<MondrianTree>trees[0])._check_store(X, rows, indices)
     for tree in trees:
-        tree._check_store(X, rows, indices)
+        if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
+            raise ValueError("the trees do not match the store")
     if rows.shape[1] > 0:
         rows_ptr = &rows[0, 0]
     for tree in trees:
-        work[:] = indices
+        for k in range(n):
+            work[k] = indices[k]
         with nogil:
             tree._extend(&work[0], n, &X[0, 0], rows_ptr)

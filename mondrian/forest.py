@@ -57,6 +57,25 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         rows[np.arange(codes.shape[0]), codes] = 1.0
         return rows
 
+    def _class_codes(self):
+        """``{label: column}`` lookup for the one-sample path, rebuilt when classes change."""
+        cache = getattr(self, "_codes_cache", None)
+        if cache is None or cache[0] is not self.classes_:
+            labels = self.classes_.tolist()
+            codes = {label: k for k, label in enumerate(labels)}
+            self._codes_cache = cache = (self.classes_, codes, labels, np.eye(len(labels)))
+        return cache[1]
+
+    @property
+    def _one_hot(self):
+        self._class_codes()
+        return self._codes_cache[3]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_codes_cache", None)  # a cache, rebuilt on demand
+        return state
+
     def _check_label_kind(self, y):
         if not hasattr(self, "classes_") or len(y) == 0:
             return
@@ -195,6 +214,14 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
     def _proba_scaled(self, X_scaled, lifetime=None):
         n_classes = len(self.classes_)
         strict = self.branch_off_counts == "tables"
+        if X_scaled.shape[0] == 1:
+            # One sample (streaming): skip the thread machinery.
+            out = np.zeros((1, n_classes))
+            predict_proba_trees(
+                self._trees, X_scaled, out, float(self.discount_factor), strict, lifetime
+            )
+            out /= len(self._trees)
+            return out
 
         def run(trees, X, out):
             predict_proba_trees(trees, X, out, float(self.discount_factor), strict, lifetime)
@@ -292,13 +319,12 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
             self.classes_ = np.asarray([y])
             self._classes_fixed = False
             self._init_trees(row, self._n_trees(), 1)
-        self._check_label_kind([y])
-        position = np.searchsorted(self.classes_, y)
-        if position >= len(self.classes_) or self.classes_[position] != y:
+        code = self._class_codes().get(y)
+        if code is None:
+            self._check_label_kind([y])
             self._encode(np.asarray([y]))
-            position = np.searchsorted(self.classes_, y)
-        codes = np.array([position], dtype=np.intp)
-        self._add_points(row, self._rows(codes), 1)
+            code = self._class_codes()[y]
+        self._add_points(row, self._one_hot[code : code + 1], 1)
         return self
 
     def predict_proba_one(self, x):
@@ -316,7 +342,8 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         if not hasattr(self, "_trees"):
             return {}
         proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
-        return dict(zip(self.classes_.tolist(), proba.tolist()))
+        self._class_codes()
+        return dict(zip(self._codes_cache[2], proba.tolist()))
 
     def predict_one(self, x):
         """Most probable class of one sample (``None`` before any training).
@@ -332,7 +359,8 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         if not hasattr(self, "_trees"):
             return None
         proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
-        return self.classes_[int(np.argmax(proba))]
+        self._class_codes()
+        return self._codes_cache[2][int(np.argmax(proba))]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
