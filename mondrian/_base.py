@@ -31,7 +31,7 @@ def _n_jobs(n_jobs, n_tasks):
 
 def _chunks(items, n_chunks):
     bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
-    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
 class MondrianTreeStructure:

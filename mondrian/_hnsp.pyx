@@ -80,7 +80,8 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                 for k in range(K):
                     tab = 1.0 if counts[k] > 0.0 else 0.0
                     if strict:
-                        out[k] += weight * ((1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
+                        out[k] += weight * (
+                            (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
                     else:
                         out[k] += weight * (
                             counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust

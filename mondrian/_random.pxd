@@ -73,7 +73,8 @@ cdef inline intp_t rng_weighted(RandomState* st, const float64_t* weights, intp_
     return last
 
 
-cdef inline float64_t rng_uniform_open(RandomState* st, float64_t low, float64_t high) noexcept nogil:
+cdef inline float64_t rng_uniform_open(RandomState* st, float64_t low,
+                                       float64_t high) noexcept nogil:
     """Uniform draw on the open interval (low, high), for low < high.
 
     Rounding can return an endpoint when the interval is narrow; such draws are redrawn so that

@@ -11,7 +11,6 @@ Training points live once per forest, in arrays handed to every call (``X``: the
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.math cimport INFINITY
 from libc.stdint cimport SIZE_MAX, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset

@@ -343,7 +343,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
             return {}
         proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
         self._class_codes()
-        return dict(zip(self._codes_cache[2], proba.tolist()))
+        return dict(zip(self._codes_cache[2], proba.tolist(), strict=True))
 
     def predict_one(self, x):
         """Most probable class of one sample (``None`` before any training).

@@ -267,16 +267,17 @@ def _open_uniform(rng, a, b):
             return u
 
 
-def extend_once(t, x, rng):
-    """Run ExtendMondrianBlock (§2.1) once for an unlabelled point `x` (scaled units).
+def _descend(t, x, rng):
+    """The walk of ExtendMondrianBlock (§2.1) for `x` (scaled units).
 
-    Pausing is ignored: like the predictive of §5, every node, leaves included, carries its own
-    exponential clock up to its split time (the lifetime for leaves). Returns an `Extension`.
+    Returns (j, gap, lower, upper): the node above which a new parent is inserted (-1 if none),
+    the gap between the new split time and tau_parent(j), and the boxes extended on the way.
+    Every node, leaves included, races an Exp(eta_j) clock against its own split time (the
+    lifetime for leaves): pausing is ignored, as in the predictive of §5.
     """
     lower = np.array(t.lower)
     upper = np.array(t.upper)
     tau_parent = t.parent_time
-    parent = t.parent
     j = t.root
     while True:
         below = np.maximum(lower[j] - x, 0.0)
@@ -284,16 +285,29 @@ def extend_once(t, x, rng):
         rate = float(np.sum(below + above))
         gap = rng.exponential(1.0 / rate) if rate > 0 else np.inf
         if tau_parent[j] + gap < t.split_time[j]:
-            break
+            return int(j), float(gap), lower, upper
         lower[j] = np.minimum(lower[j], x)
         upper[j] = np.maximum(upper[j], x)
         if t.is_leaf(j):
-            return Extension(branched=-1, tree=replace(t, lower=lower, upper=upper))
+            return -1, np.nan, lower, upper
         j = t.children_left[j] if x[t.feature[j]] <= t.threshold[j] else t.children_right[j]
 
-    # a new parent k of j, and a new leaf l holding x alone, are appended to the arrays
-    extent = below + above
-    d = int(rng.choice(len(x), p=extent / rate))
+
+def extend_once(t, x, rng):
+    """Run ExtendMondrianBlock (§2.1) once for an unlabelled point `x` (scaled units).
+
+    Returns an `Extension` holding the extended tree (new nodes appended at the end).
+    """
+    j, gap, lower, upper = _descend(t, x, rng)
+    if j < 0:
+        return Extension(branched=-1, tree=replace(t, lower=lower, upper=upper))
+    tau_parent = t.parent_time
+    parent = t.parent
+    # a new parent k of j, and a new leaf holding x alone, are appended to the arrays; the cut
+    # dimension is drawn in proportion to the extension of j's box, the cut location uniformly
+    # in the open gap between the box and x
+    extent = np.maximum(lower[j] - x, 0.0) + np.maximum(x - upper[j], 0.0)
+    d = int(rng.choice(len(x), p=extent / extent.sum()))
     if x[d] > upper[j, d]:
         xi = _open_uniform(rng, upper[j, d], x[d])
     else:
@@ -324,7 +338,7 @@ def extend_once(t, x, rng):
 
 
 def monte_carlo_branch_off(t, x, n_rep, rng):
-    """Empirical distribution of where `x` branches off, from `n_rep` runs of `extend_once`.
+    """Empirical distribution of where `x` branches off, from `n_rep` extension walks.
 
     Returns (path, counts, gaps): counts[i] is how often the new parent was inserted above the
     i-th node of the path, counts[-1] how often `x` was never separated, and gaps[i] the list of
@@ -335,11 +349,10 @@ def monte_carlo_branch_off(t, x, n_rep, rng):
     counts = np.zeros(len(path) + 1, dtype=np.int64)
     gaps = [[] for _ in path]
     for _ in range(n_rep):
-        ext = extend_once(t, x, rng)
-        if ext.branched < 0:
+        j, gap, _, _ = _descend(t, x, rng)
+        if j < 0:
             counts[-1] += 1
         else:
-            i = position[ext.branched]
-            counts[i] += 1
-            gaps[i].append(ext.gap)
+            counts[position[j]] += 1
+            gaps[position[j]].append(gap)
     return path, counts, [np.asarray(g) for g in gaps]

@@ -5,7 +5,8 @@ unset -> 42; an integer -> that seed; "a-b" -> every seed in a..b; "any" -> one 
 0..99; "all" -> every seed in 0..99. A test that uses the fixture must pass for every seed.
 
 Hypothesis runs the "dev" profile (30 examples) by default and the "ci" profile (100 examples)
-when the CI environment variable is set; HYPOTHESIS_PROFILE overrides both.
+when the CI environment variable is set; HYPOTHESIS_PROFILE overrides both (the "thorough"
+profile, 1000 examples, is for occasional bug hunts).
 """
 
 import os
@@ -22,6 +23,13 @@ settings.register_profile(
 settings.register_profile(
     "ci",
     max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     print_blob=True,

@@ -130,7 +130,7 @@ def test_learn_one_with_dicts(data):
     model = MondrianForestClassifier(n_estimators=3, random_state=0)
     assert model.predict_proba_one({"a": 1.0}) == {}
     assert model.predict_one({"a": 1.0}) is None
-    for row, label in zip(X, y):
+    for row, label in zip(X, y, strict=True):
         model.learn_one({"a": row[0], "b": row[1], "c": row[2]}, label)
     proba = model.predict_proba_one({"c": X[0, 2], "a": X[0, 0], "b": X[0, 1]})
     assert set(proba) == {0, 1}
@@ -145,7 +145,7 @@ def test_learn_one_matches_partial_fit(data):
     X, y = data
     a = MondrianForestClassifier(n_estimators=4, random_state=3)
     b = MondrianForestClassifier(n_estimators=4, random_state=3)
-    for row, label in zip(X, y):
+    for row, label in zip(X, y, strict=True):
         a.learn_one(row, label)
         b.partial_fit(row[None, :], [label])
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))

@@ -174,7 +174,7 @@ def test_same_leaf_probability_is_laplace_kernel(global_random_seed, case, growt
             rows = order[start : start + size]
             forest.partial_fit(X[rows], y[rows], classes=np.unique(y))
     scale = forest.feature_scale_ if scaling == "minmax" else np.ones(X.shape[1])
-    leaves = forest.apply(X).T
+    leaves = forest.apply(X)
     for i, j in pairs:
         expected = np.exp(-lifetime * np.sum(np.abs(X[i] - X[j]) / scale))
         se = np.sqrt(expected * (1 - expected) / n_trees)
