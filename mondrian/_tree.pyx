@@ -69,6 +69,24 @@ cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float
     return i
 
 
+cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
+                          intp_t n_features) noexcept nogil:
+    """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
+    cdef intp_t d
+    cdef float64_t v
+    for d in range(n_features):
+        v = x[d]
+        lo[d] = v if v < lo[d] else lo[d]
+        hi[d] = v if v > hi[d] else hi[d]
+
+
+cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
+    """Add a contribution row to a node's statistics."""
+    cdef intp_t k
+    for k in range(width):
+        value[k] += row[k]
+
+
 cdef class MondrianTree:
     """One Mondrian tree over points held in an external store.
 
@@ -227,8 +245,6 @@ cdef class MondrianTree:
         cdef float64_t* lo
         cdef float64_t* hi
         cdef float64_t* val
-        cdef const float64_t* x
-        cdef const float64_t* row
         cdef float64_t* sides = self.scratch
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
@@ -255,15 +271,8 @@ cdef class MondrianTree:
                 memcpy(val, rows + first * S, S * sizeof(float64_t))
             for k in range(rec.start + 1, rec.end):
                 i = idx[k]
-                x = X + i * D
-                for d in range(D):
-                    if x[d] < lo[d]:
-                        lo[d] = x[d]
-                    elif x[d] > hi[d]:
-                        hi[d] = x[d]
-                row = rows + i * S
-                for d in range(S):
-                    val[d] += row[d]
+                _include(lo, hi, X + i * D, D)
+                _add_row(val, rows + i * S, S)
             self.nodes[j].n_node_samples = rec.end - rec.start
             self.nodes[j].left_child = TREE_LEAF
             self.nodes[j].right_child = TREE_LEAF
@@ -331,7 +340,6 @@ cdef class MondrianTree:
         cdef float64_t* bmax = self.scratch + D
         cdef float64_t* extent = self.scratch + 2 * D
         cdef const float64_t* x
-        cdef const float64_t* row
         cdef float64_t total, t, threshold, below, above, linear_dim
         cdef bint lower
         cdef intp_t* leaf_points
@@ -368,15 +376,8 @@ cdef class MondrianTree:
                 val = self.value + S * j
                 for k in range(rec.start, rec.end):
                     i = idx[k]
-                    x = X + i * D
-                    for d in range(D):
-                        if x[d] < lo[d]:
-                            lo[d] = x[d]
-                        if x[d] > hi[d]:
-                            hi[d] = x[d]
-                    row = rows + i * S
-                    for d in range(S):
-                        val[d] += row[d]
+                    _include(lo, hi, X + i * D, D)
+                    _add_row(val, rows + i * S, S)
                     self.sample_next[i] = self.nodes[j].first_sample
                     self.nodes[j].first_sample = i
                 self.nodes[j].n_node_samples += count
@@ -404,12 +405,7 @@ cdef class MondrianTree:
             memcpy(bmin, x, D * sizeof(float64_t))
             memcpy(bmax, x, D * sizeof(float64_t))
             for k in range(rec.start + 1, rec.end):
-                x = X + idx[k] * D
-                for d in range(D):
-                    if x[d] < bmin[d]:
-                        bmin[d] = x[d]
-                    elif x[d] > bmax[d]:
-                        bmax[d] = x[d]
+                _include(bmin, bmax, X + idx[k] * D, D)
             lo = self.bounds + 2 * D * j
             hi = lo + D
             total = 0.0
@@ -456,9 +452,7 @@ cdef class MondrianTree:
                     if bmax[d] > hi[d]:
                         hi[d] = bmax[d]
                 for k in range(rec.start, rec.end):
-                    row = rows + idx[k] * S
-                    for i in range(S):
-                        val[i] += row[i]
+                    _add_row(val, rows + idx[k] * S, S)
                 self.nodes[j].n_node_samples += count
                 self.nodes[j].feature = cut_dim
                 self.nodes[j].threshold = threshold
@@ -489,9 +483,7 @@ cdef class MondrianTree:
                 if bmax[d] > hi[d]:
                     hi[d] = bmax[d]
             for k in range(rec.start, rec.end):
-                row = rows + idx[k] * S
-                for i in range(S):
-                    val[i] += row[i]
+                _add_row(val, rows + idx[k] * S, S)
             self.nodes[j].n_node_samples += count
             if self.nodes[j].left_child == TREE_LEAF:
                 # A leaf whose lifetime expired: it keeps the points and stays a leaf.
