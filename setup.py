@@ -18,7 +18,7 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-MODULES = ["_tree", "_hnsp"]
+MODULES = ["_tree", "_hnsp", "_gaussian"]
 
 
 def extension(name):

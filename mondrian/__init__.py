@@ -6,11 +6,14 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 
 from mondrian._base import MondrianTreeStructure
 from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
+from mondrian.regressor import MondrianForestRegressor, MondrianTreeRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MondrianForestClassifier",
+    "MondrianForestRegressor",
+    "MondrianTreeRegressor",
     "MondrianTreeClassifier",
     "MondrianTreeStructure",
     "__version__",
