@@ -200,6 +200,11 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
     moments[1] += second_sum
 
 
+cdef float64_t _read_lifetime(MondrianTree tree, object lifetime):
+    """The lifetime at which to read ``tree``: its own, or a smaller one given by the caller."""
+    return tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+
+
 cdef Hyper _hyper(dict params, float64_t lifetime):
     cdef Hyper h
     h.mean0 = params["mean0"]
@@ -231,8 +236,7 @@ def upward_messages(MondrianTree tree, dict params, lifetime=None):
     """
     if tree.value_stride != 2:
         raise ValueError("regression trees carry (y, y**2) statistics")
-    cdef float64_t lam = tree.lifetime if lifetime is None else min(float(lifetime),
-                                                                     tree.lifetime)
+    cdef float64_t lam = _read_lifetime(tree, lifetime)
     cdef Hyper h = _hyper(params, lam)
     msg_mean = np.zeros(tree.node_count)
     msg_var = np.ones(tree.node_count)
@@ -281,8 +285,69 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         mm, mv = messages[m]
         if mm.shape[0] != tree.node_count:
             raise ValueError("stale messages: the tree changed since they were computed")
-        h = _hyper(params, tree.lifetime if lifetime is None
-                   else min(float(lifetime), tree.lifetime))
+        h = _hyper(params, _read_lifetime(tree, lifetime))
         with nogil:
             for i in range(n):
                 _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0])
+
+
+def node_posteriors(MondrianTree tree, dict params, lifetime=None):
+    """Posterior mean and variance of every node mean (exact belief propagation).
+
+    Parameters
+    ----------
+    tree : MondrianTree
+    params : dict
+        Hyperparameters, as for :func:`upward_messages`.
+    lifetime : float, default=None
+        Read the tree pruned at this lifetime. Nodes below the pruned leaves get NaN.
+
+    Returns
+    -------
+    mean, var : ndarray of shape (node_count,)
+    """
+    msg_mean, msg_var, _ = upward_messages(tree, params, lifetime)
+    cdef float64_t lam = _read_lifetime(tree, lifetime)
+    cdef Hyper h = _hyper(params, lam)
+    post_mean = np.full(tree.node_count, np.nan)
+    post_var = np.full(tree.node_count, np.nan)
+    cav_mean = np.empty(tree.node_count)
+    cav_var = np.empty(tree.node_count)
+    cdef float64_t[::1] mm = msg_mean, mv = msg_var, pm = post_mean, pv = post_var
+    cdef float64_t[::1] cm = cav_mean, cv = cav_var
+    cdef intp_t top = 1, j, child, sibling, side
+    cdef float64_t tau, q_var
+    stack = np.empty(tree.node_count, dtype=np.intp)
+    cdef intp_t[::1] st = stack
+    parent_time = np.zeros(tree.node_count)
+    cdef float64_t[::1] pt = parent_time
+    st[0] = 0
+    cm[0] = h.mean0
+    cv[0] = 0.0
+    with nogil:
+        while top > 0:
+            top -= 1
+            j = st[top]
+            tau = _node_time(tree, j, lam)
+            if not h.hierarchical:
+                if _is_leaf(tree, j, lam):
+                    _product(h.mean0, h.prior_var, mm[j], mv[j], &pm[j], &pv[j])
+                else:
+                    st[top] = tree.nodes[j].left_child
+                    st[top + 1] = tree.nodes[j].right_child
+                    top += 2
+                continue
+            q_var = cv[j] + _psi(&h, tau) - _psi(&h, pt[j])
+            _product(cm[j], q_var, mm[j], mv[j], &pm[j], &pv[j])
+            if _is_leaf(tree, j, lam):
+                continue
+            for side in range(2):
+                child = tree.nodes[j].left_child if side == 0 else tree.nodes[j].right_child
+                sibling = tree.nodes[j].right_child if side == 0 else tree.nodes[j].left_child
+                _product(cm[j], q_var, mm[sibling],
+                         mv[sibling] + _psi(&h, _node_time(tree, sibling, lam)) - _psi(&h, tau),
+                         &cm[child], &cv[child])
+                pt[child] = tau
+                st[top] = child
+                top += 1
+    return post_mean, post_var

@@ -7,7 +7,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from mondrian import MondrianForestClassifier, MondrianTreeClassifier
+from mondrian import (
+    MondrianForestClassifier,
+    MondrianForestRegressor,
+    MondrianTreeClassifier,
+    MondrianTreeRegressor,
+)
 
 # Checks skipped, with the reason. (None at the moment.)
 EXPECTED_FAILED_CHECKS = {}
@@ -17,6 +22,8 @@ EXPECTED_FAILED_CHECKS = {}
     [
         MondrianForestClassifier(n_estimators=10, random_state=0),
         MondrianTreeClassifier(random_state=0),
+        MondrianForestRegressor(n_estimators=10, random_state=0),
+        MondrianTreeRegressor(random_state=0),
     ],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
 )
