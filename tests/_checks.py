@@ -33,7 +33,9 @@ def rounding_tolerance(est, X):
     if getattr(est, "feature_scaling", None) is None or ROUNDING_ULPS == 0:
         return np.zeros(X.shape[1])
     offset = np.abs(np.asarray(est.feature_offset_, dtype=np.float64))
-    return ROUNDING_ULPS * np.finfo(np.float64).eps * (np.abs(X).max(axis=0) + offset)
+    finfo = np.finfo(np.float64)
+    relative = finfo.eps * (np.abs(X).max(axis=0) + offset)
+    return ROUNDING_ULPS * (relative + finfo.smallest_subnormal)
 
 
 def tree_snapshot(est):
@@ -126,17 +128,24 @@ def check_tree_invariants(est, X, y):
     assert np.all((feature[internal] >= 0) & (feature[internal] < n_features))
     assert not np.any(s["paused"][internal]), "an internal node is paused"
 
-    # boxes: non-empty, nested, and separated by the split of the parent
+    # boxes: non-empty, nested, and separated by the split of the parent. A cut lies in
+    # [lower, upper) of the parent box: the open interval, except that the package falls back
+    # to the lower end when no float lies strictly inside (adjacent floats), which still
+    # separates the points under "left iff x <= threshold"
     tol = rounding_tolerance(est, X)
     assert np.all(lower <= upper)
     for j in internal:
         for child in (left[j], right[j]):
             assert np.all(lower[child] >= lower[j]) and np.all(upper[child] <= upper[j])
-        f = feature[j]
-        assert lower[j, f] - tol[f] < threshold[j] < upper[j, f] + tol[f], "cut outside the box"
-        assert upper[left[j], f] <= threshold[j] + tol[f]
-        assert threshold[j] < lower[right[j], f] + tol[f]
+        f, thr, slack = feature[j], threshold[j], tol[feature[j]]
+        assert lower[j, f] - slack <= thr, "cut below the box"
+        assert upper[left[j], f] <= thr + slack, "left child box crosses the cut"
         assert upper[left[j], f] < lower[right[j], f], "children boxes overlap"
+        if slack == 0:
+            assert thr < upper[j, f], "cut at or above the upper end of the box"
+            assert thr < lower[right[j], f], "right child box crosses the cut"
+        else:
+            assert thr <= lower[right[j], f] + slack, "right child box crosses the cut"
 
     # split times
     assert np.all(tau[leaf] == lifetime)
@@ -156,15 +165,18 @@ def check_tree_invariants(est, X, y):
     assert_array_equal(value.sum(axis=1), counts)
 
     # pause rule (§3.1): a paused leaf is pure, too small, or has a zero-extent box; with an
-    # infinite lifetime every leaf is in one of these states
+    # infinite lifetime every leaf is in one of these states, or its linear dimension is so
+    # small (< 1e-300, only without scaling) that its Exp(LD) split time overflows to inf
+    linear_dim = (upper - lower).sum(axis=1)
     stuck = (
         ((value > 0).sum(axis=1) <= 1)
         | (counts < est.min_samples_split)
-        | np.all(lower == upper, axis=1)
+        | (linear_dim == 0)
     )
+    overflow = linear_dim < 1e-300 if est.feature_scaling is None else np.zeros(n_nodes, bool)
     assert np.all(stuck[s["paused"].astype(bool)]), "a paused leaf could still split"
     if np.isinf(lifetime):
-        assert np.all(stuck[leaf]), "a splittable leaf under an infinite lifetime"
+        assert np.all((stuck | overflow)[leaf]), "a splittable leaf under an infinite lifetime"
 
     # training points: apply gives a leaf, the point is in the box of that leaf and of all its
     # ancestors (and, when boxes are exact, in no other leaf box); each leaf box is the bounding

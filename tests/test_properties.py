@@ -1,7 +1,7 @@
 """Property-based tests (hypothesis) of the tree core invariants and the classifier outputs.
 
 Inputs are bounded (|x| <= 1e3, no NaN or infinity), small (n <= 40, d <= 5, <= 3 labels) and
-include duplicated rows and constant features, which hypothesis generates readily.
+include duplicated rows, constant features and values a few ulps apart.
 """
 
 import pickle
@@ -20,12 +20,26 @@ finite_floats = st.floats(-BOUND, BOUND, allow_nan=False, allow_infinity=False)
 
 
 @st.composite
+def ulp_values(draw):
+    """Floats a few ulps apart around one base value (subnormals included), which stress the
+    open-interval cut rule and the rounding of the min-max map."""
+    base = draw(st.sampled_from([0.0, 1.0, -1.0, 1e3, 1e-300]))
+    steps = draw(st.integers(-3, 3))
+    value = base
+    for _ in range(abs(steps)):
+        value = np.nextafter(value, np.inf if steps > 0 else -np.inf)
+    return float(value)
+
+
+@st.composite
 def datasets(draw, max_n=40, max_features=5, max_classes=3):
-    """(X, y) with 1 <= n <= max_n rows, 1 <= d <= max_features and labels in 0..k-1."""
+    """(X, y) with 1 <= n <= max_n rows, 1 <= d <= max_features and labels in 0..k-1; one draw
+    in four takes its values from a handful of floats a few ulps apart."""
     n = draw(st.integers(1, max_n))
     d = draw(st.integers(1, max_features))
     k = draw(st.integers(1, max_classes))
-    X = draw(hnp.arrays(np.float64, (n, d), elements=finite_floats))
+    elements = draw(st.sampled_from([finite_floats] * 3 + [ulp_values()]))
+    X = draw(hnp.arrays(np.float64, (n, d), elements=elements))
     y = draw(hnp.arrays(np.int64, n, elements=st.integers(0, k - 1)))
     return X, y
 
