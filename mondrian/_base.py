@@ -34,6 +34,12 @@ def _chunks(items, n_chunks):
     return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
+def _read_only(array):
+    array = np.array(array)
+    array.flags.writeable = False
+    return array
+
+
 class MondrianTreeStructure:
     """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
 
@@ -81,7 +87,7 @@ class MondrianTreeStructure:
         return self._tree.n_features
 
     def _field(self, name):
-        return np.array(self._tree.nodes_array[name])
+        return _read_only(self._tree.nodes_array[name])
 
     @property
     def children_left(self):
@@ -107,7 +113,7 @@ class MondrianTreeStructure:
         out[internal] = self._scaler.inverse_thresholds(
             out[internal], nodes["feature"][internal]
         )
-        return out
+        return _read_only(out)
 
     @property
     def split_time(self):
@@ -115,7 +121,7 @@ class MondrianTreeStructure:
 
     def _bounds(self, row):
         scaled = self._tree.bounds_array[:, row, :]
-        return scaled * self._scaler.scale + self._scaler.offset
+        return _read_only(scaled * self._scaler.scale + self._scaler.offset)
 
     @property
     def lower_bounds(self):
@@ -132,11 +138,13 @@ class MondrianTreeStructure:
     @property
     def value(self):
         value = self._tree.value_array
-        return value if self._value_transform is None else self._value_transform(value)
+        if self._value_transform is not None:
+            value = self._value_transform(value)
+        return _read_only(value)
 
     @property
     def paused(self):
-        return self._field("paused").astype(bool)
+        return _read_only(self._field("paused").astype(bool))
 
     @property
     def max_depth(self):
@@ -172,7 +180,7 @@ class BaseMondrianEnsemble(BaseEstimator):
     def _validate_X_predict(self, X):
         check_is_fitted(self, "_trees")
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-        return self._scaler.transform(X)
+        return self._scaler.transform(X, clip=True)
 
     def _validate_lifetime(self):
         if np.isnan(self.lifetime):

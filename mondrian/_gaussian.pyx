@@ -142,7 +142,7 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                 eta += lo[d] - x[d]
             elif x[d] > hi[d]:
                 eta += x[d] - hi[d]
-        if eta > 0.0:
+        if eta > 0.0 and delta > 0.0:
             if delta == INFINITY:
                 p = 1.0
                 mass = 1.0

@@ -68,7 +68,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
             elif x[d] > hi[d]:
                 eta += x[d] - hi[d]
 
-        if eta > 0.0:
+        if eta > 0.0 and delta > 0.0:
             if delta == INFINITY:
                 p = 1.0
                 d_bar = eta / (eta + gamma)

@@ -4,6 +4,10 @@ import numpy as np
 
 __all__ = ["DataStore", "FeatureScaler"]
 
+# Largest magnitude allowed in the scaled feature space: sums of side lengths and distances over
+# many features must stay finite.
+MAX_SCALED = 1e150
+
 
 class DataStore:
     """Training points kept once per forest, shared by all of its trees.
@@ -101,32 +105,51 @@ class FeatureScaler:
         self.frozen = None
 
     def update(self, X):
-        """Take the new points ``X`` (original units) into account before storing them."""
+        """Take the new points ``X`` (original units) into account before storing them.
+
+        Nothing changes when the new points cannot be stored (see :meth:`transform`).
+        """
         n_features = X.shape[1]
         if self.offset is None:
-            self.offset = np.zeros(n_features)
-            self.scale = np.ones(n_features)
-            self.frozen = np.zeros(n_features, dtype=bool)
-            if not self.enabled:
-                self.frozen[:] = True
-                return
-            self.offset = X.min(axis=0).astype(np.float64)
-        if self.frozen.all():
-            return
-        todo = ~self.frozen
-        # Unfrozen features have held the single value `offset` so far.
-        low = np.minimum(X[:, todo].min(axis=0), self.offset[todo])
-        high = np.maximum(X[:, todo].max(axis=0), self.offset[todo])
-        span = high - low
-        positive = span > 0
-        features = np.flatnonzero(todo)[positive]
-        self.scale[features] = span[positive]
-        self.frozen[features] = True
+            offset = X.min(axis=0).astype(np.float64) if self.enabled else np.zeros(n_features)
+            scale = np.ones(n_features)
+            frozen = np.full(n_features, not self.enabled)
+        else:
+            offset, scale, frozen = self.offset, self.scale.copy(), self.frozen.copy()
+        todo = ~frozen
+        if todo.any():
+            # Unfrozen features have held the single value `offset` so far.
+            low = np.minimum(X[:, todo].min(axis=0), offset[todo])
+            high = np.maximum(X[:, todo].max(axis=0), offset[todo])
+            span = high - low
+            positive = span > 0
+            features = np.flatnonzero(todo)[positive]
+            scale[features] = span[positive]
+            frozen[features] = True
+        self._scaled(X, offset, scale, clip=False)
+        self.offset, self.scale, self.frozen = offset, scale, frozen
 
-    def transform(self, X):
-        """Map ``X`` (original units) to the scaled space, as a C-contiguous float64 array."""
-        out = np.subtract(X, self.offset, dtype=np.float64)
-        out /= self.scale
+    def transform(self, X, clip=False):
+        """Map ``X`` (original units) to the scaled space, as a C-contiguous float64 array.
+
+        Scaled values so large that box arithmetic (sums of side lengths) could overflow, e.g.
+        after a feature whose observed range was subnormal, raise a ``ValueError``, or with
+        ``clip=True`` (prediction) are clipped: such a point is as far from every box either way.
+        """
+        return self._scaled(X, self.offset, self.scale, clip)
+
+    @staticmethod
+    def _scaled(X, offset, scale, clip):
+        with np.errstate(over="ignore"):
+            out = np.subtract(X, offset, dtype=np.float64)
+            out /= scale
+        if clip:
+            np.clip(out, -MAX_SCALED, MAX_SCALED, out=out)
+        elif not np.all(np.abs(out) < MAX_SCALED):
+            raise ValueError(
+                "X holds values too large relative to the feature ranges seen in training "
+                f"(|scaled value| must stay below {MAX_SCALED:g})"
+            )
         return np.ascontiguousarray(out)
 
     def inverse_thresholds(self, values, features):

@@ -205,6 +205,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
                 self._classes_fixed = True
         if X.shape[0] == 0:
             return self
+        self._scaler.update(X)  # may reject X: before any class is added
         codes = self._encode(y)
         self._add_points(X, self._rows(codes), self._n_jobs())
         return self
@@ -321,6 +322,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
             self._init_trees(row, self._n_trees(), 1)
         code = self._class_codes().get(y)
         if code is None:
+            self._scaler.update(row)
             self._check_label_kind([y])
             self._encode(np.asarray([y]))
             code = self._class_codes()[y]
@@ -341,7 +343,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         """
         if not hasattr(self, "_trees"):
             return {}
-        proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
+        proba = self._proba_scaled(self._scaler.transform(self._one_row(x), clip=True))[0]
         self._class_codes()
         return dict(zip(self._codes_cache[2], proba.tolist(), strict=True))
 
@@ -358,7 +360,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
         """
         if not hasattr(self, "_trees"):
             return None
-        proba = self._proba_scaled(self._scaler.transform(self._one_row(x)))[0]
+        proba = self._proba_scaled(self._scaler.transform(self._one_row(x), clip=True))[0]
         self._class_codes()
         return self._codes_cache[2][int(np.argmax(proba))]
 

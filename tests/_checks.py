@@ -1,6 +1,7 @@
 """Structural checks shared by the property and unit tests of the tree core."""
 
 import numpy as np
+from _reference import feature_map
 from numpy.testing import assert_array_equal
 
 TREE_LEAF = -1
@@ -165,15 +166,15 @@ def check_tree_invariants(est, X, y):
     assert_array_equal(value.sum(axis=1), counts)
 
     # pause rule (§3.1): a paused leaf is pure, too small, or has a zero-extent box; with an
-    # infinite lifetime every leaf is in one of these states, or its linear dimension is so
-    # small (< 1e-300, only without scaling) that its Exp(LD) split time overflows to inf
-    linear_dim = (upper - lower).sum(axis=1)
+    # infinite lifetime every leaf is in one of these states, or its linear dimension (scaled
+    # units) is so small (< 1e-300) that its Exp(LD) split time overflows to inf
     stuck = (
         ((value > 0).sum(axis=1) <= 1)
         | (counts < est.min_samples_split)
-        | (linear_dim == 0)
+        | np.all(lower == upper, axis=1)
     )
-    overflow = linear_dim < 1e-300 if est.feature_scaling is None else np.zeros(n_nodes, bool)
+    scale = feature_map(est)[1]
+    overflow = ((upper - lower) / scale).sum(axis=1) < 1e-300
     assert np.all(stuck[s["paused"].astype(bool)]), "a paused leaf could still split"
     if np.isinf(lifetime):
         assert np.all((stuck | overflow)[leaf]), "a splittable leaf under an infinite lifetime"

@@ -27,10 +27,16 @@ def _snapshot(model):
 
 
 BAD_X = {
-    "nan": (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 4, np.nan, X), ValueError,
-            "NaN"),
-    "inf": (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 4, np.inf, X), ValueError,
-            "infinity"),
+    "nan": (
+        lambda X: np.where(np.arange(X.size).reshape(X.shape) == 4, np.nan, X),
+        ValueError,
+        "NaN",
+    ),
+    "inf": (
+        lambda X: np.where(np.arange(X.size).reshape(X.shape) == 4, np.inf, X),
+        ValueError,
+        "infinity",
+    ),
     "wrong_n_features": (lambda X: X[:, :2], ValueError, "features"),
     "one_dimensional": (lambda X: X[:, 0], ValueError, "2D array"),
     "empty": (lambda X: X[:0], ValueError, "0 sample"),

@@ -16,29 +16,38 @@ from numpy.testing import assert_array_equal
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 
 BOUND = 1e3
-finite_floats = st.floats(-BOUND, BOUND, allow_nan=False, allow_infinity=False)
+TINY = 1e-100
+# Finite floats with |x| <= 1e3 and no non-zero value below 1e-100 in magnitude. Then distinct
+# values differ by more than 1e-116, so scaled coordinates (x - offset) / scale of the test
+# queries stay far below overflow. Sub-1e-100 values are covered by the separate
+# `test_tiny_feature_ranges_are_handled` below.
+finite_floats = st.floats(-BOUND, BOUND, allow_nan=False, allow_infinity=False).filter(
+    lambda v: v == 0.0 or abs(v) >= TINY
+)
 
 
-@st.composite
-def ulp_values(draw):
-    """Floats a few ulps apart around one base value (subnormals included), which stress the
-    open-interval cut rule and the rounding of the min-max map."""
-    base = draw(st.sampled_from([0.0, 1.0, -1.0, 1e3, 1e-300]))
-    steps = draw(st.integers(-3, 3))
+def _ulp_neighbour(base, steps):
     value = base
     for _ in range(abs(steps)):
         value = np.nextafter(value, np.inf if steps > 0 else -np.inf)
     return float(value)
 
 
+def ulp_values(bases=(1.0, -1.0, 0.5, 1e3)):
+    """Floats at most 3 ulps from one of `bases`, which stress the open-interval cut rule and
+    the rounding of the min-max map."""
+    return st.builds(_ulp_neighbour, st.sampled_from(bases), st.integers(-3, 3))
+
+
 @st.composite
-def datasets(draw, max_n=40, max_features=5, max_classes=3):
-    """(X, y) with 1 <= n <= max_n rows, 1 <= d <= max_features and labels in 0..k-1; one draw
-    in four takes its values from a handful of floats a few ulps apart."""
+def datasets(draw, max_n=40, max_features=5, max_classes=3, elements=None):
+    """(X, y) with 1 <= n <= max_n rows, 1 <= d <= max_features and labels in 0..k-1; unless
+    `elements` is given, one draw in four takes its values from floats a few ulps apart."""
     n = draw(st.integers(1, max_n))
     d = draw(st.integers(1, max_features))
     k = draw(st.integers(1, max_classes))
-    elements = draw(st.sampled_from([finite_floats] * 3 + [ulp_values()]))
+    if elements is None:
+        elements = draw(st.sampled_from([finite_floats] * 3 + [ulp_values()]))
     X = draw(hnp.arrays(np.float64, (n, d), elements=elements))
     y = draw(hnp.arrays(np.int64, n, elements=st.integers(0, k - 1)))
     return X, y
@@ -145,3 +154,42 @@ def test_forest_is_the_average_of_its_trees(data, params, n_estimators):
     for m, est in enumerate(forest.estimators_):
         assert_array_equal(leaves[:, m], est.apply(queries))
         check_tree_invariants(est, X, y)
+
+
+tiny_values = st.one_of(
+    st.sampled_from([0.0, 5e-324, -5e-324, 1e-310, 1e-300, 1e-200, 1.0, -1e3, 1e3]),
+    ulp_values(bases=(0.0, 1e-300)),
+)
+
+
+@given(
+    data=datasets(max_n=20, elements=tiny_values),
+    params=tree_params,
+    cuts=st.lists(st.integers(0, 20), max_size=3),
+)
+def test_tiny_feature_ranges_are_handled(data, params, cuts):
+    """Features whose range is subnormal or tiny (scaled coordinates can overflow) never give
+    NaN or broken trees: every call either succeeds with all invariants and valid
+    probabilities, or raises ValueError and leaves the model exactly as it was."""
+    X, y = data
+    bounds = sorted({0, len(X), *[c for c in cuts if c < len(X)]})
+    tree = MondrianTreeClassifier(**params)
+    queries = _queries(X, params["random_state"])
+    learnt = 0
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        before = pickle.dumps(tree)
+        try:
+            tree.partial_fit(X[start:stop], y[start:stop], classes=np.unique(y))
+        except ValueError:
+            assert pickle.dumps(tree) == before, "a failed partial_fit changed the model"
+            break
+        learnt = stop
+        check_tree_invariants(tree, X[:learnt], y[:learnt])
+    if learnt == 0:
+        return
+    for q in queries:
+        try:
+            proba = tree.predict_proba(q[None, :])
+        except ValueError:
+            continue
+        check_proba(proba, 1, len(tree.classes_))

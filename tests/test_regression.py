@@ -40,9 +40,7 @@ def _brute_force(tree, y, params, lifetime):
                 order.append(child)
     kept = sorted(order)
     pos = {j: k for k, j in enumerate(kept)}
-    edge = np.array([
-        psi(time[j]) - psi(time[parent[j]] if parent[j] >= 0 else 0.0) for j in kept
-    ])
+    edge = np.array([psi(time[j]) - psi(time[parent[j]] if parent[j] >= 0 else 0.0) for j in kept])
     ancestors = []
     for j in kept:
         chain, a = [], j
@@ -51,8 +49,9 @@ def _brute_force(tree, y, params, lifetime):
             a = parent[a]
         ancestors.append(set(chain))
     n = len(kept)
-    cov_mu = np.array([[edge[list(ancestors[a] & ancestors[b])].sum() for b in range(n)]
-                       for a in range(n)])
+    cov_mu = np.array(
+        [[edge[list(ancestors[a] & ancestors[b])].sum() for b in range(n)] for a in range(n)]
+    )
     # Leaf of every training point in the pruned tree: its first ancestor that was kept.
     point_node = []
     for j in tree.leaf_sample_assignment():
@@ -79,8 +78,14 @@ def test_belief_propagation_matches_dense_conditioning(seed, lifetime):
     X = rng.uniform(size=(9, 2))
     y = rng.normal(size=9)
     tree = _tree_on(X, y, np.inf, seed)
-    params = {"mean0": 0.3, "sigma2": 1.7, "rate": 2.5, "noise": 0.4, "prior_var": 0.85,
-              "hierarchical": True}
+    params = {
+        "mean0": 0.3,
+        "sigma2": 1.7,
+        "rate": 2.5,
+        "noise": 0.4,
+        "prior_var": 0.85,
+        "hierarchical": True,
+    }
     read_at = lifetime if np.isfinite(lifetime) else np.inf
     post_mean, post_var = node_posteriors(tree, params, None if np.isinf(read_at) else read_at)
     kept, mean, var, log_ml = _brute_force(tree, y, params, read_at)
@@ -95,8 +100,13 @@ def test_training_points_predict_leaf_posterior():
     rng = np.random.RandomState(1)
     X = rng.uniform(size=(30, 2))
     y = rng.normal(size=30)
-    model = MondrianTreeRegressor(random_state=0, noise_variance=0.2, prior_variance=0.5,
-                                  sigmoid_rate=3.0, feature_scaling=None).fit(X, y)
+    model = MondrianTreeRegressor(
+        random_state=0,
+        noise_variance=0.2,
+        prior_variance=0.5,
+        sigmoid_rate=3.0,
+        feature_scaling=None,
+    ).fit(X, y)
     params = model._posterior().params
     tree = model._trees[0]
     post_mean, post_var = node_posteriors(tree, params)
@@ -104,8 +114,7 @@ def test_training_points_predict_leaf_posterior():
     mean, std = model.predict(X, return_std=True)
     scale, offset = model._y_scaler.scale, model._y_scaler.offset
     np.testing.assert_allclose(mean, post_mean[leaves] * scale + offset, rtol=1e-10)
-    np.testing.assert_allclose(std**2, (post_var[leaves] + params["noise"]) * scale**2,
-                               rtol=1e-10)
+    np.testing.assert_allclose(std**2, (post_var[leaves] + params["noise"]) * scale**2, rtol=1e-10)
 
 
 def test_single_tree_independent_leaves_equal_kernel_ridge():
@@ -116,8 +125,13 @@ def test_single_tree_independent_leaves_equal_kernel_ridge():
     y = np.sin(4 * X[:, 0]) + 0.1 * rng.normal(size=80)
     y -= y.mean()
     noise, prior = 0.05, 0.8
-    model = MondrianTreeRegressor(lifetime=3.0, smoothing="independent", noise_variance=noise,
-                                  prior_variance=prior, random_state=0).fit(X, y)
+    model = MondrianTreeRegressor(
+        lifetime=3.0,
+        smoothing="independent",
+        noise_variance=noise,
+        prior_variance=prior,
+        random_state=0,
+    ).fit(X, y)
     leaves = model.apply(X)
     _, columns = np.unique(leaves, return_inverse=True)
     Z = np.eye(columns.max() + 1)[columns]
@@ -131,8 +145,9 @@ def test_far_from_data_std_tends_to_prior(smoothing):
     rng = np.random.RandomState(0)
     X = rng.uniform(size=(200, 2))
     y = 3 * X[:, 0] + rng.normal(scale=0.2, size=200)
-    model = MondrianForestRegressor(n_estimators=10, lifetime=5.0, smoothing=smoothing,
-                                    random_state=0).fit(X, y)
+    model = MondrianForestRegressor(
+        n_estimators=10, lifetime=5.0, smoothing=smoothing, random_state=0
+    ).fit(X, y)
     hyper = model.hyperparameters_
     prior_var = hyper["prior_variance"]
     if smoothing == "hierarchical":
@@ -196,7 +211,7 @@ def test_partial_fit_in_batches_matches_fit_in_quality():
     batch = MondrianForestRegressor(n_estimators=20, random_state=0).fit(X, y)
     online = MondrianForestRegressor(n_estimators=20, random_state=1)
     for start in range(0, 600, 50):
-        online.partial_fit(X[start:start + 50], y[start:start + 50])
+        online.partial_fit(X[start : start + 50], y[start : start + 50])
     rmse_batch = np.sqrt(np.mean((batch.predict(X_test) - y_test) ** 2))
     rmse_online = np.sqrt(np.mean((online.predict(X_test) - y_test) ** 2))
     assert abs(rmse_online - rmse_batch) < 0.25 * rmse_batch
