@@ -35,5 +35,7 @@ setup(
     ext_modules=cythonize(
         [extension(name) for name in MODULES],
         compiler_directives=DIRECTIVES,
+        # Debug C files live apart, so switching builds never reuses the other one's output.
+        build_dir="build/cython-debug" if DEBUG else None,
     ),
 )

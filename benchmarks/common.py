@@ -65,12 +65,13 @@ import numpy as np
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
+SRC_DIR = REPO_ROOT / "src"
 DATASETS_ENV = "MONDRIAN_DATASETS"
 MB = 1e6  # bytes per megabyte (decimal), used for every size reported by the benchmarks
 
 # Benchmarks run from a checkout: make the in-place build of the package importable first.
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(1, str(REPO_ROOT))
+if str(SRC_DIR) not in sys.path:
+    sys.path.insert(1, str(SRC_DIR))
 
 UCI_REGRESSION = (
     "concrete",
