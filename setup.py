@@ -24,7 +24,7 @@ MODULES = ["_tree", "_hnsp", "_gaussian"]
 def extension(name):
     return Extension(
         f"mondrian.{name}",
-        [f"mondrian/{name}.pyx"],
+        [f"src/mondrian/{name}.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
         extra_compile_args=["-O3"] if os.name != "nt" else [],
