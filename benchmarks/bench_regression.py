@@ -249,7 +249,7 @@ def summarise(dataset: str, model: str, runs: list[dict]) -> dict:
         "dataset": dataset,
         "model": model,
         "train rows": runs[0]["n_train"],
-        "RMSE": mean_std(rmses, ".4g"),
+        "RMSE": mean_std(rmses, "#.4g"),
         "NLL": mean_std(nlls, ".3f") if nlls else None,
         "fit (s)": float(np.mean([r["fit"] for r in runs])),
         "predict (s)": float(np.mean([r["predict"] for r in runs])),
@@ -353,8 +353,8 @@ def run_dataset(name: str, n_splits: int, models: dict, args) -> tuple[list[dict
     for split in range(n_splits):
         data = load_split(name, split, args.quick, args.seed)
         if split == 0:
-            print(f"- {name}: {len(data.y_train)} train / {len(data.y_test)} test, "
-                  f"{data.X_train.shape[1]} features ({data.note})")
+            print(f"- {name}: {n_splits} split(s); {len(data.y_train)} train / "
+                  f"{len(data.y_test)} test, {data.X_train.shape[1]} features ({data.note})")
         for model, run in models.items():
             common.log(f"[{name} split {split}] {model} ...")
             out = run(data, args.repeats)
@@ -393,6 +393,8 @@ def main(argv=None) -> None:
     keys = common.parse_list(args.models, list(MODEL_KEYS))
     n_estimators = args.n_estimators or (QUICK_TREES if args.quick else 100)
     n_splits = args.splits or (1 if args.quick else DEFAULT_SPLITS)
+    if n_splits < 1:
+        parser.error("--splits must be at least 1")
     common.require_datasets()
 
     river, _ = common.optional_import("river")
