@@ -18,7 +18,7 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-MODULES = ["_tree", "_hnsp", "_gaussian"]
+MODULES = ["_tree", "_hnsp", "_gaussian", "_kernel", "_path"]
 
 
 def extension(name):

@@ -6,12 +6,16 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 
 from mondrian._base import MondrianTreeStructure
 from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
+from mondrian.kernel import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
 from mondrian.regressor import MondrianForestRegressor, MondrianTreeRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LifetimePath",
     "MondrianForestClassifier",
+    "MondrianKernelFeatures",
+    "MondrianKernelRidge",
     "MondrianForestRegressor",
     "MondrianTreeRegressor",
     "MondrianTreeClassifier",

@@ -1,0 +1,174 @@
+"""Mondrian kernel features (Balog et al., 2016): leaf indicators of Mondrian trees.
+
+A point's feature vector has one entry ``1/sqrt(M)`` per tree, at the leaf holding it, so inner
+products count the trees in which two points share a cell and converge to the Laplace kernel
+``exp(-lifetime * ||x - x'||_1)``.
+
+New points (not used to sample the trees) are placed by the extension of section 2: walking down
+a tree, a point outside a node's data box is cut off above it with probability
+``1 - exp(-eta * delta)``. A cut-off point lands in a fresh cell that holds no training point,
+so it gets no entry for that tree. The uniform draw that decides this comes from a hash of the
+point and the tree's key, which makes ``transform`` deterministic for a fitted model while
+keeping, for every pair of a new and a training point, the kernel's law.
+"""
+
+from libc.math cimport INFINITY, exp
+from libc.string cimport memcpy
+
+from mondrian._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian._typedefs cimport float64_t, intp_t, uint64_t
+
+import numpy as np
+
+
+cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline float64_t _hash_uniform(const float64_t* x, intp_t n, uint64_t key) noexcept nogil:
+    """A uniform number on (0, 1) that depends only on the bytes of ``x`` and on ``key``."""
+    cdef uint64_t h = _mix(key + <uint64_t>0x9E3779B97F4A7C15)
+    cdef uint64_t bits
+    cdef intp_t d
+    cdef float64_t v
+    for d in range(n):
+        v = x[d] + 0.0  # -0.0 and 0.0 hash alike
+        memcpy(&bits, &v, sizeof(uint64_t))
+        h = _mix(h ^ (bits + <uint64_t>0x9E3779B97F4A7C15 + (h << 6) + (h >> 2)))
+    return ((h >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+cdef intp_t _extension_leaf(MondrianTree tree, const float64_t* x, float64_t lifetime,
+                            float64_t u) noexcept nogil:
+    """Leaf of the pruned tree holding ``x``, or -1 when the extension cuts ``x`` off."""
+    cdef intp_t D = tree.n_features
+    cdef intp_t j = 0, d
+    cdef Node* nd
+    cdef const float64_t* lo
+    cdef const float64_t* hi
+    cdef float64_t tau_parent = 0.0, tau, eta, exposure = 0.0
+    cdef bint leaf
+    while True:
+        nd = &tree.nodes[j]
+        leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
+        tau = lifetime if leaf else nd.split_time
+        lo = tree.bounds + 2 * D * j
+        hi = lo + D
+        eta = 0.0
+        for d in range(D):
+            if x[d] < lo[d]:
+                eta += lo[d] - x[d]
+            elif x[d] > hi[d]:
+                eta += x[d] - hi[d]
+        if eta > 0.0:
+            if tau == INFINITY:
+                return -1
+            exposure += eta * (tau - tau_parent)
+            # x stays with the data iff u < exp(-sum of eta * delta along the path).
+            if not u < exp(-exposure):
+                return -1
+        if leaf:
+            return j
+        tau_parent = tau
+        j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
+
+
+def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] keys,
+                     lifetime=None):
+    """Leaf of every row of ``X`` in every tree, -1 where the row is cut off.
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+    X : ndarray of shape (n_samples, n_features)
+        Points in the scaled feature space.
+    keys : ndarray of uint64, shape (n_trees,)
+        Per-tree keys of the hash that draws the extension's uniform numbers.
+    lifetime : float, default=None
+        Read the trees pruned at this lifetime.
+
+    Returns
+    -------
+    ndarray of intp, shape (n_samples, n_trees)
+    """
+    cdef intp_t n = X.shape[0], n_trees = len(trees), i, m
+    cdef MondrianTree tree
+    cdef float64_t lam
+    out = np.empty((n, n_trees), dtype=np.intp)
+    cdef intp_t[:, ::1] leaves = out
+    if keys.shape[0] != n_trees:
+        raise ValueError("one key per tree is needed")
+    for m in range(n_trees):
+        tree = trees[m]
+        if tree.node_count == 0:
+            raise ValueError("cannot place points in an empty tree")
+        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        with nogil:
+            for i in range(n):
+                leaves[i, m] = _extension_leaf(
+                    tree, &X[i, 0], lam, _hash_uniform(&X[i, 0], X.shape[1], keys[m]))
+    return out
+
+
+def subtree_order(MondrianTree tree, const intp_t[::1] leaf_of_point):
+    """Order the points so that every node's points are contiguous.
+
+    Parameters
+    ----------
+    tree : MondrianTree
+    leaf_of_point : ndarray of intp
+        Leaf of every point (from ``MondrianTree.leaf_sample_assignment``); -1 for points the
+        tree does not hold.
+
+    Returns
+    -------
+    order : ndarray of intp
+        Point indices, grouped by leaf in depth-first order.
+    start, end : ndarray of intp, shape (node_count,)
+        ``order[start[j]:end[j]]`` are the points below node ``j``.
+    """
+    cdef intp_t n_nodes = tree.node_count, n = leaf_of_point.shape[0]
+    cdef intp_t i, j, k, top, pos = 0
+    counts = np.zeros(n_nodes + 1, dtype=np.intp)
+    cdef intp_t[::1] cnt = counts
+    for i in range(n):
+        if leaf_of_point[i] >= 0:
+            cnt[leaf_of_point[i] + 1] += 1
+    # Depth-first leaf order, and the size of every subtree.
+    start = np.zeros(n_nodes, dtype=np.intp)
+    end = np.zeros(n_nodes, dtype=np.intp)
+    cdef intp_t[::1] st = start, en = end
+    visit = np.empty(2 * n_nodes + 2, dtype=np.intp)
+    cdef intp_t[::1] stack = visit
+    # Iterative post-order: push (node, state) pairs encoded as 2 * node + state.
+    top = 0
+    stack[top] = 0
+    top += 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        j = k // 2
+        if k % 2 == 0:
+            st[j] = pos
+            if tree.nodes[j].left_child == TREE_LEAF:
+                pos += cnt[j + 1]
+                en[j] = pos
+            else:
+                stack[top] = 2 * j + 1
+                stack[top + 1] = 2 * tree.nodes[j].right_child
+                stack[top + 2] = 2 * tree.nodes[j].left_child
+                top += 3
+        else:
+            en[j] = pos
+    order = np.empty(pos, dtype=np.intp)
+    cdef intp_t[::1] od = order
+    fill = np.array(start, copy=True)
+    cdef intp_t[::1] fl = fill
+    for i in range(n):
+        j = leaf_of_point[i]
+        if j >= 0:
+            od[fl[j]] = i
+            fl[j] += 1
+    return order, start, end

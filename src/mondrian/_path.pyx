@@ -1,0 +1,443 @@
+"""Lifetime paths of Mondrian kernel ridge regression (section 8.3-8.4).
+
+All the Mondrian trees are sampled once up to a terminal lifetime. Sweeping the lifetime from 0
+up adds their cuts in birth-time order (forward path); sweeping down removes them (backward
+path). Each cut replaces one feature (a cell) by two, or merges two back into one, and the
+inverse of ``A = Z'Z + delta2 I`` follows with O(C^2) rank-one updates, so the whole path costs
+about as much as one solve at the terminal lifetime.
+
+Targets are centred by the caller. Predictions of training and validation points are
+``sum_m w[col[m, i]] / sqrt(M)``.
+"""
+
+from libc.math cimport log, sqrt, M_PI
+
+from scipy.linalg.cython_blas cimport ddot, dgemv, dger
+
+from mondrian._typedefs cimport float64_t, intp_t
+
+import numpy as np
+from scipy import sparse
+
+
+cdef class RidgeInverse:
+    """The inverse of ``A = Z'Z + delta2 I`` under appended, removed and merged features.
+
+    Parameters
+    ----------
+    capacity : int
+        Largest number of features held at once.
+    delta2 : float
+        Ridge constant.
+    """
+
+    cdef float64_t[:, ::1] inv      # (capacity, capacity); the leading C x C block is live
+    cdef float64_t[::1] zty         # Z'y of the live features
+    cdef float64_t[::1] weights     # A^{-1} Z'y
+    cdef float64_t[::1] work        # scratch vector
+    cdef readonly intp_t n_features
+    cdef readonly intp_t capacity
+    cdef readonly float64_t delta2
+    cdef readonly float64_t logdet  # log |A|
+
+    def __init__(self, intp_t capacity, float64_t delta2):
+        self.inv = np.zeros((capacity, capacity))
+        self.zty = np.zeros(capacity)
+        self.weights = np.zeros(capacity)
+        self.work = np.zeros(capacity)
+        self.n_features = 0
+        self.capacity = capacity
+        self.delta2 = delta2
+        self.logdet = 0.0
+
+    def start(self, const float64_t[:, ::1] A, const float64_t[::1] zty):
+        """Set the state from a dense ``A`` (inverted here) and ``Z'y``."""
+        cdef intp_t C = A.shape[0]
+        if C > self.capacity:
+            raise ValueError("capacity exceeded")
+        sign, logdet = np.linalg.slogdet(A)
+        if sign <= 0:
+            raise ValueError("A must be positive definite")
+        np.asarray(self.inv)[:C, :C] = np.linalg.inv(A)
+        np.asarray(self.zty)[:C] = zty
+        self.n_features = C
+        self.logdet = logdet
+
+    cdef void _swap(self, intp_t a, intp_t b) noexcept nogil:
+        """Exchange features ``a`` and ``b`` (rows and columns of the inverse)."""
+        cdef intp_t C = self.n_features, k
+        cdef float64_t tmp
+        if a == b:
+            return
+        for k in range(C):
+            tmp = self.inv[a, k]
+            self.inv[a, k] = self.inv[b, k]
+            self.inv[b, k] = tmp
+        for k in range(C):
+            tmp = self.inv[k, a]
+            self.inv[k, a] = self.inv[k, b]
+            self.inv[k, b] = tmp
+        tmp = self.zty[a]
+        self.zty[a] = self.zty[b]
+        self.zty[b] = tmp
+
+    cdef void _drop_last(self) noexcept nogil:
+        """Remove the last feature: ``inv <- E - f f' / h`` (Lemma 4.3)."""
+        cdef int C = <int>(self.n_features - 1)
+        cdef int lda = <int>self.capacity, one = 1
+        cdef float64_t h = self.inv[C, C]
+        cdef float64_t alpha = -1.0 / h
+        cdef intp_t k
+        for k in range(C):
+            self.work[k] = self.inv[C, k]
+        if C > 0:
+            dger(&C, &C, &alpha, &self.work[0], &one, &self.work[0], &one,
+                 &self.inv[0, 0], &lda)
+        self.logdet += log(h)
+        self.n_features -= 1
+
+    cdef void remove(self, intp_t c) noexcept nogil:
+        """Remove feature ``c``; the last feature takes its index."""
+        self._swap(c, self.n_features - 1)
+        self._drop_last()
+
+    cdef void append(self, float64_t* b, float64_t diagonal, float64_t zty) noexcept nogil:
+        """Append a feature with cross products ``b`` (length C) and ``z'z + delta2 = diagonal``.
+
+        Block inverse (Lemma 4.4): ``u = A^{-1} b``, ``s = d - b'u``.
+        """
+        cdef int C = <int>self.n_features
+        cdef int lda = <int>self.capacity, one = 1
+        cdef float64_t zero = 0.0, unit = 1.0, s, alpha
+        cdef intp_t k
+        if C > 0:
+            # inv is symmetric, so the row-major block can be handed to Fortran BLAS as is.
+            dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b, &one, &zero,
+                  &self.work[0], &one)
+            s = diagonal - ddot(&C, b, &one, &self.work[0], &one)
+            alpha = 1.0 / s
+            dger(&C, &C, &alpha, &self.work[0], &one, &self.work[0], &one,
+                 &self.inv[0, 0], &lda)
+        else:
+            s = diagonal
+        for k in range(C):
+            self.inv[C, k] = -self.work[k] / s
+            self.inv[k, C] = -self.work[k] / s
+        self.inv[C, C] = 1.0 / s
+        self.zty[C] = zty
+        self.logdet += log(s)
+        self.n_features += 1
+
+    cdef void merge(self, intp_t i, intp_t j) noexcept nogil:
+        """Replace features ``i`` and ``j`` (disjoint cells) by their sum at ``i``; drop ``j``.
+
+        The four steps of section 8.4, all O(C^2): add row j to row i, add column j to column i,
+        delete j, subtract delta2 from the (i, i) entry.
+        """
+        cdef intp_t C = self.n_features, k, last
+        cdef int n, lda = <int>self.capacity, one = 1
+        cdef float64_t denom, alpha
+        for k in range(C):
+            self.inv[k, j] -= self.inv[k, i]
+        for k in range(C):
+            self.inv[j, k] -= self.inv[i, k]
+        self.zty[i] += self.zty[j]
+        # Deleting j: move it last; if i was last, it now sits at j.
+        last = C - 1
+        self._swap(j, last)
+        if i == last:
+            i = j
+        self._drop_last()
+        C = self.n_features
+        n = <int>C
+        denom = 1.0 - self.delta2 * self.inv[i, i]
+        for k in range(C):
+            self.work[k] = self.inv[k, i]
+        alpha = self.delta2 / denom
+        dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
+        self.logdet += log(denom)
+
+    cdef void solve(self) noexcept nogil:
+        """``weights = A^{-1} Z'y``."""
+        cdef int C = <int>self.n_features
+        cdef int lda = <int>self.capacity, one = 1
+        cdef float64_t zero = 0.0, unit = 1.0
+        if C > 0:
+            dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, &self.zty[0], &one, &zero,
+                  &self.weights[0], &one)
+
+    cdef int _reserve(self, intp_t n) except -1:
+        """Make room for ``n`` features (grows the buffers by doubling)."""
+        cdef intp_t C = self.n_features, new_capacity
+        if n <= self.capacity:
+            return 0
+        new_capacity = max(n, 2 * self.capacity)
+        inv = np.zeros((new_capacity, new_capacity))
+        inv[:C, :C] = self.inv[:C, :C]
+        self.inv = inv
+        zty = np.zeros(new_capacity)
+        zty[:C] = self.zty[:C]
+        self.zty = zty
+        self.weights = np.zeros(new_capacity)
+        self.work = np.zeros(new_capacity)
+        self.capacity = new_capacity
+        return 0
+
+    def append_empty(self):
+        """Append a feature no training point has yet (diagonal delta2, no cross terms)."""
+        cdef intp_t C = self.n_features, k
+        self._reserve(C + 1)
+        for k in range(C):
+            self.inv[C, k] = 0.0
+            self.inv[k, C] = 0.0
+        self.inv[C, C] = 1.0 / self.delta2
+        self.zty[C] = 0.0
+        self.logdet += log(self.delta2)
+        self.n_features += 1
+
+    def add_point(self, const intp_t[::1] columns, float64_t value, float64_t target):
+        """Add a training point with ``value`` in each of ``columns``: ``A += z z'``.
+
+        Sherman-Morrison on the inverse, O(C^2).
+        """
+        cdef intp_t C = self.n_features, k, c
+        cdef int n = <int>C, lda = <int>self.capacity, one = 1
+        cdef float64_t denom, alpha, quad = 0.0
+        for k in range(C):
+            self.work[k] = 0.0
+        for c in columns:
+            for k in range(C):
+                self.work[k] += value * self.inv[c, k]
+            self.zty[c] += value * target
+        for c in columns:
+            quad += value * self.work[c]
+        denom = 1.0 + quad
+        alpha = -1.0 / denom
+        dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
+        self.logdet += log(denom)
+
+    @property
+    def zty_vector(self):
+        """Copy of the live ``Z'y``."""
+        return np.array(self.zty[:self.n_features])
+
+    @property
+    def inverse(self):
+        """Copy of the live inverse."""
+        return np.array(self.inv[:self.n_features, :self.n_features])
+
+    @property
+    def coef(self):
+        """Copy of the live weights (after the last solve)."""
+        return np.array(self.weights[:self.n_features])
+
+
+cdef class _PathState:
+    """Bookkeeping of which feature column every point and node holds (not for direct use)."""
+
+    cdef intp_t[:, ::1] cols         # (n_trees, n_points): column of each point in each tree
+    cdef intp_t[::1] col_tree        # tree of each column
+    cdef intp_t[::1] col_node        # node of each column
+    cdef list orders                 # per tree: points in depth-first leaf order
+    cdef list starts
+    cdef list ends
+
+    def __init__(self, intp_t n_trees, intp_t n_points, intp_t capacity, list orders,
+                 list starts, list ends):
+        self.cols = np.zeros((n_trees, n_points), dtype=np.intp)
+        self.col_tree = np.zeros(capacity, dtype=np.intp)
+        self.col_node = np.zeros(capacity, dtype=np.intp)
+        self.orders = orders
+        self.starts = starts
+        self.ends = ends
+
+    cdef void relabel(self, intp_t m, intp_t node, intp_t col):
+        """Give column ``col`` to ``node`` of tree ``m`` and to its points."""
+        cdef const intp_t[::1] order = self.orders[m]
+        cdef const intp_t[::1] start = self.starts[m]
+        cdef const intp_t[::1] end = self.ends[m]
+        cdef intp_t k
+        for k in range(start[node], end[node]):
+            self.cols[m, order[k]] = col
+        self.col_tree[col] = m
+        self.col_node[col] = node
+
+
+cdef void _predict_points(intp_t[:, ::1] cols, float64_t[::1] weights, float64_t scale,
+                          float64_t[::1] out) noexcept nogil:
+    cdef intp_t n_trees = cols.shape[0], n = cols.shape[1], m, i
+    for i in range(n):
+        out[i] = 0.0
+    for m in range(n_trees):
+        for i in range(n):
+            out[i] += weights[cols[m, i]]
+    for i in range(n):
+        out[i] *= scale
+
+
+def _record(RidgeInverse ridge, _PathState state, float64_t[::1] pred, const float64_t[::1] y,
+            const unsigned char[::1] is_train, float64_t yty, intp_t n_train, float64_t scale,
+            float64_t[::1] out_row):
+    """Training MSE, validation MSE and log marginal likelihood of the current model."""
+    cdef intp_t i, n_val = pred.shape[0] - n_train
+    cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
+    cdef int C = <int>ridge.n_features, one = 1
+    ridge.solve()
+    _predict_points(state.cols, ridge.weights, scale, pred)
+    for i in range(pred.shape[0]):
+        r = pred[i] - y[i]
+        if is_train[i]:
+            train_sse += r * r
+        else:
+            val_sse += r * r
+    # Profile likelihood: sigma_n^2 = (y'y - y'Z w) / N with sigma_w^2 = sigma_n^2 / delta2.
+    fit_term = yty - ddot(&C, &ridge.zty[0], &one, &ridge.weights[0], &one)
+    sigma2 = fit_term / n_train if fit_term > 0 else 1e-300
+    out_row[0] = train_sse / n_train
+    out_row[1] = val_sse / n_val if n_val > 0 else np.nan
+    out_row[2] = (-0.5 * n_train * (log(2.0 * M_PI * sigma2) + 1.0)
+                  - 0.5 * (ridge.logdet - C * log(ridge.delta2)))
+    out_row[3] = C
+
+
+def kernel_ridge_path(list orders, list starts, list ends, list children,
+                      const intp_t[::1] event_tree, const intp_t[::1] event_node,
+                      const float64_t[::1] y, const unsigned char[::1] is_train,
+                      float64_t delta2, bint forward):
+    """Walk the lifetime path of Mondrian kernel ridge regression.
+
+    Parameters
+    ----------
+    orders, starts, ends : lists of ndarray, one per tree
+        From :func:`mondrian._kernel.subtree_order` over all points (training first).
+    children : list of ndarray of shape (node_count, 2), one per tree
+        Left and right child of every node.
+    event_tree, event_node : ndarray of intp
+        The cuts, sorted by increasing birth time.
+    y : ndarray of float64
+        Centred targets of every point (validation targets are only used for errors).
+    is_train : ndarray of uint8
+        1 for training points (they come first).
+    delta2 : float
+        Ridge constant.
+    forward : bool
+        Add cuts from lifetime 0 up (True) or remove them from the terminal lifetime down.
+
+    Returns
+    -------
+    ndarray of shape (n_events + 1, 4)
+        Row ``k`` describes the model holding the first ``k`` cuts: training MSE, validation
+        MSE, log marginal likelihood, number of features.
+    """
+    cdef intp_t n_trees = len(orders), n_points = y.shape[0], n_events = event_tree.shape[0]
+    cdef intp_t n_train = 0, i, k, m, node, left, right, c, col, last, step
+    cdef float64_t scale = 1.0 / sqrt(n_trees), inv_m = 1.0 / n_trees, yty = 0.0
+    cdef intp_t capacity = n_trees + n_events
+    for i in range(n_points):
+        if is_train[i]:
+            n_train += 1
+            yty += y[i] * y[i]
+    cdef RidgeInverse ridge = RidgeInverse(capacity + 1, delta2)
+    cdef _PathState state = _PathState(n_trees, n_points, capacity + 1, orders, starts, ends)
+    results = np.zeros((n_events + 1, 4))
+    cdef float64_t[:, ::1] res = results
+    pred_arr = np.zeros(n_points)
+    cdef float64_t[::1] pred = pred_arr
+    b_arr = np.zeros(capacity + 1)
+    cdef float64_t[::1] b = b_arr
+    cdef const intp_t[::1] order
+    cdef const intp_t[::1] start
+    cdef const intp_t[::1] end
+    cdef const intp_t[:, ::1] kids
+
+    if forward:
+        # Lifetime 0: one root cell per tree, A = (N/M) 11' + delta2 I.
+        A = np.full((n_trees, n_trees), n_train * inv_m) + delta2 * np.eye(n_trees)
+        zty = np.full(n_trees, scale * np.asarray(y)[np.asarray(is_train, dtype=bool)].sum())
+        ridge.start(A, zty)
+        for m in range(n_trees):
+            state.relabel(m, 0, m)
+    else:
+        _start_at_terminal(ridge, state, orders, starts, ends, children, y, is_train,
+                           n_train, delta2)
+
+    for step in range(n_events + 1):
+        k = step if forward else n_events - step
+        _record(ridge, state, pred, y, is_train, yty, n_train, scale, res[k])
+        if step == n_events:
+            break
+        m = event_tree[k] if forward else event_tree[k - 1]
+        node = event_node[k] if forward else event_node[k - 1]
+        order = orders[m]
+        start = starts[m]
+        end = ends[m]
+        kids = children[m]
+        left = kids[node, 0]
+        right = kids[node, 1]
+        if forward:
+            c = state.cols[m, order[start[node]]]
+            ridge.remove(c)
+            last = ridge.n_features  # the old last column, now moved into c
+            if c != last:
+                state.relabel(state.col_tree[last], state.col_node[last], c)
+            _append_cell(ridge, state, b, m, left, y, is_train, inv_m, scale, delta2)
+            _append_cell(ridge, state, b, m, right, y, is_train, inv_m, scale, delta2)
+        else:
+            i = state.cols[m, order[start[left]]]
+            col = state.cols[m, order[start[right]]]
+            last = ridge.n_features - 1
+            ridge.merge(i, col)
+            # merge() moved the last column into `col` (and `i` too if it was last).
+            if i == last:
+                i = col
+            elif col != last:
+                state.relabel(state.col_tree[last], state.col_node[last], col)
+            state.relabel(m, node, i)
+    return results
+
+
+cdef void _append_cell(RidgeInverse ridge, _PathState state, float64_t[::1] b, intp_t m,
+                       intp_t node, const float64_t[::1] y, const unsigned char[::1] is_train,
+                       float64_t inv_m, float64_t scale, float64_t delta2):
+    """Append the cell of ``node`` (tree ``m``) as a new feature."""
+    cdef const intp_t[::1] order = state.orders[m]
+    cdef const intp_t[::1] start = state.starts[m]
+    cdef const intp_t[::1] end = state.ends[m]
+    cdef intp_t C = ridge.n_features, k, p, mm, n_in = 0
+    cdef float64_t ysum = 0.0
+    for k in range(C):
+        b[k] = 0.0
+    for k in range(start[node], end[node]):
+        p = order[k]
+        if not is_train[p]:
+            continue
+        n_in += 1
+        ysum += y[p]
+        for mm in range(state.cols.shape[0]):
+            if mm != m:
+                b[state.cols[mm, p]] += inv_m
+    ridge.append(&b[0], n_in * inv_m + delta2, scale * ysum)
+    state.relabel(m, node, C)
+
+
+def _start_at_terminal(RidgeInverse ridge, _PathState state, list orders, list starts,
+                       list ends, list children, const float64_t[::1] y,
+                       const unsigned char[::1] is_train, intp_t n_train, float64_t delta2):
+    """Dense start of the backward path: every leaf is a feature."""
+    cdef intp_t n_trees = len(orders), m, j, col = 0
+    cdef const intp_t[:, ::1] kids
+    for m in range(n_trees):
+        kids = children[m]
+        for j in range(kids.shape[0]):
+            if kids[j, 0] == -1 and starts[m][j] < ends[m][j]:
+                state.relabel(m, j, col)
+                col += 1
+    train = np.asarray(is_train, dtype=bool)
+    cols = np.asarray(state.cols)[:, train]
+    Z = sparse.csr_matrix(
+        (np.full(cols.size, 1.0 / np.sqrt(n_trees)),
+         (np.repeat(np.arange(cols.shape[1]), n_trees), cols.T.ravel())),
+        shape=(cols.shape[1], col),
+    )
+    A = (Z.T @ Z).toarray() + delta2 * np.eye(col)
+    ridge.start(A, Z.T @ np.asarray(y)[train])

@@ -1,0 +1,582 @@
+"""The Mondrian kernel (Balog, Lakshminarayanan, Ghahramani, Roy & Teh, 2016).
+
+:class:`MondrianKernelFeatures` maps points to sparse random features whose inner products
+converge to the Laplace kernel ``exp(-lifetime * ||x - x'||_1)`` (in scaled feature units).
+:class:`MondrianKernelRidge` is ridge regression on them, with exact online updates and the
+lifetime path that evaluates every kernel width at about the cost of one fit.
+"""
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import RegressorMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from mondrian._base import BaseMondrianEnsemble
+from mondrian._kernel import extension_leaves, subtree_order
+from mondrian._path import RidgeInverse, kernel_ridge_path
+
+__all__ = ["LifetimePath", "MondrianKernelFeatures", "MondrianKernelRidge"]
+
+
+def _pruned_leaves(tree, lifetime):
+    """Sorted ids of the leaves of ``tree`` pruned at ``lifetime``."""
+    nodes = tree.nodes_array
+    parent_time = np.where(
+        nodes["parent"] >= 0, nodes["split_time"][np.maximum(nodes["parent"], 0)], -np.inf
+    )
+    is_leaf = (nodes["left_child"] == -1) | (nodes["split_time"] >= lifetime)
+    return np.flatnonzero(is_leaf & (parent_time < lifetime))
+
+
+class _MondrianKernelBase(BaseMondrianEnsemble):
+    """Trees sampled without labels, and their leaf-indicator features."""
+
+    _parameter_constraints = {
+        **BaseMondrianEnsemble._parameter_constraints,
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+    _parameter_constraints.pop("min_samples_split")
+
+    # Leaves pause only when all their points coincide: the kernel needs the pure process.
+    min_samples_split = 1
+
+    def _grow(self, X):
+        self._init_trees(X, self.n_estimators, 0)
+        self._keys = self._tree_seeds(self.n_estimators).astype(np.uint64) ^ np.uint64(
+            0x5DEECE66D
+        )
+        self._add_points(X, np.zeros((X.shape[0], 0)))
+
+    def _lifetime(self, lifetime):
+        lam = self.lifetime if lifetime is None else lifetime
+        if not 0 <= lam <= self.lifetime:
+            raise ValueError(
+                f"lifetime must be in [0, {self.lifetime}] (the fitted lifetime), got {lam}"
+            )
+        return float(lam)
+
+    def _leaf_columns(self, lifetime):
+        """Per tree, the sorted leaves at ``lifetime`` and the offset of their columns."""
+        leaves = [_pruned_leaves(tree, lifetime) for tree in self._trees]
+        offsets = np.concatenate([[0], np.cumsum([len(leaf) for leaf in leaves])])
+        return leaves, offsets
+
+    def _features(self, X_scaled, lifetime):
+        """CSR leaf-indicator features of scaled points at ``lifetime``."""
+        leaves, offsets = self._leaf_columns(lifetime)
+        nodes = extension_leaves(self._trees, X_scaled, self._keys, lifetime)
+        n, n_trees = nodes.shape
+        columns = np.full(nodes.shape, -1, dtype=np.intp)
+        for m in range(n_trees):
+            inside = nodes[:, m] >= 0
+            columns[inside, m] = offsets[m] + np.searchsorted(leaves[m], nodes[inside, m])
+        rows = np.repeat(np.arange(n), n_trees)
+        keep = columns.ravel() >= 0
+        return sparse.csr_matrix(
+            (np.full(keep.sum(), 1.0 / np.sqrt(n_trees)), (rows[keep], columns.ravel()[keep])),
+            shape=(n, offsets[-1]),
+        )
+
+
+class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
+    """Sparse random features of the Laplace kernel from Mondrian trees.
+
+    ``fit`` samples ``n_estimators`` Mondrian trees with lifetime λ on the data. A point's
+    features are the indicators of the leaf holding it in each tree, scaled by ``1/sqrt(M)``,
+    so that ``Z Z'`` converges to ``exp(-λ ||x - x'||_1)`` as ``M`` grows (features in the
+    scaled units of ``feature_scaling``).
+
+    ``transform`` is inductive: a new point is placed by the online extension of each tree,
+    which cuts it off from the data with the Mondrian process's probability
+    ``1 - exp(-Σ η Δ)``; a cut-off point would sit alone in a new cell, so it gets no entry for
+    that tree. The uniform draw deciding this is a hash of the point and the tree, so the same
+    point always gets the same features, and for every pair of a new and a training point the
+    probability of sharing a cell is exactly the Laplace kernel.
+
+    Parameters
+    ----------
+    n_estimators : int, default=50
+        Number of trees M (each row of the output has at most M non-zeros).
+    lifetime : float, default=1.0
+        Lifetime λ: the inverse kernel width, in scaled feature units.
+    feature_scaling : {"minmax"} or None, default="minmax"
+        Min-max map frozen on first sight (see :class:`MondrianForestClassifier`).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input features.
+    n_features_out_ : int
+        Number of features (non-empty cells) at the fitted lifetime.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianKernelFeatures
+    >>> X = np.random.RandomState(0).uniform(size=(5, 2))
+    >>> Z = MondrianKernelFeatures(n_estimators=200, lifetime=2.0, random_state=0).fit_transform(X)
+    >>> Z.shape[0], bool(np.allclose(Z.multiply(Z).sum(axis=1), 1.0))
+    (5, True)
+    """
+
+    def __init__(self, n_estimators=50, *, lifetime=1.0, feature_scaling="minmax",
+                 random_state=None):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.feature_scaling = feature_scaling
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Sample the Mondrian trees on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X = validate_data(self, X, dtype=np.float64, order="C")
+        self._validate_lifetime()
+        self._grow(X)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Extend the trees with new points (same law as sampling them on all points).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        if not hasattr(self, "_trees"):
+            return self.fit(X)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        self._add_points(X, np.zeros((X.shape[0], 0)))
+        return self
+
+    def transform(self, X, lifetime=None):
+        """Leaf-indicator features of ``X``, optionally at a smaller lifetime.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        lifetime : float, default=None
+            Features of the trees pruned at this lifetime (``<=`` the fitted one).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_samples, n_features_out)
+        """
+        X = self._validate_X_predict(X)
+        return self._features(X, self._lifetime(lifetime))
+
+    @property
+    def n_features_out_(self):
+        """Number of output features at the fitted lifetime."""
+        check_is_fitted(self, "_trees")
+        return int(self._leaf_columns(float(self.lifetime))[1][-1])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+@dataclass
+class LifetimePath:
+    """Result of a lifetime sweep of :class:`MondrianKernelRidge`.
+
+    Entry ``k`` describes the model on ``[lifetimes[k], lifetimes[k+1])``, after ``k`` cuts.
+
+    Attributes
+    ----------
+    lifetimes : ndarray
+        Start of each interval (0, then the birth times of the cuts).
+    training_error, validation_error : ndarray
+        Mean squared errors (validation is NaN without validation data).
+    log_marginal_likelihood : ndarray
+        Log evidence of the training targets, with the noise variance profiled out.
+    n_features : ndarray
+        Number of features (cells) of each model.
+    best_lifetime : float
+        The lifetime chosen by the criterion of the sweep.
+    criterion : str
+        ``"validation"`` or ``"marginal_likelihood"``.
+    """
+
+    lifetimes: np.ndarray
+    training_error: np.ndarray
+    validation_error: np.ndarray
+    log_marginal_likelihood: np.ndarray
+    n_features: np.ndarray
+    best_lifetime: float
+    criterion: str
+
+    def best_index(self):
+        """Index of the chosen interval."""
+        return int(np.searchsorted(self.lifetimes, self.best_lifetime, side="right") - 1)
+
+
+class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
+    """Ridge regression on Mondrian kernel features, with lifetime paths and online updates.
+
+    Minimises ``||y - Z w||^2 + alpha ||w||^2`` over the leaf-indicator features ``Z`` of
+    :class:`MondrianKernelFeatures` (targets centred on the mean of the first training batch).
+    As a Bayesian linear model with ``w ~ N(0, σ_n²/alpha I)`` it also gives a predictive
+    variance and the marginal likelihood.
+
+    Parameters
+    ----------
+    n_estimators : int, default=50
+        Number of Mondrian trees M.
+    lifetime : float or "auto", default=1.0
+        Lifetime λ (inverse kernel width, scaled feature units). ``"auto"`` samples the trees up
+        to ``max_lifetime``, sweeps every lifetime with :meth:`lifetime_path` and keeps the best
+        one: by validation error on a random ``validation_fraction`` of the training data, or by
+        marginal likelihood (``lifetime_selection``). The trees and the ridge solve are then
+        restricted to that lifetime on all the data.
+    alpha : float, default=1.0
+        Ridge constant δ² (the noise-to-prior variance ratio).
+    max_lifetime : float, default=np.inf
+        Terminal lifetime of the sweep for ``lifetime="auto"``.
+    max_features : int, default=4000
+        The sweep stops before the number of features exceeds this (it costs O(C²) memory).
+    lifetime_selection : {"validation", "marginal_likelihood"}, default="validation"
+        Criterion of ``lifetime="auto"``.
+    validation_fraction : float, default=0.2
+        Share of the training data held out by ``lifetime_selection="validation"``.
+    feature_scaling : {"minmax"} or None, default="minmax"
+        Min-max map frozen on first sight.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees and the validation split.
+
+    Attributes
+    ----------
+    lifetime_ : float
+        Lifetime of the fitted model.
+    path_ : LifetimePath
+        The sweep, when ``lifetime="auto"``.
+    coef_ : ndarray of shape (n_features_out,)
+        Ridge weights.
+    n_features_in_ : int
+        Number of input features.
+    """
+
+    _parameter_constraints = {
+        **_MondrianKernelBase._parameter_constraints,
+        "lifetime": [Interval(numbers.Real, 0, None, closed="both"), StrOptions({"auto"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_lifetime": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_features": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lifetime_selection": [StrOptions({"validation", "marginal_likelihood"})],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1.0, max_lifetime=np.inf,
+                 max_features=4000, lifetime_selection="validation", validation_fraction=0.2,
+                 feature_scaling="minmax", random_state=None):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.alpha = alpha
+        self.max_lifetime = max_lifetime
+        self.max_features = max_features
+        self.lifetime_selection = lifetime_selection
+        self.validation_fraction = validation_fraction
+        self.feature_scaling = feature_scaling
+        self.random_state = random_state
+
+    def _validate_lifetime(self):
+        if self.lifetime != "auto":
+            super()._validate_lifetime()
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, X, y):
+        """Sample the trees and solve the ridge problem (choosing the lifetime if "auto").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        if self.lifetime == "auto":
+            self.path_ = self._select_lifetime(X, y)
+            lifetime = self.path_.best_lifetime
+        else:
+            self._validate_lifetime()
+            lifetime = float(self.lifetime)
+        self._sample(X, lifetime)
+        self._y_offset = float(np.mean(y))
+        self._solve(y)
+        return self
+
+    def _sample(self, X, lifetime):
+        """Sample the trees at ``lifetime`` on ``X`` (the tree core reads ``self.lifetime``)."""
+        saved = self.lifetime
+        self.lifetime = lifetime
+        try:
+            self._grow(X)
+        finally:
+            self.lifetime = saved
+        self.lifetime_ = lifetime
+
+    def _solve(self, y):
+        """Dense ridge solve at ``lifetime_`` on the stored (training) points."""
+        Z = self._features(self._store.X, self.lifetime_)
+        if Z.shape[1] > 20000:
+            raise ValueError(
+                f"{Z.shape[1]} features: too many for the dense solver; lower the lifetime or "
+                "the number of trees"
+            )
+        leaves, offsets = self._leaf_columns(self.lifetime_)
+        self._col_of_node = []
+        for tree, leaf, offset in zip(self._trees, leaves, offsets[:-1], strict=True):
+            col = np.full(tree.node_count, -1, dtype=np.intp)
+            col[leaf] = offset + np.arange(len(leaf))
+            self._col_of_node.append(col)
+        # A training point of every cell, to follow the cell when online updates move nodes.
+        self._col_rep = np.zeros(Z.shape[1], dtype=np.intp)
+        coo = Z.tocoo()
+        self._col_rep[coo.col] = coo.row
+        A = (Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1])
+        self._ridge = RidgeInverse(max(Z.shape[1], 1), float(self.alpha))
+        targets = y - self._y_offset
+        self._ridge.start(np.ascontiguousarray(A), Z.T @ targets)
+        self._ridge.solve()
+        self._n_train = len(y)
+        self._yty = float(targets @ targets)
+
+    @property
+    def coef_(self):
+        """Ridge weights of the features at ``lifetime_``."""
+        check_is_fitted(self, "_ridge")
+        return self._ridge.coef
+
+    # ------------------------------------------------------------------ prediction
+
+    def _z(self, X_scaled):
+        """Features of scaled points in the model's column order."""
+        nodes = extension_leaves(self._trees, X_scaled, self._keys, self.lifetime_)
+        n, n_trees = nodes.shape
+        cols = np.full(nodes.shape, -1, dtype=np.intp)
+        for m in range(n_trees):
+            inside = nodes[:, m] >= 0
+            cols[inside, m] = self._col_of_node[m][nodes[inside, m]]
+        keep = cols.ravel() >= 0
+        rows = np.repeat(np.arange(n), n_trees)[keep]
+        return sparse.csr_matrix(
+            (np.full(len(rows), 1.0 / np.sqrt(n_trees)), (rows, cols.ravel()[keep])),
+            shape=(n, self._ridge.n_features),
+        )
+
+    def predict(self, X, return_std=False):
+        """Ridge prediction, optionally with the Bayesian predictive standard deviation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return ``sqrt(σ_n² (1 + z' A^{-1} z))`` with the noise variance σ_n² estimated
+            by maximum likelihood (:attr:`noise_variance_`).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        std : ndarray of shape (n_samples,), only when ``return_std`` is True
+        """
+        check_is_fitted(self, "_ridge")
+        Z = self._z(self._validate_X_predict(X))
+        mean = Z @ self._ridge.coef + self._y_offset
+        if not return_std:
+            return mean
+        quad = np.asarray((Z @ self._ridge.inverse) * Z.toarray()).sum(axis=1)
+        return mean, np.sqrt(self.noise_variance_ * (1.0 + quad))
+
+    @property
+    def noise_variance_(self):
+        """Maximum-likelihood noise variance ``(y'y - y'Z w) / N``."""
+        check_is_fitted(self, "_ridge")
+        fit = self._yty - float(self._ridge.coef @ self._ridge.zty_vector)
+        return max(fit / self._n_train, 1e-300)
+
+    def log_marginal_likelihood(self):
+        """Log evidence of the training targets, noise variance profiled out (section 8.2)."""
+        check_is_fitted(self, "_ridge")
+        C = self._ridge.n_features
+        return float(
+            -0.5 * self._n_train * (np.log(2 * np.pi * self.noise_variance_) + 1.0)
+            - 0.5 * (self._ridge.logdet - C * np.log(self.alpha))
+        )
+
+    # ------------------------------------------------------------------ online
+
+    def partial_fit(self, X, y):
+        """Exact online update (Supplement C of the paper).
+
+        The trees are extended with the new points; old points keep their cells, and each tree
+        gains at most one new cell per point, appended as a feature with ``δ²`` on the diagonal
+        of ``A``. Each point then adds ``z z'`` to ``A`` by a rank-one update of its inverse.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        if not hasattr(self, "_ridge"):
+            if self.lifetime == "auto":
+                raise ValueError("lifetime='auto' needs a first call to fit")
+            return self.fit(X, y)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
+                             reset=False)
+        if X.shape[0] == 0:
+            return self
+        start = self._store.n_samples
+        self._add_points(X, np.zeros((X.shape[0], 0)))
+        new_points = np.arange(start, self._store.n_samples)
+        self._refresh_columns(new_points)
+        Z = self._z(self._store.X[new_points])
+        targets = y - self._y_offset
+        value = 1.0 / np.sqrt(len(self._trees))
+        for i in range(Z.shape[0]):
+            self._ridge.add_point(Z.indices[Z.indptr[i]:Z.indptr[i + 1]].astype(np.intp),
+                                  value, float(targets[i]))
+        self._ridge.solve()
+        self._n_train += len(y)
+        self._yty += float(targets @ targets)
+        return self
+
+    def _refresh_columns(self, new_points):
+        """Re-attach every column to its cell's current node and add columns for new cells."""
+        X = self._store.X
+        reps = X[self._col_rep]
+        new_X = X[new_points]
+        for m, tree in enumerate(self._trees):
+            col = np.full(tree.node_count, -1, dtype=np.intp)
+            col[tree.apply(reps, self.lifetime_)] = np.arange(len(self._col_rep))
+            for point, node in zip(new_points, tree.apply(new_X, self.lifetime_), strict=True):
+                if col[node] < 0:
+                    col[node] = self._ridge.n_features
+                    self._ridge.append_empty()
+                    self._col_rep = np.append(self._col_rep, point)
+            self._col_of_node[m] = col
+
+    # ------------------------------------------------------------------ lifetime paths
+
+    def lifetime_path(self, X, y, X_val=None, y_val=None, direction="forward"):
+        """Evaluate every lifetime in ``[0, max_lifetime]`` in one sweep (section 8.3-8.4).
+
+        The trees are sampled once on the training and validation inputs (their partition does
+        not look at labels, so this is legitimate) up to ``max_lifetime``. The sweep adds the
+        cuts in birth-time order (``"forward"``) or removes them from the terminal lifetime down
+        (``"backward"``), updating ``A^{-1}`` with O(C²) rank-one updates per cut. It stops
+        before the number of features exceeds ``max_features``.
+
+        Parameters
+        ----------
+        X, y : array-like
+            Training data.
+        X_val, y_val : array-like, default=None
+            Validation data for the validation error.
+        direction : {"forward", "backward"}, default="forward"
+
+        Returns
+        -------
+        LifetimePath
+            Errors and marginal likelihood for every interval between cuts, and the best
+            lifetime by validation error (or by marginal likelihood without validation data).
+        """
+        self._validate_params()
+        if direction not in ("forward", "backward"):
+            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        has_val = X_val is not None
+        if has_val:
+            X_val, y_val = validate_data(self, X_val, y_val, dtype=np.float64, order="C",
+                                         y_numeric=True, reset=False)
+        else:
+            X_val, y_val = X[:0], y[:0]
+        X_all = np.vstack([X, X_val])
+        is_train = np.r_[np.ones(len(X), np.uint8), np.zeros(len(X_val), np.uint8)]
+        self._sample(X_all, float(self.max_lifetime))
+        offset = float(np.mean(y))
+        targets = np.r_[y, y_val] - offset
+        times, events = self._events()
+        orders, starts, ends, children = [], [], [], []
+        for tree in self._trees:
+            order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
+            orders.append(order)
+            starts.append(start)
+            ends.append(end)
+            nodes = tree.nodes_array
+            children.append(np.ascontiguousarray(
+                np.column_stack([nodes["left_child"], nodes["right_child"]])))
+        # Rank-one updates of a few thousand columns are memory bound: BLAS threads only
+        # add synchronisation (10x slower on 2 cores).
+        with threadpool_limits(1, user_api="blas"):
+            results = kernel_ridge_path(
+                orders, starts, ends, children, events[:, 0].copy(), events[:, 1].copy(),
+                targets, is_train, float(self.alpha), direction == "forward",
+            )
+        lifetimes = np.r_[0.0, times]
+        criterion = "validation" if has_val else "marginal_likelihood"
+        score = results[:, 1] if has_val else -results[:, 2]
+        best = int(np.argmin(score))
+        return LifetimePath(
+            lifetimes=lifetimes,
+            training_error=results[:, 0],
+            validation_error=results[:, 1],
+            log_marginal_likelihood=results[:, 2],
+            n_features=results[:, 3].astype(np.intp),
+            best_lifetime=float(lifetimes[best]),
+            criterion=criterion,
+        )
+
+    def _events(self):
+        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells."""
+        times, events = [], []
+        for m, tree in enumerate(self._trees):
+            nodes = tree.nodes_array
+            internal = np.flatnonzero(nodes["left_child"] != -1)
+            times.append(nodes["split_time"][internal])
+            events.append(np.column_stack([np.full(len(internal), m), internal]))
+        times = np.concatenate(times)
+        events = np.concatenate(events).astype(np.intp)
+        order = np.argsort(times, kind="stable")
+        # Each cut adds one cell to the M root cells.
+        n_events = max(0, min(len(order), int(self.max_features) - len(self._trees)))
+        order = order[:n_events]
+        return times[order], np.ascontiguousarray(events[order])
+
+    def _select_lifetime(self, X, y):
+        if self.lifetime_selection == "marginal_likelihood":
+            return self.lifetime_path(X, y)
+        rng = np.random.RandomState(self._tree_seeds(1)[0] % (2**32))
+        val = rng.rand(len(X)) < self.validation_fraction
+        if val.all() or not val.any():
+            raise ValueError("the validation split left no training or no validation point")
+        return self.lifetime_path(X[~val], y[~val], X[val], y[val])
