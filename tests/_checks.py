@@ -1,8 +1,9 @@
 """Structural checks shared by the property and unit tests of the tree core."""
 
 import numpy as np
-from _reference import feature_map
 from numpy.testing import assert_array_equal
+
+from _reference import feature_map
 
 TREE_LEAF = -1
 TREE_UNDEFINED = -2

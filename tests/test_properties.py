@@ -7,13 +7,14 @@ include duplicated rows, constant features and values a few ulps apart.
 import pickle
 
 import numpy as np
-from _checks import assert_same_tree, check_proba, check_tree_invariants
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_array_equal
 
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
+
+from _checks import assert_same_tree, check_proba, check_tree_invariants
 
 BOUND = 1e3
 TINY = 1e-100
@@ -57,7 +58,7 @@ tree_params = st.fixed_dictionaries(
     {
         "lifetime": st.sampled_from([0.0, 0.5, 2.0, np.inf]),
         "feature_scaling": st.sampled_from(["minmax", None]),
-        "min_samples_split": st.sampled_from([2, 3, 5]),
+        "min_samples_split": st.sampled_from([1, 2, 3, 5]),
         "branch_off_counts": st.sampled_from(["node", "tables"]),
         "discount_factor": st.sampled_from([0.1, 10.0]),
         "random_state": st.integers(0, 2**31 - 1),
@@ -193,3 +194,35 @@ def test_tiny_feature_ranges_are_handled(data, params, cuts):
         except ValueError:
             continue
         check_proba(proba, 1, len(tree.classes_))
+
+
+def _cuts(tree):
+    """The set of (feature, threshold, split_time) of the internal nodes."""
+    t = tree.tree_
+    internal = t.children_left != -1
+    return set(
+        zip(
+            t.feature[internal].tolist(),
+            t.threshold[internal].tolist(),
+            t.split_time[internal].tolist(),
+            strict=True,
+        )
+    )
+
+
+@given(data=datasets(), params=tree_params, cut=st.integers(1, 39))
+def test_partial_fit_never_undoes_cuts(data, params, cut):
+    """Online extension only adds structure (§2): every cut of the tree survives a later
+    partial_fit unchanged, and training points that were in different leaves stay in
+    different leaves (only paused leaves regrow, and they held no cuts)."""
+    X, y = data
+    cut = min(cut, len(X))
+    tree = MondrianTreeClassifier(**params).partial_fit(X[:cut], y[:cut], classes=np.unique(y))
+    cuts_before = _cuts(tree)
+    leaves_before = tree.apply(X[:cut])
+    if cut < len(X):
+        tree.partial_fit(X[cut:], y[cut:])
+    assert cuts_before <= _cuts(tree)
+    leaves_after = tree.apply(X[:cut])
+    apart = leaves_before[:, None] != leaves_before[None, :]
+    assert np.all((leaves_after[:, None] != leaves_after[None, :])[apart])

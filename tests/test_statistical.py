@@ -10,6 +10,11 @@ errors (two-sided false-failure rate 6e-5 per comparison).
 
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
+from scipy import stats
+
+from mondrian import MondrianForestClassifier, MondrianTreeClassifier
+
 from _reference import (
     TreeArrays,
     branch_off_probabilities,
@@ -20,9 +25,6 @@ from _reference import (
     predict_proba_tree,
     to_scaled,
 )
-from scipy import stats
-
-from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 
 pytestmark = pytest.mark.statistical
 
@@ -192,28 +194,33 @@ def _tree_statistics(forest):
     return leaves, depth, _root_split_times(forest)
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("feature_scaling", [None, "minmax"])
 @pytest.mark.parametrize("lifetime", [2.0, np.inf])
 @pytest.mark.parametrize("batch_size", [1, 5])
-def test_online_and_batch_trees_have_the_same_law(global_random_seed, lifetime, batch_size):
+def test_online_and_batch_trees_have_the_same_law(
+    global_random_seed, lifetime, batch_size, feature_scaling
+):
     """Trees grown by partial_fit (one point at a time, or in mini-batches) and by fit on the
     same data follow the same law (§2, §3.3), compared on the leaf count, the depth (two-sample
-    chi-square) and the root split time (two-sample KS), each at p > 1e-4.
+    chi-square) and the root split time (two-sample KS), each at p > 1e-4 (2000 trees each).
 
     The data has three labels so that pausing and un-pausing both happen along the stream.
+    With min-max scaling the stream starts with the corners (0, 0) and (1, 1), so the frozen
+    online scale equals the batch range: the two maps agree and so must the laws.
     """
     rng = np.random.default_rng(global_random_seed)
-    X = rng.uniform(0.0, 1.0, size=(14, 2))
+    X = np.vstack([[0.0, 0.0], [1.0, 1.0], rng.uniform(0.0, 1.0, size=(12, 2))])
     y = rng.integers(0, 3, size=14)
     y[:3] = [0, 1, 2]
-    n_trees = 1500
-    kwargs = dict(n_estimators=n_trees, lifetime=lifetime, feature_scaling=None)
+    kwargs = dict(n_estimators=2000, lifetime=lifetime, feature_scaling=feature_scaling)
     batch = MondrianForestClassifier(random_state=global_random_seed, **kwargs).fit(X, y)
     online = MondrianForestClassifier(random_state=global_random_seed + 1, **kwargs)
-    order = rng.permutation(len(X))
+    order = np.concatenate([[0, 1], 2 + rng.permutation(len(X) - 2)])
     for start in range(0, len(X), batch_size):
         rows = order[start : start + batch_size]
         online.partial_fit(X[rows], y[rows], classes=[0, 1, 2])
+    if feature_scaling == "minmax":
+        assert_array_equal(online.feature_scale_, batch.feature_scale_)
     leaves_b, depth_b, tau_b = _tree_statistics(batch)
     leaves_o, depth_o, tau_o = _tree_statistics(online)
     assert _two_sample_chi2_pvalue(leaves_b, leaves_o) > P_MIN
@@ -257,6 +264,7 @@ def _oracle_tree(seed, lifetime):
     raise AssertionError("no tree with >= 5 nodes")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lifetime", [1.3, 4.0, np.inf])
 def test_branch_off_probabilities_match_extension_monte_carlo(global_random_seed, lifetime):
     """The analytic {s_j p_j, s_end} of §5.1 equal the empirical distribution of where
@@ -360,12 +368,14 @@ def _random_problem(rng):
 @pytest.mark.parametrize("branch_off_counts", ["node", "tables"])
 @pytest.mark.parametrize("lifetime", [0.0, 0.7, 3.0, np.inf])
 @pytest.mark.parametrize("feature_scaling", ["minmax", None])
-@pytest.mark.parametrize("growth", ["fit", "partial_fit"])
+@pytest.mark.parametrize("growth", ["fit", "partial_fit", "new_classes"])
 def test_predict_proba_equals_reference_predictive(
     global_random_seed, branch_off_counts, lifetime, feature_scaling, growth
 ):
     """MondrianTreeClassifier.predict_proba equals the reference §5.3 predictive to 1e-10 on
     random small trees: training points, points inside the data range and points outside it.
+    Trees are batch-fitted, grown by partial_fit with the classes fixed up front (the prior is
+    uniform over all of them), or grown by partial_fit with classes appearing mid-stream.
 
     The two computations do the same arithmetic in possibly different orders, so they agree to
     rounding; 1e-10 leaves ample room for that and none for a modelling difference.
@@ -384,8 +394,9 @@ def test_predict_proba_equals_reference_predictive(
         if growth == "fit":
             tree.fit(X, y)
         else:
+            classes = np.arange(k) if growth == "partial_fit" else None
             for start in range(0, len(X), 4):
-                tree.partial_fit(X[start : start + 4], y[start : start + 4], classes=np.arange(k))
+                tree.partial_fit(X[start : start + 4], y[start : start + 4], classes=classes)
         t = TreeArrays.from_estimator(tree)
         gamma = discount_factor * X.shape[1]
         expected = predict_proba_tree(t, to_scaled(tree, queries), gamma, branch_off_counts)

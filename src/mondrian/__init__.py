@@ -7,11 +7,13 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 from mondrian._base import MondrianTreeStructure
 from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
 from mondrian.kernel import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
+from mondrian.laplace_features import LaplaceRandomFourierFeatures, RandomBinningFeatures
 from mondrian.regressor import MondrianForestRegressor, MondrianTreeRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LaplaceRandomFourierFeatures",
     "LifetimePath",
     "MondrianForestClassifier",
     "MondrianKernelFeatures",
@@ -20,5 +22,6 @@ __all__ = [
     "MondrianTreeRegressor",
     "MondrianTreeClassifier",
     "MondrianTreeStructure",
+    "RandomBinningFeatures",
     "__version__",
 ]

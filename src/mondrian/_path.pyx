@@ -216,6 +216,10 @@ cdef class RidgeInverse:
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
 
+    def update_weights(self):
+        """Recompute the weights ``A^{-1} Z'y`` after changes."""
+        self.solve()
+
     @property
     def zty_vector(self):
         """Copy of the live ``Z'y``."""
@@ -300,7 +304,7 @@ def _record(RidgeInverse ridge, _PathState state, float64_t[::1] pred, const flo
     out_row[3] = C
 
 
-def kernel_ridge_path(list orders, list starts, list ends, list children,
+def kernel_ridge_path(list orders, list starts, list ends, list children, list cells,
                       const intp_t[::1] event_tree, const intp_t[::1] event_node,
                       const float64_t[::1] y, const unsigned char[::1] is_train,
                       float64_t delta2, bint forward):
@@ -312,6 +316,9 @@ def kernel_ridge_path(list orders, list starts, list ends, list children,
         From :func:`mondrian._kernel.subtree_order` over all points (training first).
     children : list of ndarray of shape (node_count, 2), one per tree
         Left and right child of every node.
+    cells : list of ndarray, one per tree
+        The cells (nodes) of the model holding every cut of the events: the start of the
+        backward path.
     event_tree, event_node : ndarray of intp
         The cuts, sorted by increasing birth time.
     y : ndarray of float64
@@ -358,8 +365,7 @@ def kernel_ridge_path(list orders, list starts, list ends, list children,
         for m in range(n_trees):
             state.relabel(m, 0, m)
     else:
-        _start_at_terminal(ridge, state, orders, starts, ends, children, y, is_train,
-                           n_train, delta2)
+        _start_at_terminal(ridge, state, cells, y, is_train, delta2)
 
     for step in range(n_events + 1):
         k = step if forward else n_events - step
@@ -420,18 +426,15 @@ cdef void _append_cell(RidgeInverse ridge, _PathState state, float64_t[::1] b, i
     state.relabel(m, node, C)
 
 
-def _start_at_terminal(RidgeInverse ridge, _PathState state, list orders, list starts,
-                       list ends, list children, const float64_t[::1] y,
-                       const unsigned char[::1] is_train, intp_t n_train, float64_t delta2):
-    """Dense start of the backward path: every leaf is a feature."""
-    cdef intp_t n_trees = len(orders), m, j, col = 0
-    cdef const intp_t[:, ::1] kids
+def _start_at_terminal(RidgeInverse ridge, _PathState state, list cells,
+                       const float64_t[::1] y, const unsigned char[::1] is_train,
+                       float64_t delta2):
+    """Dense start of the backward path: every cell of the terminal model is a feature."""
+    cdef intp_t n_trees = len(cells), m, j, col = 0
     for m in range(n_trees):
-        kids = children[m]
-        for j in range(kids.shape[0]):
-            if kids[j, 0] == -1 and starts[m][j] < ends[m][j]:
-                state.relabel(m, j, col)
-                col += 1
+        for j in cells[m]:
+            state.relabel(m, j, col)
+            col += 1
     train = np.asarray(is_train, dtype=bool)
     cols = np.asarray(state.cols)[:, train]
     Z = sparse.csr_matrix(

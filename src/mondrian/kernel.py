@@ -281,7 +281,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         **_MondrianKernelBase._parameter_constraints,
         "lifetime": [Interval(numbers.Real, 0, None, closed="both"), StrOptions({"auto"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_lifetime": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_lifetime": [Interval(numbers.Real, 0, None, closed="right")],
         "max_features": [Interval(numbers.Integral, 1, None, closed="left")],
         "lifetime_selection": [StrOptions({"validation", "marginal_likelihood"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -363,7 +363,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self._ridge = RidgeInverse(max(Z.shape[1], 1), float(self.alpha))
         targets = y - self._y_offset
         self._ridge.start(np.ascontiguousarray(A), Z.T @ targets)
-        self._ridge.solve()
+        self._ridge.update_weights()
         self._n_train = len(y)
         self._yty = float(targets @ targets)
 
@@ -465,7 +465,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         for i in range(Z.shape[0]):
             self._ridge.add_point(Z.indices[Z.indptr[i]:Z.indptr[i + 1]].astype(np.intp),
                                   value, float(targets[i]))
-        self._ridge.solve()
+        self._ridge.update_weights()
         self._n_train += len(y)
         self._yty += float(targets @ targets)
         return self
@@ -526,8 +526,8 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         offset = float(np.mean(y))
         targets = np.r_[y, y_val] - offset
         times, events = self._events()
-        orders, starts, ends, children = [], [], [], []
-        for tree in self._trees:
+        orders, starts, ends, children, cells = [], [], [], [], []
+        for m, tree in enumerate(self._trees):
             order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
             orders.append(order)
             starts.append(start)
@@ -535,11 +535,18 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
             nodes = tree.nodes_array
             children.append(np.ascontiguousarray(
                 np.column_stack([nodes["left_child"], nodes["right_child"]])))
+            # Cells once every event of this tree has happened: children of cut nodes that
+            # are not cut themselves, or the root when none is.
+            cut = np.zeros(tree.node_count, dtype=bool)
+            cut[events[events[:, 0] == m, 1]] = True
+            parent_cut = np.r_[True, cut[nodes["parent"][1:]]]
+            cells.append(np.flatnonzero(parent_cut & ~cut))
         # Rank-one updates of a few thousand columns are memory bound: BLAS threads only
         # add synchronisation (10x slower on 2 cores).
         with threadpool_limits(1, user_api="blas"):
             results = kernel_ridge_path(
-                orders, starts, ends, children, events[:, 0].copy(), events[:, 1].copy(),
+                orders, starts, ends, children, cells, events[:, 0].copy(),
+                events[:, 1].copy(),
                 targets, is_train, float(self.alpha), direction == "forward",
             )
         lifetimes = np.r_[0.0, times]
