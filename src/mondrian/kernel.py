@@ -355,10 +355,12 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
             col = np.full(tree.node_count, -1, dtype=np.intp)
             col[leaf] = offset + np.arange(len(leaf))
             self._col_of_node.append(col)
-        # A training point of every cell, to follow the cell when online updates move nodes.
+        # A training point of every cell, and its tree, to follow the cell when online updates
+        # move nodes.
         self._col_rep = np.zeros(Z.shape[1], dtype=np.intp)
         coo = Z.tocoo()
         self._col_rep[coo.col] = coo.row
+        self._col_tree = np.repeat(np.arange(len(leaves)), [len(leaf) for leaf in leaves])
         A = (Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1])
         self._ridge = RidgeInverse(max(Z.shape[1], 1), float(self.alpha))
         targets = y - self._y_offset
@@ -473,16 +475,17 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
     def _refresh_columns(self, new_points):
         """Re-attach every column to its cell's current node and add columns for new cells."""
         X = self._store.X
-        reps = X[self._col_rep]
         new_X = X[new_points]
         for m, tree in enumerate(self._trees):
+            own = np.flatnonzero(self._col_tree == m)
             col = np.full(tree.node_count, -1, dtype=np.intp)
-            col[tree.apply(reps, self.lifetime_)] = np.arange(len(self._col_rep))
+            col[tree.apply(X[self._col_rep[own]], self.lifetime_)] = own
             for point, node in zip(new_points, tree.apply(new_X, self.lifetime_), strict=True):
                 if col[node] < 0:
                     col[node] = self._ridge.n_features
                     self._ridge.append_empty()
                     self._col_rep = np.append(self._col_rep, point)
+                    self._col_tree = np.append(self._col_tree, m)
             self._col_of_node[m] = col
 
     # ------------------------------------------------------------------ lifetime paths
