@@ -196,24 +196,34 @@ class BaseMondrianEnsemble(BaseEstimator):
         """Fresh scaler, store and trees for the first batch ``X`` (original units)."""
         self._validate_lifetime()
         self._scaler = FeatureScaler(self.feature_scaling == "minmax")
-        self._scaler.update(X)
+        self._scaler.check(X)
         self._store = DataStore(X.shape[1], width)
-        self._trees = [
+        self._seeds = self._tree_seeds(n_trees)
+        self._trees = self._new_trees(X.shape[1], width)
+
+    def _new_trees(self, n_features, width):
+        return [
             MondrianTree(
-                X.shape[1],
+                n_features,
                 width,
                 float(self.lifetime),
                 int(self.min_samples_split),
                 self._pause_pure,
                 int(seed),
             )
-            for seed in self._tree_seeds(n_trees)
+            for seed in self._seeds
         ]
 
     def _add_points(self, X, rows, n_jobs=None):
         """Store the new points (original units) and extend every tree with them."""
-        self._scaler.update(X)
+        seen = self._scaler.update(X)
         indices = self._store.append(self._scaler.transform(X), rows)
+        if seen is not None:
+            # The feature map changed during its warm-up: re-sample the trees from scratch on
+            # the few points stored, under the new map (same law as growing them online).
+            self._store.replace_X(self._scaler.transform(seen))
+            self._trees = self._new_trees(X.shape[1], self._store.rows.shape[1])
+            indices = np.arange(self._store.n_samples, dtype=np.intp)
         X_store, rows_store = self._store.X, self._store.rows
         n_jobs = _n_jobs(n_jobs, len(self._trees))
         if n_jobs == 1:

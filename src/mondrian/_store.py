@@ -4,6 +4,9 @@ import numpy as np
 
 __all__ = ["DataStore", "FeatureScaler"]
 
+# Points over which the min-max map may still adapt (see FeatureScaler).
+WARM_UP = 64
+
 # Largest magnitude allowed in the scaled feature space: sums of side lengths and distances over
 # many features must stay finite.
 MAX_SCALED = 1e150
@@ -67,6 +70,10 @@ class DataStore:
         out[: self.n_samples] = array[: self.n_samples]
         return out
 
+    def replace_X(self, X):
+        """Overwrite the stored inputs (same number of points), after a change of feature map."""
+        self._X[: self.n_samples] = X
+
     def set_row_columns(self, width, column_map):
         """Move row column ``c`` to ``column_map[c]`` in rows of the new ``width``."""
         rows = np.zeros((self._rows.shape[0], width), dtype=np.float64)
@@ -84,38 +91,54 @@ class DataStore:
 
 
 class FeatureScaler:
-    """Per-feature affine map ``(x - offset) / scale`` that never changes a sampled tree.
+    """Per-feature affine map ``(x - offset) / scale`` in front of the Mondrian trees.
 
-    The offset is the first value seen. The scale is the range of the feature over the data seen
-    when that range first becomes positive, then frozen. Before that moment every stored value
-    of the feature is 0, so no cut uses it and fixing the scale later alters nothing already
-    sampled. Online learning therefore stays exact, and multiplying a feature by a constant does
-    not change the fitted model.
+    The Mondrian process is not scale invariant, so every feature is divided by its range.
+
+    * **Warm-up.** While fewer than ``warm_up`` points have been seen, the map is the min-max
+      map of all the points so far, and :meth:`update` reports when it changed: the trees are
+      then re-sampled from scratch on the stored points (cheap: they are few), which has the
+      same law as growing them online under the new map.
+    * **Frozen.** Afterwards a feature's map never changes once its range is positive. A
+      feature that has held a single value keeps the offset at that value and scale 1 (all its
+      stored values are 0, so no cut uses it); its scale is fixed the first time it varies,
+      which alters nothing already sampled. Online learning is therefore exact from then on.
+
+    Multiplying a feature by a constant does not change the fitted model.
 
     Parameters
     ----------
     enabled : bool
         With ``False`` the map is the identity.
+    warm_up : int, default=64
+        Number of points over which the map may still adapt.
     """
 
-    def __init__(self, enabled):
+    def __init__(self, enabled, warm_up=WARM_UP):
         self.enabled = enabled
+        self.warm_up = warm_up if enabled else 0
         self.offset = None
         self.scale = None
         self.frozen = None
+        self.n_seen = 0
+        self.originals = None  # points seen during the warm-up, in original units
 
-    def update(self, X):
-        """Take the new points ``X`` (original units) into account before storing them.
-
-        Nothing changes when the new points cannot be stored (see :meth:`transform`).
-        """
+    def _next_map(self, X):
+        """The map after seeing ``X`` (not committed), and whether stored points move."""
         n_features = X.shape[1]
-        if self.offset is None:
-            offset = X.min(axis=0).astype(np.float64) if self.enabled else np.zeros(n_features)
-            scale = np.ones(n_features)
-            frozen = np.full(n_features, not self.enabled)
-        else:
-            offset, scale, frozen = self.offset, self.scale.copy(), self.frozen.copy()
+        if not self.enabled:
+            return np.zeros(n_features), np.ones(n_features), np.ones(n_features, bool), False
+        if self.n_seen < self.warm_up:
+            seen = X if self.originals is None else np.vstack([self.originals, X])
+            offset = seen.min(axis=0).astype(np.float64)
+            span = seen.max(axis=0) - offset
+            scale = np.where(span > 0, span, 1.0)
+            frozen = (span > 0) if self.n_seen + len(X) >= self.warm_up else np.zeros(
+                n_features, bool)
+            moved = self.n_seen > 0 and not (
+                np.array_equal(offset, self.offset) and np.array_equal(scale, self.scale))
+            return offset, scale, frozen, moved
+        offset, scale, frozen = self.offset, self.scale.copy(), self.frozen.copy()
         todo = ~frozen
         if todo.any():
             # Unfrozen features have held the single value `offset` so far.
@@ -126,8 +149,34 @@ class FeatureScaler:
             features = np.flatnonzero(todo)[positive]
             scale[features] = span[positive]
             frozen[features] = True
+        return offset, scale, frozen, False
+
+    def check(self, X):
+        """Raise a ``ValueError`` if ``X`` could not be stored; change nothing."""
+        offset, scale, _, moved = self._next_map(X)
         self._scaled(X, offset, scale, clip=False)
+        if moved:
+            self._scaled(self.originals, offset, scale, clip=False)
+
+    def update(self, X):
+        """Take the new points ``X`` (original units) into account before storing them.
+
+        Returns
+        -------
+        ndarray or None
+            When the map of the points already stored changed (during the warm-up): every point
+            seen so far, ``X`` included, in original units. The caller must re-transform the
+            stored points from them and re-sample the trees.
+        """
+        self.check(X)
+        offset, scale, frozen, moved = self._next_map(X)
+        seen = None
+        if self.n_seen < self.warm_up:
+            seen = X.copy() if self.originals is None else np.vstack([self.originals, X])
         self.offset, self.scale, self.frozen = offset, scale, frozen
+        self.n_seen += len(X)
+        self.originals = seen if self.n_seen < self.warm_up else None
+        return seen if moved else None
 
     def transform(self, X, clip=False):
         """Map ``X`` (original units) to the scaled space, as a C-contiguous float64 array.

@@ -205,7 +205,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
                 self._classes_fixed = True
         if X.shape[0] == 0:
             return self
-        self._scaler.update(X)  # may reject X: before any class is added
+        self._scaler.check(X)  # may reject X: before any class is added
         codes = self._encode(y)
         self._add_points(X, self._rows(codes), self._n_jobs())
         return self
@@ -322,7 +322,7 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
             self._init_trees(row, self._n_trees(), 1)
         code = self._class_codes().get(y)
         if code is None:
-            self._scaler.update(row)
+            self._scaler.check(row)
             self._check_label_kind([y])
             self._encode(np.asarray([y]))
             code = self._class_codes()[y]

@@ -1,0 +1,686 @@
+"""Mondrian kernel benchmark on cpu_act: Figs. 6 and 8 of "The Mondrian kernel" (Balog et al.).
+
+Every method sees the same inputs: cpu_act (random 6554/1638 split, ``common.load_cpu_act``)
+min-max scaled to [0, 1] by a ``MinMaxScaler`` fitted on the training rows (the test rows may fall
+slightly outside); ``mondrian`` runs with ``feature_scaling=None``. Targets are used as given.
+All the random-feature methods approximate the Laplace kernel ``exp(-λ ||x - x'||_1)`` and are
+trained by ridge regression with the same ``alpha``, on targets centred by their training mean and
+without an intercept column: ``min ||y - ȳ - Z w||² + alpha ||w||²``, the problem that
+``MondrianKernelRidge`` solves (baselines: ``sklearn.linear_model.Ridge(fit_intercept=False)``).
+
+A validation part (20% of the training rows, random) is carved from the training rows. It serves
+to choose ``alpha`` (exact Laplace kernel ridge on at most 2000 of the remaining rows, over a grid
+of ``alpha`` and ``λ``; ``--alpha`` skips this) and the kernel width.
+
+fig6
+    Test RMSE against the number of non-zero features per point, M: Mondrian kernel ridge with M
+    trees, random binning with M grids and random Fourier features with R = M features, all at
+    one common lifetime λ* (the best of the Mondrian lifetime path of the ``fig8`` part, with
+    ``--n-trees`` trees, on the validation part), fitted on all the training rows; mean ± std
+    over ``--feature-seeds`` seeds. The exact Laplace kernel ridge at λ* (sklearn ``KernelRidge``
+    on the precomputed ``laplacian_kernel(gamma=λ*)``, an O(N³) solve) is the reference line.
+fig8
+    Validation RMSE against wall-clock time while searching the kernel width, with M =
+    ``--n-trees`` non-zeros per point for every method.
+
+    *Mondrian path.* One ``lifetime_path`` call (trees sampled once on the fit and validation
+    inputs up to ``max_lifetime=inf``, every cut swept in birth-time order, stopping at
+    ``--max-features`` features) gives the validation error of every lifetime. Its time is
+    measured honestly: the forward path with a cap of ``c`` features computes exactly the first
+    ``c - M`` cuts of the terminal path (same trees, same sweep), so the path is re-run from
+    scratch with caps ``2M, 4M, 8M, ...``, with the cap at which the terminal path's best
+    lifetime appears, and with the terminal cap; each run is timed on its own (sampling
+    included), and the point (time of the run, best validation RMSE of its lifetimes) is what
+    the sweep had found after that much time. That each capped run reproduces the prefix of the
+    terminal path is checked.
+
+    *Refitting searches.* Random Fourier features and random binning are redrawn and refitted for
+    every lifetime tried (same seed, so the draws are rescaled, not resampled): start at
+    ``λ = 0.01``; while the best lifetime so far is the largest (smallest) one tried, double the
+    largest (halve the smallest); then bisect (geometric midpoints) on both sides of the best
+    lifetime, keeping the best and its two neighbours, for 3 steps (2 fits each). Elapsed time
+    is recorded after every fit (features of the fit and validation rows, ridge solve,
+    validation predictions).
+
+    *Time to best* is, for every method, the time at which it first evaluated the lifetime it
+    finally reports as best. Also reported: the time to reach the common level, the worst of
+    the three best validation RMSEs (Mondrian: the first capped run reaching it, an upper bound).
+
+    *Path vs one fit.* The terminal path is compared with one ``MondrianKernelRidge(lifetime=
+    terminal lifetime of the path).fit`` on the fit rows.
+
+Plots go to ``benchmarks/results/kernel_fig6_rmse_vs_nonzeros.png`` and
+``kernel_fig8_search_time.png`` (``*_quick.png`` in quick mode) when matplotlib imports.
+
+Run from the repository root::
+
+    python benchmarks/bench_kernel.py             # full run
+    python benchmarks/bench_kernel.py --quick     # 2000 training rows, M in 1,5,20; < 1 min
+    python benchmarks/bench_kernel.py --parts fig8 --n-trees 50 --max-features 2000
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import common
+import numpy as np
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import Ridge
+from sklearn.metrics.pairwise import laplacian_kernel, manhattan_distances
+from sklearn.preprocessing import MinMaxScaler
+from threadpoolctl import threadpool_info, threadpool_limits
+
+PARTS = ("fig6", "fig8")
+FULL_GRID = (1, 2, 5, 10, 20, 50, 100)
+QUICK_GRID = (1, 5, 20)
+FULL_TREES, QUICK_TREES = 50, 20
+FULL_MAX_FEATURES, QUICK_MAX_FEATURES = 4000, 1000
+FULL_SEEDS, QUICK_SEEDS = 3, 1
+QUICK_TRAIN_ROWS = 2000
+VALIDATION_FRACTION = 0.2
+ALPHA_GRID = (0.001, 0.01, 0.1, 1.0)
+ALPHA_LIFETIMES = (0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+ALPHA_ROWS = 2000
+SEARCH_START = 0.01
+MAX_EXPANSIONS = 16
+BISECTION_STEPS = 3
+SPEEDUP_TARGET = 10.0
+PATH_COST_TARGET = 3.0
+MONDRIAN, BINNING, FOURIER, EXACT = (
+    "Mondrian kernel", "random binning", "random Fourier", "exact Laplace kernel",
+)
+RESULTS_DIR = common.BENCH_DIR / "results"
+
+
+@dataclass
+class Problem:
+    """cpu_act scaled to [0, 1] by the training rows, with a validation part of the training rows.
+
+    Attributes
+    ----------
+    X_train, y_train, X_test, y_test : ndarray
+        All training rows and the test rows.
+    X_fit, y_fit, X_val, y_val : ndarray
+        The training rows split into a fit part and a validation part.
+    note : str
+        How the data was split and subsampled.
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    X_fit: np.ndarray
+    y_fit: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    note: str
+
+
+def load_problem(quick: bool, seed: int) -> Problem:
+    """Load cpu_act, subsample it in quick mode, scale it and carve the validation part."""
+    data = common.load_cpu_act(seed)
+    if quick:
+        data = common.subsample_train(data, QUICK_TRAIN_ROWS, seed)
+    scaler = MinMaxScaler().fit(data.X_train)
+    X_train, X_test = scaler.transform(data.X_train), scaler.transform(data.X_test)
+    n = len(data.y_train)
+    val = np.zeros(n, dtype=bool)
+    val[np.random.default_rng(seed).permutation(n)[: int(round(VALIDATION_FRACTION * n))]] = True
+    note = (f"{data.note}; validation part: {val.sum()} random training rows, "
+            f"fit part: {n - val.sum()}")
+    return Problem(X_train, data.y_train, X_test, data.y_test, X_train[~val],
+                   data.y_train[~val], X_train[val], data.y_train[val], note)
+
+
+# --------------------------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------------------------
+
+
+def rmse(y: np.ndarray, prediction: np.ndarray) -> float:
+    """Root mean squared error."""
+    return float(np.sqrt(np.mean((y - prediction) ** 2)))
+
+
+def mean_std(values: list[float], spec: str = ".3f") -> str:
+    """``"mean ± std"`` (population std; the mean alone for a single value)."""
+    if len(values) == 1:
+        return format(values[0], spec)
+    return f"{np.mean(values):{spec}} ± {np.std(values):.2g}"
+
+
+def make_features(method: str, n_components: int, lifetime: float, seed: int):
+    """An unfitted random-feature transformer of the Laplace kernel."""
+    import mondrian
+
+    if method == BINNING:
+        return mondrian.RandomBinningFeatures(n_components, lifetime=lifetime, random_state=seed)
+    return mondrian.LaplaceRandomFourierFeatures(n_components, lifetime=lifetime,
+                                                 random_state=seed)
+
+
+def feature_ridge(transformer, X: np.ndarray, y: np.ndarray, X_eval: np.ndarray,
+                  alpha: float) -> tuple[np.ndarray, int]:
+    """Fit ``transformer`` and a ridge on centred targets; predict ``X_eval``.
+
+    Returns
+    -------
+    prediction : ndarray
+    n_features : int
+        Number of feature columns.
+    """
+    Z = transformer.fit_transform(X)
+    offset = float(np.mean(y))
+    ridge = Ridge(alpha=alpha, fit_intercept=False).fit(Z, y - offset)
+    return ridge.predict(transformer.transform(X_eval)) + offset, Z.shape[1]
+
+
+def mondrian_ridge(n_trees: int, lifetime: float, alpha: float, seed: int, **kwargs):
+    """``MondrianKernelRidge`` on the benchmark's scaled inputs."""
+    import mondrian
+
+    return mondrian.MondrianKernelRidge(n_estimators=n_trees, lifetime=lifetime, alpha=alpha,
+                                        feature_scaling=None, random_state=seed, **kwargs)
+
+
+def exact_laplace_ridge(X: np.ndarray, y: np.ndarray, X_eval: np.ndarray, lifetime: float,
+                        alpha: float) -> np.ndarray:
+    """Exact Laplace kernel ridge (centred targets, no intercept) predictions on ``X_eval``."""
+    offset = float(np.mean(y))
+    model = KernelRidge(alpha=alpha, kernel="precomputed")
+    model.fit(laplacian_kernel(X, gamma=lifetime), y - offset)
+    return model.predict(laplacian_kernel(X_eval, X, gamma=lifetime)) + offset
+
+
+def choose_alpha(problem: Problem, seed: int) -> tuple[float, float, list[dict]]:
+    """Exact Laplace kernel ridge on at most ``ALPHA_ROWS`` fit rows, scored on validation.
+
+    Returns
+    -------
+    alpha, lifetime : float
+        The best pair of the grid.
+    rows : list of dict
+        Validation RMSE of every pair, one row per alpha.
+    """
+    rng = np.random.default_rng(seed)
+    n = len(problem.y_fit)
+    keep = np.sort(rng.choice(n, min(n, ALPHA_ROWS), replace=False))
+    X, y = problem.X_fit[keep], problem.y_fit[keep]
+    offset = float(np.mean(y))
+    D_train = manhattan_distances(X)
+    D_val = manhattan_distances(problem.X_val, X)
+    rows, best = [], (np.inf, None, None)
+    for alpha in ALPHA_GRID:
+        row = {"alpha": alpha}
+        for lifetime in ALPHA_LIFETIMES:
+            model = KernelRidge(alpha=alpha, kernel="precomputed")
+            model.fit(np.exp(-lifetime * D_train), y - offset)
+            err = rmse(problem.y_val, model.predict(np.exp(-lifetime * D_val)) + offset)
+            row[f"λ={lifetime:g}"] = err
+            if err < best[0]:
+                best = (err, alpha, lifetime)
+        rows.append(row)
+    return best[1], best[2], rows
+
+
+# --------------------------------------------------------------------------------------------
+# Fig. 8: width search
+# --------------------------------------------------------------------------------------------
+
+
+def validation_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap: int):
+    """The forward lifetime path with at most ``cap`` features (timed by the caller)."""
+    model = mondrian_ridge(n_trees, 1.0, alpha, seed, max_lifetime=np.inf, max_features=cap)
+    return model.lifetime_path(problem.X_fit, problem.y_fit, problem.X_val, problem.y_val)
+
+
+def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max_features: int,
+                    repeats: int) -> dict:
+    """Terminal path, capped re-runs for the time axis, and one fit at the terminal lifetime."""
+    common.log(f"  Mondrian path: {n_trees} trees, up to {max_features} features")
+    path_s, path = common.time_callable(
+        lambda: validation_path(problem, n_trees, alpha, seed, max_features), repeats)
+    best = path.best_index()
+    caps = {int(path.n_features[best]), int(path.n_features[-1])}
+    cap = 2 * n_trees
+    while cap < path.n_features[-1]:
+        caps.add(cap)
+        cap *= 2
+    runs, mismatches = [], []
+    for cap in sorted(caps):
+        if cap == path.n_features[-1]:
+            seconds, prefix = path_s, path
+        else:
+            common.log(f"  Mondrian path capped at {cap} features")
+            seconds, prefix = common.time_callable(
+                lambda cap=cap: validation_path(problem, n_trees, alpha, seed, cap), repeats)
+            expected = path.validation_error[: len(prefix.validation_error)]
+            if len(prefix.validation_error) > len(path.validation_error) or not np.allclose(
+                prefix.validation_error, expected, rtol=1e-7, atol=1e-9
+            ):
+                mismatches.append(cap)
+        k = int(np.argmin(prefix.validation_error))
+        runs.append({
+            "max_features cap": cap,
+            "cuts": len(prefix.lifetimes) - 1,
+            "lifetime reached": float(prefix.lifetimes[-1]),
+            "time (s)": seconds,
+            "best val RMSE so far": float(np.sqrt(prefix.validation_error[k])),
+            "best lifetime so far": float(prefix.lifetimes[k]),
+        })
+    terminal = float(path.lifetimes[-1])
+    common.log(f"  MondrianKernelRidge.fit at the terminal lifetime {terminal:.4g}")
+    fit_s, fitted = common.time_callable(
+        lambda: mondrian_ridge(n_trees, terminal, alpha, seed).fit(problem.X_fit, problem.y_fit),
+        repeats)
+    time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == path.n_features[
+        best])
+    return {
+        "path": path, "path_s": path_s, "runs": runs, "mismatches": mismatches,
+        "fit_s": fit_s, "fit_features": int(fitted.coef_.shape[0]), "terminal": terminal,
+        "best_lifetime": float(path.best_lifetime),
+        "best_rmse": float(np.sqrt(path.validation_error[best])),
+        "time_to_best": time_to_best, "evaluations": len(path.lifetimes),
+    }
+
+
+def width_search(method: str, problem: Problem, n_components: int, alpha: float, seed: int,
+                 steps: int) -> dict:
+    """Doubling/halving then bisection search of the lifetime, refitting every time."""
+    common.log(f"  {method}: width search")
+    tried: dict[float, float] = {}
+    records: list[dict] = []
+    start = time.perf_counter()
+
+    def evaluate(lifetime: float, phase: str) -> None:
+        transformer = make_features(method, n_components, lifetime, seed)
+        prediction, _ = feature_ridge(transformer, problem.X_fit, problem.y_fit, problem.X_val,
+                                      alpha)
+        tried[lifetime] = rmse(problem.y_val, prediction)
+        records.append({
+            "step": len(records) + 1, "phase": phase, "lifetime": lifetime,
+            "elapsed (s)": time.perf_counter() - start, "val RMSE": tried[lifetime],
+            "best so far": min(tried.values()),
+        })
+
+    evaluate(SEARCH_START, "start")
+    evaluate(2 * SEARCH_START, "double")
+    for _ in range(MAX_EXPANSIONS):
+        ordered = sorted(tried)
+        best = min(tried, key=tried.get)
+        if best == ordered[-1]:
+            evaluate(2 * ordered[-1], "double")
+        elif best == ordered[0]:
+            evaluate(ordered[0] / 2, "halve")
+        else:
+            break
+    for _ in range(steps):
+        ordered = sorted(tried)
+        i = ordered.index(min(tried, key=tried.get))
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(ordered):  # no neighbour when the expansion budget ran out
+                evaluate(float(np.sqrt(ordered[j] * ordered[i])), "bisect")
+    best = min(tried, key=tried.get)
+    first = next(r for r in records if r["lifetime"] == best)
+    return {
+        "records": records, "best_lifetime": best, "best_rmse": tried[best],
+        "time_to_best": first["elapsed (s)"], "evaluations": len(records),
+        "total_s": records[-1]["elapsed (s)"],
+    }
+
+
+def time_to_level(points: list[tuple[float, float]], level: float) -> float:
+    """First time at which the best-so-far error of ``(time, error)`` points is <= ``level``."""
+    for seconds, err in sorted(points):
+        if err <= level * (1 + 1e-12):
+            return seconds
+    return float("nan")
+
+
+def run_fig8(problem: Problem, args, alpha: float) -> dict:
+    """The width-search experiment; prints its tables and returns what fig6 and the plot need."""
+    common.log(f"fig8: width search with {args.n_trees} non-zeros per point")
+    mondrian_result = mondrian_search(problem, args.n_trees, alpha, args.seed, args.max_features,
+                                      args.repeats)
+    steps = 2 if args.quick else BISECTION_STEPS
+    searches = {
+        method: width_search(method, problem, args.n_trees, alpha, args.seed, steps)
+        for method in (FOURIER, BINNING)
+    }
+    level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
+    mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
+                       for r in mondrian_result["runs"]]
+
+    common.print_markdown_table(
+        mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
+                                          "best val RMSE so far": ".4f",
+                                          "best lifetime so far": ".4g"},
+        title=f"Fig. 8: Mondrian lifetime path, {args.n_trees} trees, each cap run from scratch")
+    if mondrian_result["mismatches"]:
+        print(f"\n**Warning**: the capped paths {mondrian_result['mismatches']} did not "
+              "reproduce the prefix of the terminal path.")
+    for method, search in searches.items():
+        common.print_markdown_table(
+            search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
+                                        "val RMSE": ".4f", "best so far": ".4f"},
+            title=f"Fig. 8: {method} width search, {args.n_trees} components, refit per lifetime")
+
+    summary = [{
+        "method": MONDRIAN + " (path)", "fits / runs": mondrian_result["evaluations"],
+        "best lifetime": mondrian_result["best_lifetime"],
+        "best val RMSE": mondrian_result["best_rmse"],
+        "time to best (s)": mondrian_result["time_to_best"],
+        "whole search (s)": mondrian_result["path_s"],
+        "time to common level (s)": time_to_level(mondrian_points, level),
+    }]
+    for method, search in searches.items():
+        points = [(r["elapsed (s)"], r["best so far"]) for r in search["records"]]
+        summary.append({
+            "method": f"{method} (refits)", "fits / runs": search["evaluations"],
+            "best lifetime": search["best_lifetime"], "best val RMSE": search["best_rmse"],
+            "time to best (s)": search["time_to_best"], "whole search (s)": search["total_s"],
+            "time to common level (s)": time_to_level(points, level),
+        })
+    for row in summary:
+        row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
+    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. "
+          "`fits / runs` counts lifetimes evaluated (for the path: intervals between cuts).")
+    common.print_markdown_table(
+        summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
+                          "time to best (s)": ".3f", "whole search (s)": ".3f",
+                          "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
+        title="Fig. 8 summary")
+    cost = [{
+        "terminal lifetime": mondrian_result["terminal"],
+        "path features": int(mondrian_result["path"].n_features[-1]),
+        "whole path (s)": mondrian_result["path_s"],
+        "fit features": mondrian_result["fit_features"],
+        "one fit (s)": mondrian_result["fit_s"],
+        "path / fit": mondrian_result["path_s"] / mondrian_result["fit_s"],
+    }]
+    common.print_markdown_table(
+        cost, formats={"terminal lifetime": ".4g", "whole path (s)": ".3f", "one fit (s)": ".3f",
+                       "path / fit": ".2f"},
+        title="Whole path vs one MondrianKernelRidge.fit at the terminal lifetime (fit rows)")
+
+    checks = []
+    for method, search in searches.items():
+        ratio = search["time_to_best"] / mondrian_result["time_to_best"]
+        checks.append((
+            f"Mondrian path reaches its best width at least {SPEEDUP_TARGET:g}x sooner than the "
+            f"{method} search", ratio >= SPEEDUP_TARGET,
+            f"{mondrian_result['time_to_best']:.3f} s vs {search['time_to_best']:.3f} s "
+            f"({ratio:.2f}x)"))
+    ratio = mondrian_result["path_s"] / mondrian_result["fit_s"]
+    checks.append((
+        f"the whole path costs at most {PATH_COST_TARGET:g}x one fit at the terminal lifetime",
+        ratio <= PATH_COST_TARGET,
+        f"{mondrian_result['path_s']:.3f} s vs {mondrian_result['fit_s']:.3f} s ({ratio:.2f}x)"))
+    common.print_checks("Targets (Fig. 8)", checks)
+    return {"mondrian": mondrian_result, "searches": searches, "level": level}
+
+
+# --------------------------------------------------------------------------------------------
+# Fig. 6: test error against non-zero features
+# --------------------------------------------------------------------------------------------
+
+
+def run_fig6(problem: Problem, args, alpha: float, lifetime: float) -> dict:
+    """Test RMSE of the three approximations and of the exact kernel at one lifetime."""
+    common.log(f"fig6: test RMSE against non-zeros per point at λ = {lifetime:.4g}")
+    results: dict[str, dict[int, dict[str, list]]] = {m: {} for m in (MONDRIAN, BINNING, FOURIER)}
+    for M in args.grid:
+        for method in results:
+            results[method][M] = {"rmse": [], "features": [], "seconds": []}
+        for s in range(args.feature_seeds):
+            seed = args.seed + s
+            common.log(f"  M = {M}, seed {seed}")
+            start = time.perf_counter()
+            model = mondrian_ridge(M, lifetime, alpha, seed).fit(problem.X_train, problem.y_train)
+            prediction = model.predict(problem.X_test)
+            out = results[MONDRIAN][M]
+            out["seconds"].append(time.perf_counter() - start)
+            out["rmse"].append(rmse(problem.y_test, prediction))
+            out["features"].append(model.coef_.shape[0])
+            for method in (BINNING, FOURIER):
+                start = time.perf_counter()
+                prediction, n_features = feature_ridge(
+                    make_features(method, M, lifetime, seed), problem.X_train, problem.y_train,
+                    problem.X_test, alpha)
+                out = results[method][M]
+                out["seconds"].append(time.perf_counter() - start)
+                out["rmse"].append(rmse(problem.y_test, prediction))
+                out["features"].append(n_features)
+    common.log(f"  exact Laplace kernel ridge on {len(problem.y_train)} rows")
+    start = time.perf_counter()
+    exact = rmse(problem.y_test, exact_laplace_ridge(problem.X_train, problem.y_train,
+                                                     problem.X_test, lifetime, alpha))
+    exact_s = time.perf_counter() - start
+
+    rows = []
+    for M in args.grid:
+        row = {"non-zeros / point": M}
+        for method in results:
+            row[f"{method} RMSE"] = mean_std(results[method][M]["rmse"])
+        for method in results:
+            row[f"{method} features"] = int(np.mean(results[method][M]["features"]))
+        for method in results:
+            row[f"{method} fit+predict (s)"] = float(np.mean(results[method][M]["seconds"]))
+        rows.append(row)
+    common.print_markdown_table(
+        rows, formats={f"{m} fit+predict (s)": ".3f" for m in results},
+        title=f"Fig. 6: test RMSE on cpu_act at λ = {lifetime:.4g}, alpha = {alpha:g} "
+              f"(mean ± std over {args.feature_seeds} seed(s))")
+    print(f"\nExact Laplace kernel ridge (N = {len(problem.y_train)}): test RMSE {exact:.3f} "
+          f"({exact_s:.1f} s).")
+    return {"results": results, "exact": exact, "lifetime": lifetime}
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------------
+
+
+def plot_path(quick: bool, name: str):
+    """Where a plot is saved (``*_quick.png`` in quick mode)."""
+    return RESULTS_DIR / (f"{name}_quick.png" if quick else f"{name}.png")
+
+
+def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> None:
+    """Test RMSE against non-zeros per point."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for method, marker in ((MONDRIAN, "o"), (BINNING, "s"), (FOURIER, "^")):
+        values = [fig6["results"][method][M]["rmse"] for M in grid]
+        ax.errorbar(grid, [np.mean(v) for v in values], yerr=[np.std(v) for v in values],
+                    marker=marker, capsize=3, label=method)
+    ax.axhline(fig6["exact"], color="k", linestyle="--", label=EXACT)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("non-zero features per data point")
+    ax.set_ylabel("test RMSE")
+    ax.set_title(f"cpu_act, Laplace kernel λ = {fig6['lifetime']:.3g}")
+    ax.legend()
+    fig.tight_layout()
+    path = plot_path(quick, "kernel_fig6_rmse_vs_nonzeros")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"\nSaved {path.relative_to(common.REPO_ROOT)}")
+
+
+def plot_fig8(fig8: dict, quick: bool, plt) -> None:
+    """Validation RMSE against time (left) and against the lifetime (right)."""
+    fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(11, 4.2))
+    runs = fig8["mondrian"]["runs"]
+    ax_t.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
+              marker="o", drawstyle="steps-post", label=MONDRIAN + " path")
+    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
+        records = fig8["searches"][method]["records"]
+        line, = ax_t.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
+                          drawstyle="steps-post", label=f"{method} search (best so far)")
+        ax_t.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
+                  linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
+    ax_t.set_xscale("log")
+    ax_t.set_yscale("log")
+    ax_t.set_xlabel("wall-clock time (s)")
+    ax_t.set_ylabel("validation RMSE")
+    ax_t.set_title("Kernel width search")
+    ax_t.legend(fontsize=8)
+
+    path = fig8["mondrian"]["path"]
+    shown = path.lifetimes > 0
+    ax_l.plot(path.lifetimes[shown], np.sqrt(path.validation_error[shown]),
+              drawstyle="steps-post", label=MONDRIAN + " path")
+    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
+        records = fig8["searches"][method]["records"]
+        ax_l.plot([r["lifetime"] for r in records], [r["val RMSE"] for r in records],
+                  linestyle="none", marker=marker, label=f"{method} fits")
+    ax_l.set_xscale("log")
+    ax_l.set_yscale("log")
+    ax_l.set_xlabel("lifetime λ (inverse width, scaled units)")
+    ax_l.set_ylabel("validation RMSE")
+    ax_l.set_title("Validation error by lifetime")
+    ax_l.legend(fontsize=8)
+    fig.tight_layout()
+    out = plot_path(quick, "kernel_fig8_search_time")
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    print(f"Saved {out.relative_to(common.REPO_ROOT)}")
+
+
+def save_plots(fig6: dict | None, fig8: dict | None, args) -> None:
+    """Write the PNG files, or say why not."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        print(f"\nPlots skipped: matplotlib unavailable ({exc}); `pip install matplotlib`.")
+        return
+    RESULTS_DIR.mkdir(exist_ok=True)
+    if fig6 is not None:
+        plot_fig6(fig6, args.grid, args.quick, plt)
+    if fig8 is not None:
+        plot_fig8(fig8, args.quick, plt)
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def parse_grid(text: str) -> list[int]:
+    """Comma-separated positive integers."""
+    try:
+        grid = sorted({int(t) for t in text.split(",") if t.strip()})
+    except ValueError:
+        raise SystemExit(f"--grid must be comma-separated integers, got {text!r}") from None
+    if not grid or grid[0] < 1:
+        raise SystemExit("--grid needs positive integers")
+    return grid
+
+
+def blas_line() -> str:
+    """The BLAS libraries and their thread counts."""
+    pools = [f"{p['internal_api']} ({p['num_threads']} threads)"
+             for p in threadpool_info() if p["user_api"] == "blas"]
+    return "BLAS: " + (", ".join(pools) if pools else "unknown")
+
+
+def main(argv=None) -> None:
+    parser = common.make_parser(__doc__.split("\n\n")[0], default_repeats=1)
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="comma-separated subset of " + ",".join(PARTS))
+    parser.add_argument("--grid", default=None,
+                        help="non-zeros per point for fig6 (default "
+                             + ",".join(map(str, FULL_GRID)) + "; quick "
+                             + ",".join(map(str, QUICK_GRID)) + ")")
+    parser.add_argument("--n-trees", type=int, default=None,
+                        help=f"non-zeros per point in fig8 (default {FULL_TREES}, quick "
+                             f"{QUICK_TREES})")
+    parser.add_argument("--max-features", type=int, default=None,
+                        help=f"terminal cap of the lifetime path (default {FULL_MAX_FEATURES}, "
+                             f"quick {QUICK_MAX_FEATURES})")
+    parser.add_argument("--feature-seeds", type=int, default=None,
+                        help=f"seeds per point of fig6 (default {FULL_SEEDS}, quick {QUICK_SEEDS})")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="ridge constant for every method (default: chosen on validation)")
+    parser.add_argument("--lifetime", type=float, default=None,
+                        help="fig6 lifetime (default: the best of the fig8 Mondrian path)")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="limit BLAS threads (default: the libraries' own setting)")
+    parser.add_argument("--no-plots", action="store_true", help="do not write the PNG files")
+    args = common.parse_args(parser, argv)
+    parts = common.parse_list(args.parts, PARTS)
+    args.grid = parse_grid(args.grid) if args.grid else list(QUICK_GRID if args.quick
+                                                             else FULL_GRID)
+    args.n_trees = args.n_trees or (QUICK_TREES if args.quick else FULL_TREES)
+    args.max_features = args.max_features or (QUICK_MAX_FEATURES if args.quick
+                                              else FULL_MAX_FEATURES)
+    args.feature_seeds = args.feature_seeds or (QUICK_SEEDS if args.quick else FULL_SEEDS)
+    if args.max_features <= args.n_trees:
+        parser.error("--max-features must exceed --n-trees")
+    common.require_datasets()
+    mondrian, reason = common.import_mondrian()
+    if mondrian is None:
+        print(f"SKIPPED: mondrian unavailable: {reason}")
+        return
+
+    limits = threadpool_limits(args.blas_threads) if args.blas_threads else None
+    try:
+        run(args, parts)
+    finally:
+        if limits is not None:
+            limits.restore_original_limits()
+
+
+def run(args, parts: list[str]) -> None:
+    """Run the requested parts and print the report."""
+    wall = time.perf_counter()
+    problem = load_problem(args.quick, args.seed)
+    print("## Mondrian kernel benchmark (cpu_act)" + (" (QUICK MODE)" if args.quick else ""))
+    print(f"\n{common.environment_line()}; {blas_line()}")
+    print(f"\nData: {problem.note}; test rows: {len(problem.y_test)}. Inputs min-max scaled to "
+          "[0, 1] on the training rows for every method (mondrian: feature_scaling=None); "
+          "targets as given. Ridge on centred targets without intercept, same alpha for all.")
+    if args.quick:
+        print(f"Quick mode: training rows subsampled to {QUICK_TRAIN_ROWS}, fig6 grid "
+              f"{args.grid}, {args.n_trees} trees / components in fig8, path capped at "
+              f"{args.max_features} features, 2 bisection steps; targets indicative only.")
+
+    if args.alpha is None:
+        common.log("choosing alpha with exact Laplace kernel ridge on validation")
+        alpha, alpha_lifetime, alpha_rows = choose_alpha(problem, args.seed)
+        common.print_markdown_table(
+            alpha_rows, formats={k: ".4f" for k in alpha_rows[0] if k != "alpha"},
+            title=f"Choice of alpha: validation RMSE of exact Laplace kernel ridge "
+                  f"(<= {ALPHA_ROWS} fit rows)")
+        print(f"\nalpha = {alpha:g} (best λ on this grid: {alpha_lifetime:g}).")
+    else:
+        alpha = args.alpha
+        print(f"\nalpha = {alpha:g} (given).")
+
+    fig8 = run_fig8(problem, args, alpha) if "fig8" in parts else None
+    fig6 = None
+    if "fig6" in parts:
+        lifetime = args.lifetime
+        if lifetime is None and fig8 is not None:
+            lifetime = fig8["mondrian"]["best_lifetime"]
+            print(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of the Mondrian path above.")
+        elif lifetime is None:
+            common.log("fig6: lifetime path to choose λ*")
+            path = validation_path(problem, args.n_trees, alpha, args.seed, args.max_features)
+            lifetime = float(path.best_lifetime)
+            print(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of a Mondrian path with "
+                  f"{args.n_trees} trees and {args.max_features} features.")
+        fig6 = run_fig6(problem, args, alpha, lifetime)
+    if not args.no_plots:
+        save_plots(fig6, fig8, args)
+    print(f"\nTotal wall time: {time.perf_counter() - wall:.1f} s.")
+
+
+if __name__ == "__main__":
+    main()
