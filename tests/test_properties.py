@@ -214,9 +214,14 @@ def _cuts(tree):
 def test_partial_fit_never_undoes_cuts(data, params, cut):
     """Online extension only adds structure (§2): every cut of the tree survives a later
     partial_fit unchanged, and training points that were in different leaves stay in
-    different leaves (only paused leaves regrow, and they held no cuts)."""
+    different leaves (only paused leaves regrow, and they held no cuts).
+
+    The min-max map may still adapt during its warm-up (its first 64 points re-sample the
+    trees), so the property is checked with the map fixed by the first call.
+    """
     X, y = data
     cut = min(cut, len(X))
+    params = {**params, "feature_scaling": None}
     tree = MondrianTreeClassifier(**params).partial_fit(X[:cut], y[:cut], classes=np.unique(y))
     cuts_before = _cuts(tree)
     leaves_before = tree.apply(X[:cut])
