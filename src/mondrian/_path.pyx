@@ -62,6 +62,7 @@ cdef class RidgeInverse:
         np.asarray(self.zty)[:C] = zty
         self.n_features = C
         self.logdet = logdet
+        self.solve()
 
     cdef void _swap(self, intp_t a, intp_t b) noexcept nogil:
         """Exchange features ``a`` and ``b`` (rows and columns of the inverse)."""
@@ -80,16 +81,24 @@ cdef class RidgeInverse:
         tmp = self.zty[a]
         self.zty[a] = self.zty[b]
         self.zty[b] = tmp
+        tmp = self.weights[a]
+        self.weights[a] = self.weights[b]
+        self.weights[b] = tmp
 
     cdef void _drop_last(self) noexcept nogil:
-        """Remove the last feature: ``inv <- E - f f' / h`` (Lemma 4.3)."""
+        """Remove the last feature: ``inv <- E - f f' / h`` (Lemma 4.3).
+
+        The weights follow in O(C): ``w <- w[:-1] - f w[-1] / h``.
+        """
         cdef int C = <int>(self.n_features - 1)
         cdef int lda = <int>self.capacity, one = 1
         cdef float64_t h = self.inv[C, C]
         cdef float64_t alpha = -1.0 / h
+        cdef float64_t w_last = self.weights[C]
         cdef intp_t k
         for k in range(C):
             self.work[k] = self.inv[C, k]
+            self.weights[k] -= self.work[k] * w_last / h
         if C > 0:
             dger(&C, &C, &alpha, &self.work[0], &one, &self.work[0], &one,
                  &self.inv[0, 0], &lda)
@@ -104,11 +113,12 @@ cdef class RidgeInverse:
     cdef void append(self, float64_t* b, float64_t diagonal, float64_t zty) noexcept nogil:
         """Append a feature with cross products ``b`` (length C) and ``z'z + delta2 = diagonal``.
 
-        Block inverse (Lemma 4.4): ``u = A^{-1} b``, ``s = d - b'u``.
+        Block inverse (Lemma 4.4): ``u = A^{-1} b``, ``s = d - b'u``. The weights follow in
+        O(C): ``w_new = (z'y - b'w) / s`` and ``w <- w - u w_new``.
         """
         cdef int C = <int>self.n_features
         cdef int lda = <int>self.capacity, one = 1
-        cdef float64_t zero = 0.0, unit = 1.0, s, alpha
+        cdef float64_t zero = 0.0, unit = 1.0, s, alpha, w_new
         cdef intp_t k
         if C > 0:
             # inv is symmetric, so the row-major block can be handed to Fortran BLAS as is.
@@ -118,12 +128,16 @@ cdef class RidgeInverse:
             alpha = 1.0 / s
             dger(&C, &C, &alpha, &self.work[0], &one, &self.work[0], &one,
                  &self.inv[0, 0], &lda)
+            w_new = (zty - ddot(&C, b, &one, &self.weights[0], &one)) / s
         else:
             s = diagonal
+            w_new = zty / s
         for k in range(C):
             self.inv[C, k] = -self.work[k] / s
             self.inv[k, C] = -self.work[k] / s
+            self.weights[k] -= self.work[k] * w_new
         self.inv[C, C] = 1.0 / s
+        self.weights[C] = w_new
         self.zty[C] = zty
         self.logdet += log(s)
         self.n_features += 1
@@ -156,6 +170,7 @@ cdef class RidgeInverse:
         alpha = self.delta2 / denom
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
+        self.solve()
 
     cdef void solve(self) noexcept nogil:
         """``weights = A^{-1} Z'y``."""
@@ -192,6 +207,7 @@ cdef class RidgeInverse:
             self.inv[k, C] = 0.0
         self.inv[C, C] = 1.0 / self.delta2
         self.zty[C] = 0.0
+        self.weights[C] = 0.0
         self.logdet += log(self.delta2)
         self.n_features += 1
 
@@ -286,7 +302,6 @@ def _record(RidgeInverse ridge, _PathState state, float64_t[::1] pred, const flo
     cdef intp_t i, n_val = pred.shape[0] - n_train
     cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
     cdef int C = <int>ridge.n_features, one = 1
-    ridge.solve()
     _predict_points(state.cols, ridge.weights, scale, pred)
     for i in range(pred.shape[0]):
         r = pred[i] - y[i]
@@ -369,6 +384,8 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
 
     for step in range(n_events + 1):
         k = step if forward else n_events - step
+        if step % 256 == 255:
+            ridge.solve()  # the incremental weight updates drift slowly: refresh them
         _record(ridge, state, pred, y, is_train, yty, n_train, scale, res[k])
         if step == n_events:
             break
