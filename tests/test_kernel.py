@@ -84,10 +84,12 @@ def test_path_equals_ridge_solves_from_scratch(direction):
     features = MondrianKernelFeatures(M, lifetime=terminal, random_state=0).fit(
         np.vstack([X, X_val])
     )
-    ends = np.r_[path.lifetimes[1:], terminal]
+    np.testing.assert_array_equal(path.upper_lifetimes[:-1], path.lifetimes[1:])
+    assert path.upper_lifetimes[-1] == terminal
     mean = y.mean()
-    for k in range(0, len(path.lifetimes), 7):
-        lifetime = 0.5 * (path.lifetimes[k] + ends[k])
+    for k in [*range(0, len(path.lifetimes), 7), len(path.lifetimes) - 1]:
+        # The model with k cuts is the model at every lifetime in (t_k, t_k+1], ends included.
+        lifetime = path.upper_lifetimes[k]
         Z = features.transform(np.vstack([X, X_val]), lifetime=lifetime)
         Z_train, Z_val = Z[: len(X)], Z[len(X) :]
         A = (Z_train.T @ Z_train).toarray() + alpha * np.eye(Z.shape[1])
@@ -170,3 +172,24 @@ def test_auto_lifetime_and_prediction():
     mean, std = model.predict(X_val, return_std=True)
     assert np.sqrt(np.mean((mean - y_val) ** 2)) < 0.3
     assert np.all(std > 0)
+
+
+def test_lifetime_posterior_and_mixture():
+    X, y, X_val, y_val = _path_problem(seed=5)
+    model = MondrianKernelRidge(10, alpha=0.3, max_lifetime=20.0, random_state=0)
+    path = model.lifetime_path(X, y)
+    probs = path.lifetime_posterior()
+    np.testing.assert_allclose(probs.sum(), 1.0)
+    # With a uniform prior the posterior is the marginal likelihood times the interval length.
+    lengths = path.upper_lifetimes - path.lifetimes
+    expected = np.exp(path.log_marginal_likelihood - path.log_marginal_likelihood.max()) * lengths
+    np.testing.assert_allclose(probs, expected / expected.sum(), rtol=1e-9)
+    mean, std = model.predict_lifetime_mixture(X_val, path, n_components=5)
+    assert np.all(std > 0)
+    assert np.sqrt(np.mean((mean - y_val) ** 2)) < 0.5
+    # One component equals the ridge predictive at the most probable lifetime.
+    best = int(np.argmax(probs))
+    single, _ = model.predict_lifetime_mixture(X_val, path, n_components=1)
+    ridge = MondrianKernelRidge(10, lifetime=path.upper_lifetimes[best], alpha=0.3,
+                                random_state=0)
+    assert single.shape == ridge.fit(X, y).predict(X_val).shape

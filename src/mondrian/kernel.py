@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -201,12 +202,16 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
 class LifetimePath:
     """Result of a lifetime sweep of :class:`MondrianKernelRidge`.
 
-    Entry ``k`` describes the model on ``[lifetimes[k], lifetimes[k+1])``, after ``k`` cuts.
+    Entry ``k`` describes the model holding the first ``k`` cuts, which is the model at every
+    lifetime in ``(lifetimes[k], upper_lifetimes[k]]`` (a cut born at time ``t`` belongs to the
+    models of lifetime ``> t``).
 
     Attributes
     ----------
     lifetimes : ndarray
-        Start of each interval (0, then the birth times of the cuts).
+        Lower end of each interval (0, then the birth times of the cuts).
+    upper_lifetimes : ndarray
+        Upper end of each interval: the next birth time, or the terminal lifetime.
     training_error, validation_error : ndarray
         Mean squared errors (validation is NaN without validation data).
     log_marginal_likelihood : ndarray
@@ -220,6 +225,7 @@ class LifetimePath:
     """
 
     lifetimes: np.ndarray
+    upper_lifetimes: np.ndarray
     training_error: np.ndarray
     validation_error: np.ndarray
     log_marginal_likelihood: np.ndarray
@@ -227,9 +233,40 @@ class LifetimePath:
     best_lifetime: float
     criterion: str
 
+    def lifetime_posterior(self, prior=None):
+        """Posterior probability of each interval of lifetimes (Supplement B of the paper).
+
+        ``pi_k ∝ ML_k * (F(upper_k) - F(lower_k))`` where ``ML_k`` is the marginal likelihood of
+        the model with ``k`` cuts (constant on its interval) and ``F`` the prior CDF.
+
+        Parameters
+        ----------
+        prior : scipy.stats frozen distribution, default=None
+            Prior of the lifetime. Default: uniform on ``[0, terminal lifetime]`` when that is
+            finite, else exponential with the median birth time as scale.
+
+        Returns
+        -------
+        ndarray
+            Probabilities of the intervals (sum to one).
+        """
+        from scipy import stats
+
+        if prior is None:
+            terminal = self.upper_lifetimes[-1]
+            if np.isfinite(terminal):
+                prior = stats.uniform(0.0, terminal)
+            else:
+                prior = stats.expon(scale=float(np.median(self.lifetimes[1:])) or 1.0)
+        with np.errstate(divide="ignore"):
+            log_mass = np.log(prior.cdf(self.upper_lifetimes) - prior.cdf(self.lifetimes))
+        log_post = self.log_marginal_likelihood + log_mass
+        log_post -= np.logaddexp.reduce(log_post)
+        return np.exp(log_post)
+
     def best_index(self):
         """Index of the chosen interval."""
-        return int(np.searchsorted(self.lifetimes, self.best_lifetime, side="right") - 1)
+        return int(np.searchsorted(self.lifetimes, self.best_lifetime, side="left") - 1)
 
 
 class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
@@ -528,7 +565,8 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self._sample(X_all, float(self.max_lifetime))
         offset = float(np.mean(y))
         targets = np.r_[y, y_val] - offset
-        times, events = self._events()
+        self._path_training = (len(X), targets[: len(X)], offset)
+        times, events, terminal = self._events()
         orders, starts, ends, children, cells = [], [], [], [], []
         for m, tree in enumerate(self._trees):
             order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
@@ -553,21 +591,73 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
                 targets, is_train, float(self.alpha), direction == "forward",
             )
         lifetimes = np.r_[0.0, times]
+        upper = np.r_[times, terminal]
         criterion = "validation" if has_val else "marginal_likelihood"
         score = results[:, 1] if has_val else -results[:, 2]
         best = int(np.argmin(score))
+        # A lifetime strictly inside the best interval (its midpoint; inf if unbounded).
+        best_lifetime = 0.5 * (lifetimes[best] + upper[best])
         return LifetimePath(
             lifetimes=lifetimes,
+            upper_lifetimes=upper,
             training_error=results[:, 0],
             validation_error=results[:, 1],
             log_marginal_likelihood=results[:, 2],
             n_features=results[:, 3].astype(np.intp),
-            best_lifetime=float(lifetimes[best]),
+            best_lifetime=float(best_lifetime),
             criterion=criterion,
         )
 
+    def predict_lifetime_mixture(self, X, path, prior=None, n_components=10):
+        """Bayesian predictive averaged over the lifetime posterior of ``path``.
+
+        Uses the trees of the last :meth:`lifetime_path` call. The ``n_components`` most probable
+        intervals are kept (their probabilities renormalised); each contributes the Gaussian
+        predictive of ridge regression at a lifetime inside it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        path : LifetimePath
+            The result of the last :meth:`lifetime_path` call.
+        prior : scipy.stats frozen distribution, default=None
+            See :meth:`LifetimePath.lifetime_posterior`.
+        n_components : int, default=10
+            Number of intervals kept in the mixture.
+
+        Returns
+        -------
+        mean, std : ndarray of shape (n_samples,)
+            Moments of the mixture.
+        """
+        if not hasattr(self, "_path_training"):
+            raise ValueError("call lifetime_path first")
+        X = self._validate_X_predict(X)
+        probs = path.lifetime_posterior(prior)
+        keep = np.argsort(probs)[::-1][:n_components]
+        weights = probs[keep] / probs[keep].sum()
+        n_train, targets, offset = self._path_training
+        first = np.zeros(len(X))
+        second = np.zeros(len(X))
+        for weight, k in zip(weights, keep, strict=True):
+            lifetime = path.upper_lifetimes[k]
+            if not np.isfinite(lifetime):
+                lifetime = self._trees[0].lifetime
+            Z = self._features(self._store.X[:n_train], lifetime)
+            Z_new = self._features(X, lifetime)
+            factor = cho_factor((Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1]))
+            w = cho_solve(factor, Z.T @ targets)
+            sigma2 = max(targets @ targets - targets @ (Z @ w), 1e-300) / n_train
+            mean = Z_new @ w + offset
+            dense = Z_new.toarray()
+            var = sigma2 * (1.0 + np.sum(dense * cho_solve(factor, dense.T).T, axis=1))
+            first += weight * mean
+            second += weight * (var + mean**2)
+        return first, np.sqrt(np.maximum(second - first**2, 0.0))
+
     def _events(self):
-        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells."""
+        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells, and the
+        lifetime at which the truncated model ends (the next birth time, or the terminal one)."""
         times, events = [], []
         for m, tree in enumerate(self._trees):
             nodes = tree.nodes_array
@@ -579,8 +669,9 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         order = np.argsort(times, kind="stable")
         # Each cut adds one cell to the M root cells.
         n_events = max(0, min(len(order), int(self.max_features) - len(self._trees)))
+        terminal = times[order[n_events]] if n_events < len(order) else self.max_lifetime
         order = order[:n_events]
-        return times[order], np.ascontiguousarray(events[order])
+        return times[order], np.ascontiguousarray(events[order]), float(terminal)
 
     def _select_lifetime(self, X, y):
         if self.lifetime_selection == "marginal_likelihood":
