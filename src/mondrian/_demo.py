@@ -423,9 +423,8 @@ def format_report(result):
         "fit (the most frequent label seen so far before its first fit). Training time sums "
         "all learn_one calls, or all refits; samples/s is stream length / training time. The "
         "last row fits the same Mondrian forest on the whole stream at once, for reference: "
-        "online and batch training have the same law given the same feature map, but the "
-        "min-max scale of each feature is frozen by the first data in which it varies (one "
-        "sample at a time: the first gap seen), so the two maps can differ.",
+        "online and batch training have the same law given the same feature map; a stream "
+        "fixes its min-max map from its first 64 samples, a batch fit from all of its data.",
         "",
         f"Total wall time: {result.wall_time:.1f} s.",
     ]
