@@ -10,6 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from mondrian import (
     MondrianForestClassifier,
     MondrianForestRegressor,
+    MondrianKernelFeatures,
+    MondrianKernelRidge,
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
@@ -24,6 +26,8 @@ EXPECTED_FAILED_CHECKS = {}
         MondrianTreeClassifier(random_state=0),
         MondrianForestRegressor(n_estimators=10, random_state=0),
         MondrianTreeRegressor(random_state=0),
+        MondrianKernelFeatures(n_estimators=10, random_state=0),
+        MondrianKernelRidge(n_estimators=10, random_state=0),
     ],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
 )

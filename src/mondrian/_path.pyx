@@ -232,6 +232,10 @@ cdef class RidgeInverse:
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
 
+    def __reduce__(self):
+        return (_rebuild_ridge, (self.delta2, self.inverse, self.zty_vector, self.coef,
+                                 self.logdet))
+
     def update_weights(self):
         """Recompute the weights ``A^{-1} Z'y`` after changes."""
         self.solve()
@@ -250,6 +254,18 @@ cdef class RidgeInverse:
     def coef(self):
         """Copy of the live weights (after the last solve)."""
         return np.array(self.weights[:self.n_features])
+
+
+def _rebuild_ridge(float64_t delta2, inverse, zty, weights, float64_t logdet):
+    """Unpickle a :class:`RidgeInverse` (only its live block is saved)."""
+    cdef intp_t C = inverse.shape[0]
+    ridge = RidgeInverse(max(C, 1), delta2)
+    np.asarray(ridge.inv)[:C, :C] = inverse
+    np.asarray(ridge.zty)[:C] = zty
+    np.asarray(ridge.weights)[:C] = weights
+    ridge.n_features = C
+    ridge.logdet = logdet
+    return ridge
 
 
 cdef class _PathState:

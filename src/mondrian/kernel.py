@@ -487,8 +487,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self : object
         """
         if not hasattr(self, "_ridge"):
-            if self.lifetime == "auto":
-                raise ValueError("lifetime='auto' needs a first call to fit")
+            # The first call fits (and, with lifetime="auto", chooses the lifetime on it).
             return self.fit(X, y)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
