@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from mondrian import MondrianKernelFeatures, MondrianKernelRidge
+from mondrian import (
+    MondrianKernelFeatures,
+    MondrianKernelRidge,
+    MondrianKernelSGDClassifier,
+    MondrianKernelSGDRegressor,
+)
 
 
 def _laplace(A, B, lifetime):
@@ -193,3 +198,28 @@ def test_lifetime_posterior_and_mixture():
     ridge = MondrianKernelRidge(10, lifetime=path.upper_lifetimes[best], alpha=0.3,
                                 random_state=0)
     assert single.shape == ridge.fit(X, y).predict(X_val).shape
+
+
+def test_sgd_weight_splitting_leaves_predictions_unchanged():
+    """With no SGD step after the cuts, splitting weights keeps the root model's predictions."""
+    X, y, X_val, _ = _path_problem(seed=6)
+    model = MondrianKernelSGDRegressor(10, lifetime=5.0, steps_per_cut=0, n_epochs=5,
+                                       random_state=0).fit(X, y)
+    pred = model.predict(np.vstack([X, X_val]))
+    assert model.coef_.shape[0] > 10  # cuts happened
+    np.testing.assert_allclose(pred[: len(X)], pred[0], rtol=1e-12)
+
+
+def test_sgd_models_learn_along_the_lifetime():
+    X, y, X_val, y_val = _path_problem(seed=7, n=1500)
+    reg = MondrianKernelSGDRegressor(30, max_features=3000, random_state=0)
+    path = reg.lifetime_path(X, y, X_val, y_val)
+    assert path.validation_loss[-1] < 0.5 * path.validation_loss[0]
+    fitted = MondrianKernelSGDRegressor(30, lifetime="auto", max_features=3000,
+                                        random_state=0).fit(X, y)
+    assert np.sqrt(np.mean((fitted.predict(X_val) - y_val) ** 2)) < 0.3
+    labels = (y > np.median(y)).astype(int)
+    clf = MondrianKernelSGDClassifier(30, lifetime=4.0, random_state=0).fit(X, labels)
+    proba = clf.predict_proba(X_val)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X_val, (y_val > np.median(y)).astype(int)) > 0.85

@@ -12,6 +12,8 @@ from mondrian import (
     MondrianForestRegressor,
     MondrianKernelFeatures,
     MondrianKernelRidge,
+    MondrianKernelSGDClassifier,
+    MondrianKernelSGDRegressor,
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
@@ -28,6 +30,8 @@ EXPECTED_FAILED_CHECKS = {}
         MondrianTreeRegressor(random_state=0),
         MondrianKernelFeatures(n_estimators=10, random_state=0),
         MondrianKernelRidge(n_estimators=10, random_state=0),
+        MondrianKernelSGDRegressor(n_estimators=10, random_state=0),
+        MondrianKernelSGDClassifier(n_estimators=10, random_state=0),
     ],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
 )

@@ -7,6 +7,11 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 from mondrian._base import MondrianTreeStructure
 from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
 from mondrian.kernel import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
+from mondrian.kernel_sgd import (
+    MondrianKernelSGDClassifier,
+    MondrianKernelSGDRegressor,
+    SGDLifetimePath,
+)
 from mondrian.laplace_features import LaplaceRandomFourierFeatures, RandomBinningFeatures
 from mondrian.regressor import MondrianForestRegressor, MondrianTreeRegressor
 
@@ -18,6 +23,9 @@ __all__ = [
     "MondrianForestClassifier",
     "MondrianKernelFeatures",
     "MondrianKernelRidge",
+    "MondrianKernelSGDClassifier",
+    "MondrianKernelSGDRegressor",
+    "SGDLifetimePath",
     "MondrianForestRegressor",
     "MondrianTreeRegressor",
     "MondrianTreeClassifier",

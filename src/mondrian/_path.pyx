@@ -10,7 +10,7 @@ Targets are centred by the caller. Predictions of training and validation points
 ``sum_m w[col[m, i]] / sqrt(M)``.
 """
 
-from libc.math cimport log, sqrt, M_PI
+from libc.math cimport exp, log, sqrt, M_PI
 
 from scipy.linalg.cython_blas cimport ddot, dgemv, dger
 
@@ -477,3 +477,172 @@ def _start_at_terminal(RidgeInverse ridge, _PathState state, list cells,
     )
     A = (Z.T @ Z).toarray() + delta2 * np.eye(col)
     ridge.start(A, Z.T @ np.asarray(y)[train])
+
+
+cdef void _scores(intp_t[:, ::1] cols, float64_t[:, ::1] W, intp_t i, float64_t scale,
+                  float64_t* out) noexcept nogil:
+    """Output scores of point ``i``: ``sum_m W[col[m, i]] / sqrt(M)``."""
+    cdef intp_t m, k, K = W.shape[1]
+    for k in range(K):
+        out[k] = 0.0
+    for m in range(cols.shape[0]):
+        for k in range(K):
+            out[k] += W[cols[m, i], k]
+    for k in range(K):
+        out[k] *= scale
+
+
+cdef void _gradient(float64_t* scores, const float64_t* target, intp_t K,
+                    bint logistic) noexcept nogil:
+    """Replace ``scores`` by the gradient of the loss: squared error, or softmax cross-entropy
+    with a one-hot target."""
+    cdef intp_t k
+    cdef float64_t top, total = 0.0
+    if not logistic:
+        for k in range(K):
+            scores[k] = scores[k] - target[k]
+        return
+    top = scores[0]
+    for k in range(1, K):
+        if scores[k] > top:
+            top = scores[k]
+    for k in range(K):
+        scores[k] = exp(scores[k] - top)
+        total += scores[k]
+    for k in range(K):
+        scores[k] = scores[k] / total - target[k]
+
+
+def kernel_sgd_path(list orders, list starts, list ends, list children,
+                    const intp_t[::1] event_tree, const intp_t[::1] event_node,
+                    const float64_t[:, ::1] targets, const unsigned char[::1] is_train,
+                    float64_t alpha, float64_t learning_rate, intp_t steps_per_cut,
+                    intp_t initial_steps, intp_t eval_every, bint logistic, object seed):
+    """Lifetime path of a linear model on Mondrian features trained by SGD (section 8.6).
+
+    When a cut splits a cell, both new cells inherit its weights, which leaves every prediction
+    unchanged; then ``steps_per_cut`` SGD steps (each O(M K)) follow on random training points,
+    with the loss ``l(y, z'W) + alpha/2 ||W||^2`` (squared error, or softmax cross-entropy when
+    ``logistic``). No C x C matrix is ever formed.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_columns, K)
+        Final weights (columns as numbered by the path).
+    records : ndarray of shape (n_records, 3)
+        ``(number of cuts, training loss, validation loss)`` every ``eval_every`` cuts (losses
+        are mean squared error, or mean cross-entropy).
+    errors : ndarray of shape (n_records, 2)
+        Misclassification rates (training, validation) for ``logistic``, else NaN.
+    columns : ndarray of shape (n_trees, n_points)
+        Final column of every point in every tree.
+    """
+    cdef intp_t n_trees = len(orders), n_points = targets.shape[0], K = targets.shape[1]
+    cdef intp_t n_events = event_tree.shape[0], capacity = n_trees + n_events + 1
+    cdef intp_t n_train = 0, i, k, m, node, left, right, c, step, cut, n_cols, r, record = 0
+    cdef float64_t scale = 1.0 / sqrt(n_trees), decay
+    cdef _PathState state = _PathState(n_trees, n_points, capacity, orders, starts, ends)
+    weights = np.zeros((capacity, K))
+    cdef float64_t[:, ::1] W = weights
+    train_idx = np.flatnonzero(np.asarray(is_train, dtype=bool)).astype(np.intp)
+    cdef intp_t[::1] train = train_idx
+    n_train = train.shape[0]
+    buffer = np.zeros(K)
+    cdef float64_t[::1] g = buffer
+    cdef const intp_t[::1] order
+    cdef const intp_t[::1] start
+    cdef const intp_t[:, ::1] kids
+    n_records = n_events // eval_every + 2
+    records = np.full((n_records, 3), np.nan)
+    errors = np.full((n_records, 2), np.nan)
+    rng = np.random.RandomState(seed)
+    for m in range(n_trees):
+        state.relabel(m, 0, m)
+    n_cols = n_trees
+
+    def sgd(intp_t n_steps):
+        picks = train_idx[rng.randint(0, n_train, size=n_steps)] if n_steps else train_idx[:0]
+        _sgd_steps(state.cols, W, targets, picks, scale, alpha, learning_rate, logistic, g)
+
+    def evaluate(intp_t cuts):
+        nonlocal record
+        records[record, 0] = cuts
+        losses = _losses(state.cols, W, targets, is_train, scale, logistic)
+        records[record, 1:] = losses[:2]
+        errors[record] = losses[2:] if logistic else (np.nan, np.nan)
+        record += 1
+
+    sgd(initial_steps)
+    evaluate(0)
+    for cut in range(n_events):
+        m = event_tree[cut]
+        node = event_node[cut]
+        order = orders[m]
+        start = starts[m]
+        kids = children[m]
+        left = kids[node, 0]
+        right = kids[node, 1]
+        c = state.cols[m, order[start[node]]]
+        # Split the weights: the left child keeps the column, the right one copies it.
+        for k in range(K):
+            W[n_cols, k] = W[c, k]
+        state.relabel(m, left, c)
+        state.relabel(m, right, n_cols)
+        n_cols += 1
+        sgd(steps_per_cut)
+        if (cut + 1) % eval_every == 0 or cut == n_events - 1:
+            evaluate(cut + 1)
+    return weights[:n_cols], records[:record], errors[:record], np.asarray(state.cols)
+
+
+def _sgd_steps(intp_t[:, ::1] cols, float64_t[:, ::1] W, const float64_t[:, ::1] targets,
+               const intp_t[::1] picks, float64_t scale, float64_t alpha,
+               float64_t learning_rate, bint logistic, float64_t[::1] g):
+    cdef intp_t s, i, m, k, col, K = W.shape[1]
+    with nogil:
+        for s in range(picks.shape[0]):
+            i = picks[s]
+            _scores(cols, W, i, scale, &g[0])
+            _gradient(&g[0], &targets[i, 0], K, logistic)
+            for m in range(cols.shape[0]):
+                col = cols[m, i]
+                for k in range(K):
+                    W[col, k] -= learning_rate * (g[k] * scale + alpha * W[col, k])
+
+
+def _losses(intp_t[:, ::1] cols, float64_t[:, ::1] W, const float64_t[:, ::1] targets,
+            const unsigned char[::1] is_train, float64_t scale, bint logistic):
+    """Mean loss and error rate over training and validation points."""
+    cdef intp_t i, k, K = W.shape[1], best, n = targets.shape[0]
+    cdef float64_t loss, top, total
+    sums = np.zeros(4)
+    counts = np.zeros(2)
+    scores = np.zeros(K)
+    cdef float64_t[::1] sc = scores
+    cdef float64_t[::1] acc = sums
+    cdef float64_t[::1] cnt = counts
+    with nogil:
+        for i in range(n):
+            _scores(cols, W, i, scale, &sc[0])
+            loss = 0.0
+            if logistic:
+                top = sc[0]
+                best = 0
+                for k in range(1, K):
+                    if sc[k] > top:
+                        top = sc[k]
+                        best = k
+                total = 0.0
+                for k in range(K):
+                    total += exp(sc[k] - top)
+                for k in range(K):
+                    if targets[i, k] > 0:
+                        loss = -(sc[k] - top - log(total))
+                        acc[2 + (0 if is_train[i] else 1)] += 1.0 if k != best else 0.0
+            else:
+                for k in range(K):
+                    loss += (sc[k] - targets[i, k]) ** 2
+            acc[0 if is_train[i] else 1] += loss
+            cnt[0 if is_train[i] else 1] += 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.r_[sums[:2] / counts, sums[2:] / counts]

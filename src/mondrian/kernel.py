@@ -83,6 +83,43 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
             shape=(n, offsets[-1]),
         )
 
+    def _events(self, max_features):
+        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells, and the
+        lifetime at which the truncated model ends (the next birth time, or the terminal one)."""
+        times, events = [], []
+        for m, tree in enumerate(self._trees):
+            nodes = tree.nodes_array
+            internal = np.flatnonzero(nodes["left_child"] != -1)
+            times.append(nodes["split_time"][internal])
+            events.append(np.column_stack([np.full(len(internal), m), internal]))
+        times = np.concatenate(times)
+        events = np.concatenate(events).astype(np.intp)
+        order = np.argsort(times, kind="stable")
+        # Each cut adds one cell to the M root cells.
+        n_events = max(0, min(len(order), max_features - len(self._trees)))
+        terminal = times[order[n_events]] if n_events < len(order) else self._trees[0].lifetime
+        order = order[:n_events]
+        return times[order], np.ascontiguousarray(events[order]), float(terminal)
+
+    def _path_structure(self, events):
+        """Per tree: points in subtree order, node ranges, children, and the cells of the model
+        holding every event (the start of a backward sweep)."""
+        orders, starts, ends, children, cells = [], [], [], [], []
+        for m, tree in enumerate(self._trees):
+            order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
+            orders.append(order)
+            starts.append(start)
+            ends.append(end)
+            nodes = tree.nodes_array
+            children.append(np.ascontiguousarray(
+                np.column_stack([nodes["left_child"], nodes["right_child"]])))
+            # Children of cut nodes that are not cut themselves, or the root when none is.
+            cut = np.zeros(tree.node_count, dtype=bool)
+            cut[events[events[:, 0] == m, 1]] = True
+            parent_cut = np.r_[True, cut[nodes["parent"][1:]]]
+            cells.append(np.flatnonzero(parent_cut & ~cut))
+        return orders, starts, ends, children, cells
+
 
 class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
     """Sparse random features of the Laplace kernel from Mondrian trees.
@@ -565,22 +602,8 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         offset = float(np.mean(y))
         targets = np.r_[y, y_val] - offset
         self._path_training = (len(X), targets[: len(X)], offset)
-        times, events, terminal = self._events()
-        orders, starts, ends, children, cells = [], [], [], [], []
-        for m, tree in enumerate(self._trees):
-            order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
-            orders.append(order)
-            starts.append(start)
-            ends.append(end)
-            nodes = tree.nodes_array
-            children.append(np.ascontiguousarray(
-                np.column_stack([nodes["left_child"], nodes["right_child"]])))
-            # Cells once every event of this tree has happened: children of cut nodes that
-            # are not cut themselves, or the root when none is.
-            cut = np.zeros(tree.node_count, dtype=bool)
-            cut[events[events[:, 0] == m, 1]] = True
-            parent_cut = np.r_[True, cut[nodes["parent"][1:]]]
-            cells.append(np.flatnonzero(parent_cut & ~cut))
+        times, events, terminal = self._events(int(self.max_features))
+        orders, starts, ends, children, cells = self._path_structure(events)
         # Rank-one updates of a few thousand columns are memory bound: BLAS threads only
         # add synchronisation (10x slower on 2 cores).
         with threadpool_limits(1, user_api="blas"):
@@ -653,24 +676,6 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
             first += weight * mean
             second += weight * (var + mean**2)
         return first, np.sqrt(np.maximum(second - first**2, 0.0))
-
-    def _events(self):
-        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells, and the
-        lifetime at which the truncated model ends (the next birth time, or the terminal one)."""
-        times, events = [], []
-        for m, tree in enumerate(self._trees):
-            nodes = tree.nodes_array
-            internal = np.flatnonzero(nodes["left_child"] != -1)
-            times.append(nodes["split_time"][internal])
-            events.append(np.column_stack([np.full(len(internal), m), internal]))
-        times = np.concatenate(times)
-        events = np.concatenate(events).astype(np.intp)
-        order = np.argsort(times, kind="stable")
-        # Each cut adds one cell to the M root cells.
-        n_events = max(0, min(len(order), int(self.max_features) - len(self._trees)))
-        terminal = times[order[n_events]] if n_events < len(order) else self.max_lifetime
-        order = order[:n_events]
-        return times[order], np.ascontiguousarray(events[order]), float(terminal)
 
     def _select_lifetime(self, X, y):
         if self.lifetime_selection == "marginal_likelihood":

@@ -1,0 +1,394 @@
+"""Linear models on Mondrian kernel features trained by SGD along the lifetime (section 8.6).
+
+When a cut splits a cell, both new cells inherit its weight, so every prediction is unchanged,
+and a few SGD steps (each O(M) per output) follow. No C x C matrix is formed, so the number of
+cells can exceed what the ridge path of :class:`MondrianKernelRidge` can hold, and any
+differentiable loss works: squared error for regression, softmax cross-entropy for classification.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from mondrian._kernel import extension_leaves
+from mondrian._path import kernel_sgd_path
+from mondrian.kernel import _MondrianKernelBase
+
+__all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLifetimePath"]
+
+
+class SGDLifetimePath:
+    """Losses along the lifetime of a kernel SGD model, every ``eval_every`` cuts.
+
+    Attributes
+    ----------
+    lifetimes : ndarray
+        Lifetime of each evaluated model (birth time of its last cut; 0 at the start).
+    training_loss, validation_loss : ndarray
+        Mean squared error (in the units of y) or mean cross-entropy.
+    training_error, validation_error : ndarray
+        Misclassification rates (classifier only, else NaN).
+    best_lifetime : float
+        Lifetime with the lowest validation loss (training loss without validation data).
+    """
+
+    def __init__(self, lifetimes, losses, errors, upper):
+        self.lifetimes = lifetimes
+        self.training_loss = losses[:, 0]
+        self.validation_loss = losses[:, 1]
+        self.training_error = errors[:, 0]
+        self.validation_error = errors[:, 1]
+        score = self.validation_loss if np.isfinite(self.validation_loss).any() else (
+            self.training_loss)
+        best = int(np.nanargmin(score))
+        self.best_lifetime = float(0.5 * (lifetimes[best] + upper[best]))
+
+
+class _MondrianKernelSGD(_MondrianKernelBase):
+    """Shared machinery of the SGD kernel models (not for direct use)."""
+
+    _parameter_constraints = {
+        **_MondrianKernelBase._parameter_constraints,
+        "lifetime": [Interval(numbers.Real, 0, None, closed="both"), StrOptions({"auto"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "steps_per_cut": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_lifetime": [Interval(numbers.Real, 0, None, closed="right")],
+        "max_features": [Interval(numbers.Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+    }
+
+    _logistic = False
+
+    def _validate_lifetime(self):
+        if self.lifetime != "auto":
+            super()._validate_lifetime()
+
+    def _sample(self, X, lifetime):
+        saved = self.lifetime
+        self.lifetime = lifetime
+        try:
+            self._grow(X)
+        finally:
+            self.lifetime = saved
+
+    def _run(self, X, targets, is_train, lifetime, max_features, eval_every):
+        """Sample the trees on ``X`` and train along the cuts up to ``lifetime``."""
+        self._sample(X, lifetime)
+        times, events, terminal = self._events(max_features)
+        orders, starts, ends, children, _ = self._path_structure(events)
+        n_train = int(is_train.sum())
+        weights, records, errors, columns = kernel_sgd_path(
+            orders, starts, ends, children, events[:, 0].copy(), events[:, 1].copy(),
+            np.ascontiguousarray(targets), is_train, float(self.alpha),
+            float(self.learning_rate), int(self.steps_per_cut), int(self.n_epochs) * n_train,
+            max(1, eval_every), self._logistic, int(self._seeds[0] % (2**32)),
+        )
+        cuts = records[:, 0].astype(np.intp)
+        lifetimes = np.r_[0.0, times][cuts]
+        upper = np.r_[times, terminal][cuts]
+        return weights, records[:, 1:], errors, columns, lifetimes, upper
+
+    def _fit_targets(self, X, targets):
+        if self.lifetime == "auto":
+            self.path_ = self._auto_path(X, targets)
+            lifetime = self.path_.best_lifetime
+        else:
+            self._validate_lifetime()
+            lifetime = float(self.lifetime)
+        is_train = np.ones(len(X), np.uint8)
+        weights, *_, columns, _, _ = self._run(X, targets, is_train, lifetime,
+                                               np.iinfo(np.intp).max, len(X) + 1)
+        # Column of every leaf, read from the training points that sit in it.
+        self._col_of_node = []
+        for m, tree in enumerate(self._trees):
+            col = np.full(tree.node_count, -1, dtype=np.intp)
+            col[tree.leaf_sample_assignment()] = columns[m]
+            self._col_of_node.append(col)
+        self.coef_ = weights
+        self.lifetime_ = lifetime
+        return self
+
+    def _auto_path(self, X, targets):
+        rng = np.random.RandomState(self._tree_seeds(1)[0] % (2**32))
+        val = rng.rand(len(X)) < self.validation_fraction
+        if val.all() or not val.any():
+            raise ValueError("the validation split left no training or no validation point")
+        return self._path(X[~val], targets[~val], X[val], targets[val])
+
+    def _path(self, X, targets, X_val, targets_val, eval_every=None):
+        X_all = np.vstack([X, X_val])
+        is_train = np.r_[np.ones(len(X), np.uint8), np.zeros(len(X_val), np.uint8)]
+        if eval_every is None:
+            eval_every = max(1, int(self.max_features) // 50)
+        _, losses, errors, _, lifetimes, upper = self._run(
+            X_all, np.vstack([targets, targets_val]), is_train, float(self.max_lifetime),
+            int(self.max_features), eval_every)
+        return SGDLifetimePath(lifetimes, self._loss_units(losses), errors, upper)
+
+    def _loss_units(self, losses):
+        return losses
+
+    def _decision(self, X):
+        check_is_fitted(self, "coef_")
+        X = self._validate_X_predict(X)
+        nodes = extension_leaves(self._trees, X, self._keys, self.lifetime_)
+        scores = np.zeros((len(X), self.coef_.shape[1]))
+        for m, col in enumerate(self._col_of_node):
+            inside = nodes[:, m] >= 0
+            cols = col[nodes[inside, m]]
+            scores[inside] += self.coef_[cols]
+        return scores / np.sqrt(len(self._trees))
+
+
+_SGD_PARAMS_DOC = """    n_estimators : int, default=50
+        Number of Mondrian trees M.
+    lifetime : float or "auto", default=1.0
+        Lifetime λ (scaled feature units). ``"auto"``: sweep the cuts up to ``max_lifetime`` on
+        a validation split and keep the lifetime with the lowest validation loss.
+    alpha : float, default=1e-4
+        L2 penalty per SGD step (``W <- W - lr (grad + alpha W)``).
+    learning_rate : float, default=0.2
+        Constant SGD step size.
+    steps_per_cut : int, default=20
+        SGD steps on random training points after every cut.
+    n_epochs : int, default=3
+        Epochs of SGD before the first cut (on the root cells).
+    max_lifetime : float, default=np.inf
+        Terminal lifetime of the sweep of ``lifetime="auto"`` and :meth:`lifetime_path`.
+    max_features : int, default=20000
+        The sweep stops before the number of cells exceeds this.
+    validation_fraction : float, default=0.2
+        Share of the training data held out by ``lifetime="auto"``.
+    feature_scaling : {"minmax"} or None, default="minmax"
+        Min-max map frozen on first sight.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees and the SGD steps.
+"""
+
+
+class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
+    __doc__ = f"""Least squares on Mondrian kernel features, trained by SGD along the lifetime.
+
+    Parameters
+    ----------
+{_SGD_PARAMS_DOC}
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_cells, 1)
+        Weights of the cells (targets standardised internally).
+    lifetime_ : float
+        Lifetime of the fitted model.
+    path_ : SGDLifetimePath
+        The sweep, when ``lifetime="auto"``.
+    """
+
+    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
+                 steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
+                 validation_fraction=0.2, feature_scaling="minmax", random_state=None):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.steps_per_cut = steps_per_cut
+        self.n_epochs = n_epochs
+        self.max_lifetime = max_lifetime
+        self.max_features = max_features
+        self.validation_fraction = validation_fraction
+        self.feature_scaling = feature_scaling
+        self.random_state = random_state
+
+    def _standardise(self, y):
+        return ((y - self._y_mean) / self._y_scale)[:, None]
+
+    def _loss_units(self, losses):
+        return losses * self._y_scale**2
+
+    def fit(self, X, y):
+        """Sample the trees and train along their cuts up to the lifetime.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        self._y_mean = float(np.mean(y))
+        self._y_scale = float(np.std(y)) or 1.0
+        return self._fit_targets(X, self._standardise(y))
+
+    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
+        """Train along every cut up to ``max_lifetime`` and record the losses.
+
+        Parameters
+        ----------
+        X, y : array-like
+            Training data.
+        X_val, y_val : array-like, default=None
+            Validation data.
+        eval_every : int, default=None
+            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
+
+        Returns
+        -------
+        SGDLifetimePath
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        self._y_mean = float(np.mean(y))
+        self._y_scale = float(np.std(y)) or 1.0
+        if X_val is None:
+            X_val, y_val = X[:0], y[:0]
+        X_val, y_val = validate_data(self, X_val, y_val, dtype=np.float64, order="C",
+                                     y_numeric=True, reset=False)
+        return self._path(X, self._standardise(y), X_val, self._standardise(y_val), eval_every)
+
+    def predict(self, X):
+        """Predicted targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._decision(X)[:, 0] * self._y_scale + self._y_mean
+
+
+class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
+    __doc__ = f"""Softmax regression on Mondrian kernel features, trained by SGD along the lifetime.
+
+    Parameters
+    ----------
+{_SGD_PARAMS_DOC}
+    Attributes
+    ----------
+    classes_ : ndarray
+        Sorted class labels.
+    coef_ : ndarray of shape (n_cells, n_classes)
+        Weights of the cells.
+    lifetime_ : float
+        Lifetime of the fitted model.
+    path_ : SGDLifetimePath
+        The sweep, when ``lifetime="auto"``.
+    """
+
+    _logistic = True
+
+    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
+                 steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
+                 validation_fraction=0.2, feature_scaling="minmax", random_state=None):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.steps_per_cut = steps_per_cut
+        self.n_epochs = n_epochs
+        self.max_lifetime = max_lifetime
+        self.max_features = max_features
+        self.validation_fraction = validation_fraction
+        self.feature_scaling = feature_scaling
+        self.random_state = random_state
+
+    def _one_hot(self, y):
+        return (np.asarray(y)[:, None] == self.classes_[None, :]).astype(np.float64)
+
+    def fit(self, X, y):
+        """Sample the trees and train along their cuts up to the lifetime.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        return self._fit_targets(X, self._one_hot(y))
+
+    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
+        """Train along every cut up to ``max_lifetime`` and record losses and error rates.
+
+        Parameters
+        ----------
+        X, y : array-like
+            Training data.
+        X_val, y_val : array-like, default=None
+            Validation data.
+        eval_every : int, default=None
+            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
+
+        Returns
+        -------
+        SGDLifetimePath
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if X_val is None:
+            X_val, y_val = X[:0], y[:0]
+        X_val = validate_data(self, X_val, dtype=np.float64, order="C", reset=False)
+        return self._path(X, self._one_hot(y), X_val, self._one_hot(y_val), eval_every)
+
+    def decision_function(self, X):
+        """Class scores (logits).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            For two classes, the score of the second class minus that of the first.
+        """
+        scores = self._decision(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def predict_proba(self, X):
+        """Softmax class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self._decision(X)
+        scores -= scores.max(axis=1, keepdims=True)
+        proba = np.exp(scores)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self._decision(X)
+        return self.classes_[np.argmax(scores, axis=1)]
