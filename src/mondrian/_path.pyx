@@ -385,7 +385,6 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
     cdef float64_t[::1] b = b_arr
     cdef const intp_t[::1] order
     cdef const intp_t[::1] start
-    cdef const intp_t[::1] end
     cdef const intp_t[:, ::1] kids
 
     if forward:
@@ -409,7 +408,6 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
         node = event_node[k] if forward else event_node[k - 1]
         order = orders[m]
         start = starts[m]
-        end = ends[m]
         kids = children[m]
         left = kids[node, 0]
         right = kids[node, 1]
@@ -539,8 +537,8 @@ def kernel_sgd_path(list orders, list starts, list ends, list children,
     """
     cdef intp_t n_trees = len(orders), n_points = targets.shape[0], K = targets.shape[1]
     cdef intp_t n_events = event_tree.shape[0], capacity = n_trees + n_events + 1
-    cdef intp_t n_train = 0, i, k, m, node, left, right, c, step, cut, n_cols, r, record = 0
-    cdef float64_t scale = 1.0 / sqrt(n_trees), decay
+    cdef intp_t n_train = 0, k, m, node, left, right, c, cut, n_cols, record = 0
+    cdef float64_t scale = 1.0 / sqrt(n_trees)
     cdef _PathState state = _PathState(n_trees, n_points, capacity, orders, starts, ends)
     weights = np.zeros((capacity, K))
     cdef float64_t[:, ::1] W = weights
