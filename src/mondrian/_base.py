@@ -1,7 +1,6 @@
 """Estimator machinery shared by every Mondrian forest: validation, scaling, seeding, threads."""
 
 import numbers
-import threading
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -14,6 +13,9 @@ from mondrian._store import DataStore, FeatureScaler
 from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 
 __all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure"]
+
+# Trees per unit of threaded prediction work (fixed, so results do not depend on n_jobs).
+TREES_PER_CHUNK = 16
 
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
@@ -43,9 +45,10 @@ def _read_only(array):
 class MondrianTreeStructure:
     """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
 
-    Every attribute is computed on access and returned as a fresh copy, since online training
-    reallocates the underlying buffers. Thresholds and bounds are in the original feature units;
-    split times are in the scaled units in which the lifetime is measured.
+    Every attribute is computed on access and returned as a fresh, read-only copy, since online
+    training reallocates the underlying buffers. Thresholds and bounds are mapped back to the
+    original feature units (exact up to the rounding of that map: the trees route points in the
+    scaled space); split times are in the scaled units in which the lifetime is measured.
 
     Attributes
     ----------
@@ -235,23 +238,28 @@ class BaseMondrianEnsemble(BaseEstimator):
             )
 
     def _accumulate(self, function, X, n_outputs, n_jobs=None):
-        """Sum ``function(trees, X, out)`` over chunks of trees run in threads."""
-        n_jobs = _n_jobs(n_jobs, len(self._trees))
+        """Sum ``function(trees, X, out)`` over fixed chunks of trees, run in threads.
+
+        The chunks do not depend on ``n_jobs`` and their results are added in order, so the
+        output is bit-identical for any number of threads.
+        """
         out = np.zeros((X.shape[0], n_outputs), dtype=np.float64)
-        if n_jobs == 1 or X.shape[0] == 1:
+        if X.shape[0] == 1 or len(self._trees) <= TREES_PER_CHUNK:
             function(self._trees, X, out)
             return out
-        lock = threading.Lock()
+        chunks = [self._trees[i : i + TREES_PER_CHUNK]
+                  for i in range(0, len(self._trees), TREES_PER_CHUNK)]
 
         def run(chunk):
             partial = np.zeros_like(out)
             function(chunk, X, partial)
-            with lock:
-                out[...] += partial
+            return partial
 
-        Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(run)(chunk) for chunk in _chunks(self._trees, n_jobs)
-        )
+        n_jobs = _n_jobs(n_jobs, len(chunks))
+        for partial in Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(run)(chunk) for chunk in chunks
+        ):
+            out += partial
         return out
 
     # ----------------------------------------------------------------- public helpers
