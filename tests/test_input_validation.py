@@ -155,3 +155,12 @@ def test_learn_one_matches_partial_fit(data):
         a.learn_one(row, label)
         b.partial_fit(row[None, :], [label])
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_pickle_is_versioned(fitted):
+    state = fitted.__getstate__()
+    assert state["_mondrian_state_version"] == 1
+    state["_mondrian_state_version"] = 99
+    clone = MondrianForestClassifier.__new__(MondrianForestClassifier)
+    with pytest.raises(ValueError, match="state version 99"):
+        clone.__setstate__(state)

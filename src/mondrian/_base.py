@@ -14,6 +14,9 @@ from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 
 __all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure"]
 
+# Version of the pickled estimator state (the trees carry their own version too).
+STATE_VERSION = 1
+
 # Trees per unit of threaded prediction work (fixed, so results do not depend on n_jobs).
 TREES_PER_CHUNK = 16
 
@@ -177,6 +180,22 @@ class BaseMondrianEnsemble(BaseEstimator):
     }
 
     _pause_pure = False
+
+    # ----------------------------------------------------------------- persistence
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_mondrian_state_version"] = STATE_VERSION
+        return state
+
+    def __setstate__(self, state):
+        version = state.pop("_mondrian_state_version", STATE_VERSION)
+        if version != STATE_VERSION:
+            raise ValueError(
+                f"this model was saved with mondrian state version {version}; this version of "
+                f"the package reads version {STATE_VERSION}"
+            )
+        super().__setstate__(state)
 
     # ----------------------------------------------------------------- validation
 
