@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian._store import DataStore, FeatureScaler
 from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 
-__all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure"]
+__all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure", "SingleTreeMixin"]
 
 # Version of the pickled estimator state (the trees carry their own version too).
 STATE_VERSION = 1
@@ -318,3 +318,23 @@ class BaseMondrianEnsemble(BaseEstimator):
 
 
 __all__ += ["NODE_DTYPE"]
+
+
+class SingleTreeMixin:
+    """The single-tree form of an ensemble estimator (its ``apply`` returns one column)."""
+
+    def _n_trees(self):
+        return 1
+
+    def apply(self, X):
+        """Leaf id reached by every sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return super().apply(X)[:, 0]

@@ -15,7 +15,7 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 from libc.math cimport INFINITY, exp, expm1, log, log1p, M_PI
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
 from mondrian._typedefs cimport float64_t, intp_t
 
 import numpy as np
@@ -119,11 +119,8 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        const float64_t* msg_mean, const float64_t* msg_var,
                        intp_t n_quadrature, float64_t* moments) noexcept nogil:
     """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]``."""
-    cdef intp_t D = tree.n_features
-    cdef intp_t j = 0, d, q, sibling
+    cdef intp_t j = 0, q, sibling
     cdef Node* nd
-    cdef const float64_t* lo
-    cdef const float64_t* hi
     cdef float64_t tau_parent = 0.0, tau, delta, eta, p, s = 1.0, weight, u, mass, t, a, b
     cdef float64_t cav_mean = h.mean0, cav_var = 0.0, q_var, m, v, mean_sum = 0.0
     cdef float64_t second_sum = 0.0, post_mean, post_var, psi_end = _psi(h, h.lifetime)
@@ -134,14 +131,7 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
         leaf = _is_leaf(tree, j, h.lifetime)
         tau = h.lifetime if leaf else nd.split_time
         delta = tau - tau_parent
-        lo = tree.bounds + 2 * D * j
-        hi = lo + D
-        eta = 0.0
-        for d in range(D):
-            if x[d] < lo[d]:
-                eta += lo[d] - x[d]
-            elif x[d] > hi[d]:
-                eta += x[d] - hi[d]
+        eta = box_distance(tree, j, x)
         if eta > 0.0 and delta > 0.0:
             if delta == INFINITY:
                 p = 1.0

@@ -9,7 +9,7 @@ online update stays O(depth) per training point and prediction costs O(depth * (
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
 from mondrian._typedefs cimport float64_t, intp_t
 
 
@@ -21,11 +21,8 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
     """
     cdef intp_t K = tree.value_stride
-    cdef intp_t D = tree.n_features
-    cdef intp_t j = 0, k, d
+    cdef intp_t j = 0, k
     cdef Node* nd
-    cdef const float64_t* lo
-    cdef const float64_t* hi
     cdef const float64_t* val_left
     cdef const float64_t* val_right
     cdef float64_t* tmp
@@ -59,14 +56,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                 n_tab += counts[k] > 0.0
 
         # Distance from x to the node's data box: the rate at which x branches off above it.
-        lo = tree.bounds + 2 * D * j
-        hi = lo + D
-        eta = 0.0
-        for d in range(D):
-            if x[d] < lo[d]:
-                eta += lo[d] - x[d]
-            elif x[d] > hi[d]:
-                eta += x[d] - hi[d]
+        eta = box_distance(tree, j, x)
 
         if eta > 0.0 and delta > 0.0:
             if delta == INFINITY:

@@ -15,7 +15,7 @@ keeping, for every pair of a new and a training point, the kernel's law.
 from libc.math cimport INFINITY, exp
 from libc.string cimport memcpy
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
 from mondrian._typedefs cimport float64_t, intp_t, uint64_t
 
 import numpy as np
@@ -43,25 +43,15 @@ cdef inline float64_t _hash_uniform(const float64_t* x, intp_t n, uint64_t key) 
 cdef intp_t _extension_leaf(MondrianTree tree, const float64_t* x, float64_t lifetime,
                             float64_t u) noexcept nogil:
     """Leaf of the pruned tree holding ``x``, or -1 when the extension cuts ``x`` off."""
-    cdef intp_t D = tree.n_features
-    cdef intp_t j = 0, d
+    cdef intp_t j = 0
     cdef Node* nd
-    cdef const float64_t* lo
-    cdef const float64_t* hi
     cdef float64_t tau_parent = 0.0, tau, eta, exposure = 0.0
     cdef bint leaf
     while True:
         nd = &tree.nodes[j]
         leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
         tau = lifetime if leaf else nd.split_time
-        lo = tree.bounds + 2 * D * j
-        hi = lo + D
-        eta = 0.0
-        for d in range(D):
-            if x[d] < lo[d]:
-                eta += lo[d] - x[d]
-            elif x[d] > hi[d]:
-                eta += x[d] - hi[d]
+        eta = box_distance(tree, j, x)
         if eta > 0.0:
             if tau == INFINITY:
                 return -1

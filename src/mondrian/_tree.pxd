@@ -68,3 +68,19 @@ cdef class MondrianTree:
     cdef void _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
                               intp_t end) noexcept nogil
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
+
+
+cdef inline float64_t box_distance(MondrianTree tree, intp_t node,
+                                   const float64_t* x) noexcept nogil:
+    """L1 distance from ``x`` to the data box of ``node``: the rate at which the extension of
+    the tree to ``x`` cuts ``x`` off above the node (eta in sections 2 and 5)."""
+    cdef intp_t D = tree.n_features, d
+    cdef const float64_t* lo = tree.bounds + 2 * D * node
+    cdef const float64_t* hi = lo + D
+    cdef float64_t eta = 0.0
+    for d in range(D):
+        if x[d] < lo[d]:
+            eta += lo[d] - x[d]
+        elif x[d] > hi[d]:
+            eta += x[d] - hi[d]
+    return eta

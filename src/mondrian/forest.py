@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure
+from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure, SingleTreeMixin
 from mondrian._hnsp import predict_proba_trees
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
@@ -505,7 +505,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         return est
 
 
-class MondrianTreeClassifier(_BaseMondrianClassifier):
+class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
     """A single Mondrian tree classifier; see :class:`MondrianForestClassifier`.
 
     Parameters
@@ -550,24 +550,8 @@ class MondrianTreeClassifier(_BaseMondrianClassifier):
         self.branch_off_counts = branch_off_counts
         self.random_state = random_state
 
-    def _n_trees(self):
-        return 1
-
     @property
     def tree_(self):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
         return MondrianTreeStructure(self._trees[0], self._scaler)
-
-    def apply(self, X):
-        """Leaf id reached by every sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return super().apply(X)[:, 0]

@@ -53,6 +53,21 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
         )
         self._add_points(X, np.zeros((X.shape[0], 0)))
 
+    def _validate_lifetime(self):
+        if self.lifetime != "auto":
+            super()._validate_lifetime()
+
+    def _sample(self, X, lifetime):
+        """Sample the trees at ``lifetime`` on ``X`` (the tree core reads ``self.lifetime``,
+        which may be "auto" for the estimators that choose it)."""
+        saved = self.lifetime
+        self.lifetime = lifetime
+        try:
+            self._grow(X)
+        finally:
+            self.lifetime = saved
+        self.lifetime_ = lifetime
+
     def _lifetime(self, lifetime):
         lam = self.lifetime if lifetime is None else lifetime
         if not 0 <= lam <= self.lifetime:
@@ -374,10 +389,6 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self.feature_scaling = feature_scaling
         self.random_state = random_state
 
-    def _validate_lifetime(self):
-        if self.lifetime != "auto":
-            super()._validate_lifetime()
-
     # ------------------------------------------------------------------ fitting
 
     def fit(self, X, y):
@@ -404,16 +415,6 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self._y_offset = float(np.mean(y))
         self._solve(y)
         return self
-
-    def _sample(self, X, lifetime):
-        """Sample the trees at ``lifetime`` on ``X`` (the tree core reads ``self.lifetime``)."""
-        saved = self.lifetime
-        self.lifetime = lifetime
-        try:
-            self._grow(X)
-        finally:
-            self.lifetime = saved
-        self.lifetime_ = lifetime
 
     def _solve(self, y):
         """Dense ridge solve at ``lifetime_`` on the stored (training) points."""

@@ -65,17 +65,20 @@ class _MondrianKernelSGD(_MondrianKernelBase):
 
     _logistic = False
 
-    def _validate_lifetime(self):
-        if self.lifetime != "auto":
-            super()._validate_lifetime()
-
-    def _sample(self, X, lifetime):
-        saved = self.lifetime
+    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
+                 steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
+                 validation_fraction=0.2, feature_scaling="minmax", random_state=None):
+        self.n_estimators = n_estimators
         self.lifetime = lifetime
-        try:
-            self._grow(X)
-        finally:
-            self.lifetime = saved
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.steps_per_cut = steps_per_cut
+        self.n_epochs = n_epochs
+        self.max_lifetime = max_lifetime
+        self.max_features = max_features
+        self.validation_fraction = validation_fraction
+        self.feature_scaling = feature_scaling
+        self.random_state = random_state
 
     def _run(self, X, targets, is_train, lifetime, max_features, eval_every):
         """Sample the trees on ``X`` and train along the cuts up to ``lifetime``."""
@@ -188,21 +191,6 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         The sweep, when ``lifetime="auto"``.
     """
 
-    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
-                 steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
-                 validation_fraction=0.2, feature_scaling="minmax", random_state=None):
-        self.n_estimators = n_estimators
-        self.lifetime = lifetime
-        self.alpha = alpha
-        self.learning_rate = learning_rate
-        self.steps_per_cut = steps_per_cut
-        self.n_epochs = n_epochs
-        self.max_lifetime = max_lifetime
-        self.max_features = max_features
-        self.validation_fraction = validation_fraction
-        self.feature_scaling = feature_scaling
-        self.random_state = random_state
-
     def _standardise(self, y):
         return ((y - self._y_mean) / self._y_scale)[:, None]
 
@@ -286,21 +274,6 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
     """
 
     _logistic = True
-
-    def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
-                 steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
-                 validation_fraction=0.2, feature_scaling="minmax", random_state=None):
-        self.n_estimators = n_estimators
-        self.lifetime = lifetime
-        self.alpha = alpha
-        self.learning_rate = learning_rate
-        self.steps_per_cut = steps_per_cut
-        self.n_epochs = n_epochs
-        self.max_lifetime = max_lifetime
-        self.max_features = max_features
-        self.validation_fraction = validation_fraction
-        self.feature_scaling = feature_scaling
-        self.random_state = random_state
 
     def _one_hot(self, y):
         return (np.asarray(y)[:, None] == self.classes_[None, :]).astype(np.float64)

@@ -7,7 +7,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure
+from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure, SingleTreeMixin
 from mondrian._gaussian import predict_moments_trees, upward_messages
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
@@ -393,7 +393,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         return out
 
 
-class MondrianTreeRegressor(_BaseMondrianRegressor):
+class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
     __doc__ = f"""A single Mondrian tree regressor; see :class:`MondrianForestRegressor`.
 
     Parameters
@@ -439,9 +439,6 @@ class MondrianTreeRegressor(_BaseMondrianRegressor):
         self.n_quadrature = n_quadrature
         self.random_state = random_state
 
-    def _n_trees(self):
-        return 1
-
     def _value_in_units(self, value, n):
         mean = value[:, 0] / n
         var = np.maximum(value[:, 1] / n - mean**2, 0.0)
@@ -457,16 +454,3 @@ class MondrianTreeRegressor(_BaseMondrianRegressor):
         return MondrianTreeStructure(
             tree, self._scaler, value_transform=lambda value: self._value_in_units(value, n)
         )
-
-    def apply(self, X):
-        """Leaf id reached by every sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return super().apply(X)[:, 0]
