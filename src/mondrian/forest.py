@@ -203,8 +203,6 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
                 if extra.size:
                     self._add_classes(extra)
                 self._classes_fixed = True
-        if X.shape[0] == 0:
-            return self
         self._scaler.check(X)  # may reject X: before any class is added
         codes = self._encode(y)
         self._add_points(X, self._rows(codes), self._n_jobs())

@@ -529,8 +529,6 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
             return self.fit(X, y)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
-        if X.shape[0] == 0:
-            return self
         start = self._store.n_samples
         self._add_points(X, np.zeros((X.shape[0], 0)))
         new_points = np.arange(start, self._store.n_samples)

@@ -88,8 +88,6 @@ class _BaseMondrianRegressor(RegressorMixin, BaseMondrianEnsemble):
             self._init_trees(X, self._n_trees(), 2)
             self._posterior_cache = _PosteriorCache()
             self._version = 0
-        if X.shape[0] == 0:
-            return self
         self._y_scaler.update(y)
         rows = self._rows(y)
         self._y_sums += [len(y), rows[:, 0].sum(), rows[:, 1].sum()]
