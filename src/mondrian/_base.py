@@ -1,5 +1,6 @@
 """Estimator machinery shared by every Mondrian forest: validation, scaling, seeding, threads."""
 
+import copy
 import numbers
 
 import numpy as np
@@ -12,7 +13,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian._store import DataStore, FeatureScaler
 from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 
-__all__ = ["BaseMondrianEnsemble", "MondrianTreeStructure", "SingleTreeMixin"]
+__all__ = [
+    "BaseMondrianEnsemble",
+    "MondrianTreeStructure",
+    "PruneMixin",
+    "SingleTreeMixin",
+]
 
 # Version of the pickled estimator state (the trees carry their own version too).
 STATE_VERSION = 1
@@ -318,6 +324,46 @@ class BaseMondrianEnsemble(BaseEstimator):
 
 
 __all__ += ["NODE_DTYPE"]
+
+
+class PruneMixin:
+    """``prune(lifetime)`` for the forests: the same estimator restricted to a smaller lifetime."""
+
+    def _after_prune(self):
+        """Reset caches that depend on the trees (subclasses)."""
+
+    def prune(self, lifetime):
+        """The fitted model restricted to ``lifetime`` (at most the fitted lifetime).
+
+        Every cut born at or after ``lifetime`` is dropped. By the Markov property of the
+        Mondrian process the result has the law of the same estimator fitted with that lifetime
+        on the same data; it is an ordinary fitted estimator (it predicts, learns online and
+        pickles on its own). The pruned classifier predicts exactly what this one predicts when
+        read at ``lifetime``; the pruned regressor does too when its hyperparameters are fixed
+        (by default it re-estimates them on the pruned trees).
+
+        Parameters
+        ----------
+        lifetime : float
+
+        Returns
+        -------
+        estimator
+            A new estimator of the same class, with ``lifetime`` set.
+        """
+        check_is_fitted(self, "_trees")
+        if not isinstance(lifetime, numbers.Real) or not 0 <= lifetime <= self.lifetime:
+            raise ValueError(
+                f"lifetime must be a number in [0, {self.lifetime}] (the fitted lifetime), "
+                f"got {lifetime!r}"
+            )
+        pruned = copy.copy(self)
+        pruned.lifetime = float(lifetime)
+        pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
+        pruned._store = copy.deepcopy(self._store)
+        pruned._scaler = copy.deepcopy(self._scaler)
+        pruned._after_prune()
+        return pruned
 
 
 class SingleTreeMixin:

@@ -627,6 +627,103 @@ cdef class MondrianTree:
         self.value = new_value
         self.value_stride = new_stride
 
+    def pruned(self, float64_t lifetime):
+        """A new tree: this one restricted to ``lifetime`` (<= its own).
+
+        Cuts born at or after ``lifetime`` are dropped; the nodes they split become leaves with
+        ``split_time = lifetime`` holding all the stored points below them. By the Markov
+        property of the Mondrian process the result has the law of a tree sampled with that
+        lifetime, and it keeps learning online like one (with this tree's random stream state).
+
+        Parameters
+        ----------
+        lifetime : float
+
+        Returns
+        -------
+        MondrianTree
+        """
+        if not 0 <= lifetime <= self.lifetime:
+            raise ValueError(f"lifetime must be in [0, {self.lifetime}], got {lifetime}")
+        cdef MondrianTree out = MondrianTree(self.n_features, self.value_stride, lifetime,
+                                             self.min_samples_split, self.pause_pure, 0)
+        out.rng = self.rng
+        if self.node_count == 0:
+            return out
+        cdef intp_t D = self.n_features, S = self.value_stride
+        cdef intp_t j, new, k, top, last, i
+        cdef bint cut
+        new_id = np.full(self.node_count, TREE_LEAF, dtype=np.intp)
+        cdef intp_t[::1] ids = new_id
+        order = np.empty(self.node_count, dtype=np.intp)
+        cdef intp_t[::1] queue = order
+        out._resize(self.node_count)
+        out._ensure_samples(self.n_samples_seen)
+        # Breadth-first copy of the kept nodes.
+        queue[0] = 0
+        top = 1
+        k = 0
+        while k < top:
+            j = queue[k]
+            k += 1
+            new = out._new_node()
+            ids[j] = new
+            memcpy(&out.nodes[new], &self.nodes[j], sizeof(Node))
+            memcpy(out.bounds + 2 * D * new, self.bounds + 2 * D * j, 2 * D * sizeof(float64_t))
+            if S > 0:
+                memcpy(out.value + S * new, self.value + S * j, S * sizeof(float64_t))
+            if self.nodes[j].parent != TREE_LEAF:
+                out.nodes[new].parent = ids[self.nodes[j].parent]
+            cut = self.nodes[j].left_child != TREE_LEAF and self.nodes[j].split_time < lifetime
+            if cut:
+                queue[top] = self.nodes[j].left_child
+                queue[top + 1] = self.nodes[j].right_child
+                top += 2
+                continue
+            # A leaf of the pruned tree: every stored point below j, in one list.
+            out.nodes[new].left_child = TREE_LEAF
+            out.nodes[new].right_child = TREE_LEAF
+            out.nodes[new].feature = TREE_UNDEFINED
+            out.nodes[new].threshold = TREE_UNDEFINED
+            out.nodes[new].split_time = lifetime
+            if self.nodes[j].left_child != TREE_LEAF:
+                out.nodes[new].paused = 0  # a dropped cut: the leaf expired at `lifetime`
+            out.nodes[new].first_sample = TREE_LEAF
+            last = TREE_LEAF
+            for i in self._subtree_samples(j):
+                if last == TREE_LEAF:
+                    out.nodes[new].first_sample = i
+                else:
+                    out.sample_next[last] = i
+                last = i
+            if last != TREE_LEAF:
+                out.sample_next[last] = TREE_LEAF
+        # Children ids, now that every kept node has its new id.
+        for k in range(top):
+            j = queue[k]
+            new = ids[j]
+            if out.nodes[new].left_child != TREE_LEAF:
+                out.nodes[new].left_child = ids[self.nodes[j].left_child]
+                out.nodes[new].right_child = ids[self.nodes[j].right_child]
+        return out
+
+    def _subtree_samples(self, intp_t node):
+        """Stored points below ``node`` (leaf lists of its subtree)."""
+        out = []
+        stack = [node]
+        cdef intp_t j, i
+        while stack:
+            j = stack.pop()
+            if self.nodes[j].left_child == TREE_LEAF:
+                i = self.nodes[j].first_sample
+                while i != TREE_LEAF:
+                    out.append(i)
+                    i = self.sample_next[i]
+            else:
+                stack.append(self.nodes[j].right_child)
+                stack.append(self.nodes[j].left_child)
+        return out
+
     def leaf_samples(self, intp_t node):
         """Store indices of the points recorded in leaf ``node``."""
         if not 0 <= node < self.node_count or self.nodes[node].left_child != TREE_LEAF:

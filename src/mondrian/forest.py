@@ -8,7 +8,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure, SingleTreeMixin
+from mondrian._base import (
+    BaseMondrianEnsemble,
+    MondrianTreeStructure,
+    PruneMixin,
+    SingleTreeMixin,
+)
 from mondrian._hnsp import predict_proba_trees
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
@@ -33,7 +38,7 @@ def _reject_mixed_labels(y):
         raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
 
 
-class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
+class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 
     _parameter_constraints = {
@@ -49,6 +54,9 @@ class _BaseMondrianClassifier(ClassifierMixin, BaseMondrianEnsemble):
 
     def _n_jobs(self):
         return getattr(self, "n_jobs", None)
+
+    def _after_prune(self):
+        self.__dict__.pop("_codes_cache", None)
 
     # ----------------------------------------------------------------- labels
 

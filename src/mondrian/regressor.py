@@ -1,5 +1,6 @@
 """Mondrian forest regressor with predictive uncertainty (Lakshminarayanan, Roy & Teh, 2016)."""
 
+import copy
 import numbers
 
 import numpy as np
@@ -7,7 +8,12 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import BaseMondrianEnsemble, MondrianTreeStructure, SingleTreeMixin
+from mondrian._base import (
+    BaseMondrianEnsemble,
+    MondrianTreeStructure,
+    PruneMixin,
+    SingleTreeMixin,
+)
 from mondrian._gaussian import predict_moments_trees, upward_messages
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
@@ -55,7 +61,7 @@ class _PosteriorCache:
         self.log_ml = None
 
 
-class _BaseMondrianRegressor(RegressorMixin, BaseMondrianEnsemble):
+class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
     _parameter_constraints = {
@@ -72,6 +78,11 @@ class _BaseMondrianRegressor(RegressorMixin, BaseMondrianEnsemble):
 
     def _n_jobs(self):
         return getattr(self, "n_jobs", None)
+
+    def _after_prune(self):
+        self._posterior_cache = _PosteriorCache()
+        self._y_sums = self._y_sums.copy()
+        self._y_scaler = copy.deepcopy(self._y_scaler)
 
     # ----------------------------------------------------------------- training
 
