@@ -188,6 +188,7 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
             self._classes_fixed = classes is not None
             self._init_trees(X, self._n_trees(), len(start))
         else:
+            self._scaler.check(X)  # may reject X: before any class is added
             self._check_label_kind(y)
             if classes is not None:
                 if self._classes_fixed and not np.array_equal(classes, self.classes_):
@@ -211,7 +212,6 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
                 if extra.size:
                     self._add_classes(extra)
                 self._classes_fixed = True
-        self._scaler.check(X)  # may reject X: before any class is added
         codes = self._encode(y)
         self._add_points(X, self._rows(codes), self._n_jobs())
         return self
