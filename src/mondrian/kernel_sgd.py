@@ -97,6 +97,45 @@ class _MondrianKernelSGD(_MondrianKernelBase):
         upper = np.r_[times, terminal][cuts]
         return weights, records[:, 1:], errors, columns, lifetimes, upper
 
+    def fit(self, X, y):
+        """Sample the trees and train along their cuts up to the lifetime.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = self._validate_training(X, y)
+        return self._fit_targets(X, self._targets(y))
+
+    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
+        """Train along every cut up to ``max_lifetime`` and record losses (and error rates).
+
+        Parameters
+        ----------
+        X, y : array-like
+            Training data.
+        X_val, y_val : array-like, default=None
+            Validation data.
+        eval_every : int, default=None
+            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
+
+        Returns
+        -------
+        SGDLifetimePath
+        """
+        self._validate_params()
+        X, y = self._validate_training(X, y)
+        if X_val is None:
+            X_val, y_val = X[:0], y[:0]
+        X_val = validate_data(self, X_val, dtype=np.float64, order="C", reset=False)
+        return self._path(X, self._targets(y), X_val, self._targets(y_val), eval_every)
+
     def _fit_targets(self, X, targets):
         if self.lifetime == "auto":
             self.path_ = self._auto_path(X, targets)
@@ -191,55 +230,18 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         The sweep, when ``lifetime="auto"``.
     """
 
-    def _standardise(self, y):
+    def _validate_training(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        self._y_mean = float(np.mean(y))
+        self._y_scale = float(np.std(y)) or 1.0
+        return X, y
+
+    def _targets(self, y):
+        y = np.asarray(y, dtype=np.float64)
         return ((y - self._y_mean) / self._y_scale)[:, None]
 
     def _loss_units(self, losses):
         return losses * self._y_scale**2
-
-    def fit(self, X, y):
-        """Sample the trees and train along their cuts up to the lifetime.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        self._y_mean = float(np.mean(y))
-        self._y_scale = float(np.std(y)) or 1.0
-        return self._fit_targets(X, self._standardise(y))
-
-    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
-        """Train along every cut up to ``max_lifetime`` and record the losses.
-
-        Parameters
-        ----------
-        X, y : array-like
-            Training data.
-        X_val, y_val : array-like, default=None
-            Validation data.
-        eval_every : int, default=None
-            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
-
-        Returns
-        -------
-        SGDLifetimePath
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        self._y_mean = float(np.mean(y))
-        self._y_scale = float(np.std(y)) or 1.0
-        if X_val is None:
-            X_val, y_val = X[:0], y[:0]
-        X_val, y_val = validate_data(self, X_val, y_val, dtype=np.float64, order="C",
-                                     y_numeric=True, reset=False)
-        return self._path(X, self._standardise(y), X_val, self._standardise(y_val), eval_every)
 
     def predict(self, X):
         """Predicted targets.
@@ -275,51 +277,14 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
 
     _logistic = True
 
-    def _one_hot(self, y):
+    def _validate_training(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        return X, y
+
+    def _targets(self, y):
         return (np.asarray(y)[:, None] == self.classes_[None, :]).astype(np.float64)
-
-    def fit(self, X, y):
-        """Sample the trees and train along their cuts up to the lifetime.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        return self._fit_targets(X, self._one_hot(y))
-
-    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
-        """Train along every cut up to ``max_lifetime`` and record losses and error rates.
-
-        Parameters
-        ----------
-        X, y : array-like
-            Training data.
-        X_val, y_val : array-like, default=None
-            Validation data.
-        eval_every : int, default=None
-            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
-
-        Returns
-        -------
-        SGDLifetimePath
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if X_val is None:
-            X_val, y_val = X[:0], y[:0]
-        X_val = validate_data(self, X_val, dtype=np.float64, order="C", reset=False)
-        return self._path(X, self._one_hot(y), X_val, self._one_hot(y_val), eval_every)
 
     def decision_function(self, X):
         """Class scores (logits).
