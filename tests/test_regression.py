@@ -11,8 +11,8 @@ from mondrian._tree import MondrianTree
 
 
 def _tree_on(X, y, lifetime, seed, min_samples_split=1):
-    tree = MondrianTree(X.shape[1], 2, lifetime, min_samples_split, False, seed)
-    tree.fit(X, np.column_stack([y, y * y]), np.arange(len(X), dtype=np.intp))
+    tree = MondrianTree(X.shape[1], 3, lifetime, min_samples_split, False, seed)
+    tree.fit(X, np.column_stack([np.ones_like(y), y, y * y]), np.arange(len(X), dtype=np.intp))
     return tree
 
 

@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 # Version of the pickled estimator state (the trees carry their own version too).
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 # Trees per unit of threaded prediction work (fixed, so results do not depend on n_jobs).
 TREES_PER_CHUNK = 16

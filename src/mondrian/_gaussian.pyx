@@ -8,7 +8,10 @@ the predictive integrates over where a test point branches off the tree.
 
 The independent-leaf model (section 6a) gives every leaf ``mu ~ N(mean0, prior_var)``.
 
-A tree's statistics rows are ``(y, y**2)`` (targets already standardised by the estimator).
+A tree's statistics rows are ``(1, y, y**2)`` (targets already standardised by the estimator).
+The count is a statistic of its own because a tree may also hold unlabelled points (the
+validation points of a lifetime path); a node without labels sends no message (infinite
+variance).
 Upward messages are kept per node in arrays owned by the estimator, so prediction is
 O(depth) per point once they are computed (O(nodes) per tree).
 """
@@ -42,8 +45,15 @@ cdef inline float64_t _log_normal(float64_t x, float64_t mean, float64_t var) no
 
 cdef inline void _product(float64_t ma, float64_t va, float64_t mb, float64_t vb,
                           float64_t* m, float64_t* v) noexcept nogil:
-    """Mean and variance of the normalised product of two Gaussian densities in one variable."""
+    """Mean and variance of the normalised product of two Gaussian densities in one variable.
+
+    An infinite variance is a flat factor (a message from a node without labels).
+    """
     cdef float64_t total = va + vb
+    if va == INFINITY or vb == INFINITY:
+        m[0] = mb if va == INFINITY else ma
+        v[0] = vb if va == INFINITY else va
+        return
     v[0] = va * vb / total
     m[0] = (ma * vb + mb * va) / total
 
@@ -59,10 +69,15 @@ cdef inline float64_t _node_time(MondrianTree tree, intp_t j, float64_t lifetime
 cdef float64_t _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
                              float64_t* mean, float64_t* var) noexcept nogil:
     """Likelihood message of a leaf's data about its mean; returns its log normaliser."""
-    cdef float64_t n = tree.nodes[j].n_node_samples
-    cdef float64_t sy = tree.value[2 * j]
-    cdef float64_t syy = tree.value[2 * j + 1]
-    cdef float64_t scatter = syy - sy * sy / n
+    cdef float64_t n = tree.value[3 * j]
+    cdef float64_t sy = tree.value[3 * j + 1]
+    cdef float64_t syy = tree.value[3 * j + 2]
+    cdef float64_t scatter
+    if n <= 0.0:
+        mean[0] = 0.0
+        var[0] = INFINITY
+        return 0.0
+    scatter = syy - sy * sy / n
     if scatter < 0.0:
         scatter = 0.0
     mean[0] = sy / n
@@ -102,15 +117,17 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
         tau = tree.nodes[j].split_time
         va = msg_var[left] + _psi(h, _node_time(tree, left, h.lifetime)) - _psi(h, tau)
         vb = msg_var[right] + _psi(h, _node_time(tree, right, h.lifetime)) - _psi(h, tau)
-        log_ml += _log_normal(msg_mean[left], msg_mean[right], va + vb)
+        if va < INFINITY and vb < INFINITY:
+            log_ml += _log_normal(msg_mean[left], msg_mean[right], va + vb)
         _product(msg_mean[left], va, msg_mean[right], vb, &msg_mean[j], &msg_var[j])
     if h.hierarchical:
         va = msg_var[0] + _psi(h, _node_time(tree, 0, h.lifetime)) - _psi(h, 0.0)
-        log_ml += _log_normal(msg_mean[0], h.mean0, va)
+        if va < INFINITY:
+            log_ml += _log_normal(msg_mean[0], h.mean0, va)
     else:
         for k in range(count):
             j = order[k]
-            if _is_leaf(tree, j, h.lifetime):
+            if _is_leaf(tree, j, h.lifetime) and msg_var[j] < INFINITY:
                 log_ml += _log_normal(msg_mean[j], h.mean0, msg_var[j] + h.prior_var)
     return log_ml
 
@@ -213,7 +230,7 @@ def upward_messages(MondrianTree tree, dict params, lifetime=None):
     Parameters
     ----------
     tree : MondrianTree
-        A tree whose statistics rows are ``(y, y**2)``.
+        A tree whose statistics rows are ``(1, y, y**2)``.
     params : dict
         ``mean0, sigma2, rate, noise, prior_var, hierarchical``.
     lifetime : float, default=None
@@ -224,8 +241,8 @@ def upward_messages(MondrianTree tree, dict params, lifetime=None):
     msg_mean, msg_var : ndarray of shape (node_count,)
     log_ml : float
     """
-    if tree.value_stride != 2:
-        raise ValueError("regression trees carry (y, y**2) statistics")
+    if tree.value_stride != 3:
+        raise ValueError("regression trees carry (1, y, y**2) statistics")
     cdef float64_t lam = _read_lifetime(tree, lifetime)
     cdef Hyper h = _hyper(params, lam)
     msg_mean = np.zeros(tree.node_count)

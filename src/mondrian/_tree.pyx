@@ -645,8 +645,9 @@ cdef class MondrianTree:
         """
         if not 0 <= lifetime <= self.lifetime:
             raise ValueError(f"lifetime must be in [0, {self.lifetime}], got {lifetime}")
-        cdef MondrianTree out = MondrianTree(self.n_features, self.value_stride, lifetime,
-                                             self.min_samples_split, self.pause_pure, 0)
+        # type(self): subclasses (e.g. the density's full-cell trees) prune into their own kind.
+        cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
+                                           self.min_samples_split, self.pause_pure, 0)
         out.rng = self.rng
         if self.node_count == 0:
             return out
@@ -806,7 +807,7 @@ cdef class MondrianTree:
 
     def __reduce__(self):
         return (
-            MondrianTree,
+            type(self),
             (self.n_features, self.value_stride, self.lifetime, self.min_samples_split,
              self.pause_pure, 0),
             self.__getstate__(),

@@ -88,7 +88,7 @@ class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
 
     def _rows(self, y):
         y_std = self._y_scaler.transform(y)
-        return np.column_stack([y_std, y_std * y_std])
+        return np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
 
     def _learn(self, X, y, first):
         if first:
@@ -96,12 +96,12 @@ class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
-            self._init_trees(X, self._n_trees(), 2)
+            self._init_trees(X, self._n_trees(), 3)
             self._posterior_cache = _PosteriorCache()
             self._version = 0
         self._y_scaler.update(y)
         rows = self._rows(y)
-        self._y_sums += [len(y), rows[:, 0].sum(), rows[:, 1].sum()]
+        self._y_sums += rows.sum(axis=0)
         self._add_points(X, rows, self._n_jobs())
         self._version += 1
         self._posterior()
@@ -448,9 +448,10 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         self.n_quadrature = n_quadrature
         self.random_state = random_state
 
-    def _value_in_units(self, value, n):
-        mean = value[:, 0] / n
-        var = np.maximum(value[:, 1] / n - mean**2, 0.0)
+    def _value_in_units(self, value):
+        n = np.maximum(value[:, 0], 1.0)
+        mean = value[:, 1] / n
+        var = np.maximum(value[:, 2] / n - mean**2, 0.0)
         scale, offset = self._y_scaler.scale, self._y_scaler.offset
         return np.column_stack([mean * scale + offset, var * scale**2])
 
@@ -458,8 +459,6 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
     def tree_(self):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
-        tree = self._trees[0]
-        n = np.maximum(tree.nodes_array["n_node_samples"], 1)
         return MondrianTreeStructure(
-            tree, self._scaler, value_transform=lambda value: self._value_in_units(value, n)
+            self._trees[0], self._scaler, value_transform=self._value_in_units
         )
