@@ -18,7 +18,7 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-MODULES = ["_tree", "_hnsp", "_gaussian", "_kernel", "_path"]
+MODULES = ["_tree", "_hnsp", "_gaussian", "_kernel", "_path", "_lifetime_path", "_density"]
 
 
 def extension(name):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier
+from mondrian._base import STATE_VERSION
 
 
 @pytest.fixture
@@ -159,7 +160,7 @@ def test_learn_one_matches_partial_fit(data):
 
 def test_pickle_is_versioned(fitted):
     state = fitted.__getstate__()
-    assert state["_mondrian_state_version"] == 1
+    assert state["_mondrian_state_version"] == STATE_VERSION
     state["_mondrian_state_version"] = 99
     clone = MondrianForestClassifier.__new__(MondrianForestClassifier)
     with pytest.raises(ValueError, match="state version 99"):

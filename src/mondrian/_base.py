@@ -211,6 +211,8 @@ class BaseMondrianEnsemble(BaseEstimator):
         return self._scaler.transform(X, clip=True)
 
     def _validate_lifetime(self):
+        if isinstance(self.lifetime, str):
+            return  # "auto", for the estimators whose constraints allow it
         if np.isnan(self.lifetime):
             raise ValueError("lifetime must be a number in [0, inf], got nan")
 
@@ -220,9 +222,13 @@ class BaseMondrianEnsemble(BaseEstimator):
         rng = check_random_state(self.random_state)
         return rng.randint(0, np.iinfo(np.int64).max, size=n_trees, dtype=np.int64)
 
-    def _init_trees(self, X, n_trees, width):
-        """Fresh scaler, store and trees for the first batch ``X`` (original units)."""
+    def _init_trees(self, X, n_trees, width, lifetime=None):
+        """Fresh scaler, store and trees for the first batch ``X`` (original units).
+
+        ``lifetime`` (default: the parameter) becomes the fitted ``lifetime_``.
+        """
         self._validate_lifetime()
+        self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
         self._scaler = FeatureScaler(self.feature_scaling == "minmax")
         self._scaler.check(X)
         self._store = DataStore(X.shape[1], width)
@@ -234,7 +240,7 @@ class BaseMondrianEnsemble(BaseEstimator):
             MondrianTree(
                 n_features,
                 width,
-                float(self.lifetime),
+                self.lifetime_,
                 int(self.min_samples_split),
                 self._pause_pure,
                 int(seed),
@@ -352,13 +358,14 @@ class PruneMixin:
             A new estimator of the same class, with ``lifetime`` set.
         """
         check_is_fitted(self, "_trees")
-        if not isinstance(lifetime, numbers.Real) or not 0 <= lifetime <= self.lifetime:
+        if not isinstance(lifetime, numbers.Real) or not 0 <= lifetime <= self.lifetime_:
             raise ValueError(
-                f"lifetime must be a number in [0, {self.lifetime}] (the fitted lifetime), "
+                f"lifetime must be a number in [0, {self.lifetime_}] (the fitted lifetime), "
                 f"got {lifetime!r}"
             )
         pruned = copy.copy(self)
         pruned.lifetime = float(lifetime)
+        pruned.lifetime_ = float(lifetime)
         pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
         pruned._store = copy.deepcopy(self._store)
         pruned._scaler = copy.deepcopy(self._scaler)

@@ -139,3 +139,70 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                 _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K, buf + 2 * K,
                              &out[i, 0])
             free(buf)
+
+
+cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
+                         float64_t lifetime, float64_t* out) noexcept nogil:
+    """Add the tree's predictive at ``x`` under independent Dirichlet leaves to ``out``.
+
+    ``x`` stays in the tree with probability ``s``, the product over its path of
+    ``exp(-eta_j * delta_j)``, and then reads its leaf ``(c_k + alpha / K) / (n + alpha)``;
+    otherwise it branches off into a fresh leaf without data, which predicts ``1 / K``.
+    """
+    cdef intp_t K = tree.value_stride, j = 0, k
+    cdef Node* nd
+    cdef const float64_t* val
+    cdef float64_t tau_parent = 0.0, tau, delta, eta, s = 1.0, n = 0.0
+    cdef bint is_leaf
+    while True:
+        nd = &tree.nodes[j]
+        is_leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
+        tau = lifetime if is_leaf else nd.split_time
+        delta = tau - tau_parent
+        eta = box_distance(tree, j, x)
+        if eta > 0.0 and delta > 0.0:
+            s = 0.0 if delta == INFINITY else s * exp(-eta * delta)
+        if is_leaf or s == 0.0:
+            break
+        tau_parent = tau
+        j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
+    val = tree.value + j * K
+    for k in range(K):
+        n += val[k]
+    for k in range(K):
+        out[k] += s * (val[k] + alpha / K) / (n + alpha) + (1.0 - s) / K
+
+
+def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
+                                  float64_t[:, ::1] out, float64_t alpha, lifetime=None):
+    """Add every tree's predictive under independent Dirichlet leaves to ``out``.
+
+    The model of the classification lifetime paths (section 7): a leaf with class counts
+    ``c`` predicts ``(c_k + alpha / K) / (n + alpha)``, and the extension of the tree to a test
+    point is integrated over as in section 5 (a branched-off point predicts ``1 / K``).
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+        Trees whose statistics are class histograms.
+    X : ndarray of shape (n_samples, n_features)
+        Test points in the scaled feature space.
+    out : ndarray of shape (n_samples, n_classes)
+        Accumulator; the sum over trees is added to it.
+    alpha : float
+        Concentration of the symmetric Dirichlet prior of every leaf.
+    lifetime : float, default=None
+        Predict with the trees pruned at this lifetime.
+    """
+    cdef MondrianTree tree
+    cdef intp_t n = X.shape[0], K = out.shape[1], i
+    cdef float64_t lam
+    for tree in trees:
+        if tree.value_stride != K:
+            raise ValueError("the trees' statistics do not match the number of classes")
+        if tree.node_count == 0:
+            raise ValueError("cannot predict with an empty tree")
+        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        with nogil:
+            for i in range(n):
+                _dirichlet_row(tree, &X[i, 0], alpha, lam, &out[i, 0])

@@ -14,7 +14,9 @@ from mondrian._base import (
     PruneMixin,
     SingleTreeMixin,
 )
-from mondrian._hnsp import predict_proba_trees
+from mondrian._forest_path import LifetimePathMixin
+from mondrian._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian._lifetime_path import DirichletLeafReader
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 
@@ -38,13 +40,19 @@ def _reject_mixed_labels(y):
         raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
 
 
-class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble):
+class _BaseMondrianClassifier(
+    ClassifierMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
+):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 
     _parameter_constraints = {
         **BaseMondrianEnsemble._parameter_constraints,
+        "lifetime": [Interval(numbers.Real, 0, None, closed="both"), StrOptions({"auto"})],
+        "smoothing": [StrOptions({"hnsp", "dirichlet"})],
         "discount_factor": [Interval(numbers.Real, 0, None, closed="neither")],
+        "concentration": [Interval(numbers.Real, 0, None, closed="neither")],
         "branch_off_counts": [StrOptions({"node", "tables"})],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
     }
 
     _pause_pure = True
@@ -137,10 +145,11 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_classification_targets(y)
         self._validate_lifetime()
+        lifetime = self._fit_lifetime(X, y)
         classes, codes = np.unique(y, return_inverse=True)
         self.classes_ = classes
         self._classes_fixed = False
-        self._init_trees(X, self._n_trees(), len(classes))
+        self._init_trees(X, self._n_trees(), len(classes), lifetime)
         self._add_points(X, self._rows(codes), self._n_jobs())
         return self
 
@@ -184,9 +193,10 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
                     f"y contains labels {unseen.tolist()} that are not in `classes` "
                     f"({start.tolist()})"
                 )
+            lifetime = self._fit_lifetime(X, y)
             self.classes_ = start
             self._classes_fixed = classes is not None
-            self._init_trees(X, self._n_trees(), len(start))
+            self._init_trees(X, self._n_trees(), len(start), lifetime)
         else:
             self._scaler.check(X)  # may reject X: before any class is added
             self._check_label_kind(y)
@@ -221,17 +231,23 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
     def _proba_scaled(self, X_scaled, lifetime=None):
         n_classes = len(self.classes_)
         strict = self.branch_off_counts == "tables"
+
+        def run(trees, X, out):
+            if self.smoothing == "dirichlet":
+                predict_proba_dirichlet_trees(
+                    trees, X, out, float(self.concentration), lifetime
+                )
+            else:
+                predict_proba_trees(
+                    trees, X, out, float(self.discount_factor), strict, lifetime
+                )
+
         if X_scaled.shape[0] == 1:
             # One sample (streaming): skip the thread machinery.
             out = np.zeros((1, n_classes))
-            predict_proba_trees(
-                self._trees, X_scaled, out, float(self.discount_factor), strict, lifetime
-            )
+            run(self._trees, X_scaled, out)
             out /= len(self._trees)
             return out
-
-        def run(trees, X, out):
-            predict_proba_trees(trees, X, out, float(self.discount_factor), strict, lifetime)
 
         out = self._accumulate(run, X_scaled, n_classes, self._n_jobs())
         out /= len(self._trees)
@@ -279,6 +295,43 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    # ----------------------------------------------------------------- lifetime paths
+
+    def _path_metrics(self):
+        return ("log_loss", "accuracy"), "log_loss", False
+
+    def _path_copy_params(self):
+        return {"smoothing": "dirichlet"}
+
+    def _path_targets(self, X, y):
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+        self._check_label_kind(y)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(
+                f"y contains labels {unseen.tolist()} that the model never saw in training"
+            )
+        return np.searchsorted(self.classes_, y).astype(np.intp)
+
+    def _path_reader(self, codes):
+        counts = [tree.value_array for tree in self._trees]
+        return DirichletLeafReader(counts, codes, float(self.concentration))
+
+    def _path_units(self, metrics):
+        return metrics
+
+    def _auto_stratify(self, y, n_val):
+        _, counts = np.unique(y, return_counts=True)
+        if counts.min() >= 2 and n_val >= len(counts) and len(y) - n_val >= len(counts):
+            return y
+        return None
+
+    def _auto_validation(self, X, y):
+        known = np.isin(y, self.classes_)
+        return X[known], y[known]
+
     # ----------------------------------------------------------------- river-style API
 
     def _one_row(self, x):
@@ -322,6 +375,11 @@ class _BaseMondrianClassifier(ClassifierMixin, PruneMixin, BaseMondrianEnsemble)
         if not hasattr(self, "_trees"):
             self._validate_params()
             self._validate_lifetime()
+            if isinstance(self.lifetime, str):
+                raise ValueError(
+                    'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
+                    "before learn_one"
+                )
             self.n_features_in_ = row.shape[1]
             self.classes_ = np.asarray([y])
             self._classes_fixed = False
@@ -390,12 +448,25 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     ----------
     n_estimators : int, default=100
         Number of trees.
-    lifetime : float, default=np.inf
+    lifetime : float or "auto", default=np.inf
         Lifetime λ of the Mondrian process, in units of the scaled features. Larger lifetimes
-        give finer partitions; with ``inf`` leaves split until pure (or paused).
+        give finer partitions; with ``inf`` leaves split until pure (or paused). ``"auto"``
+        holds out ``validation_fraction`` of the first batch, fits a forest of lifetime
+        ``inf`` on the rest, walks its :meth:`lifetime_path` on the held-out part (log-loss of
+        independent Dirichlet leaves) and refits on the whole batch at the best lifetime,
+        stored in ``lifetime_`` (with the path in ``lifetime_path_``). Later online updates
+        keep that lifetime.
+    smoothing : {"hnsp", "dirichlet"}, default="hnsp"
+        Leaf posterior: the hierarchical normalized stable process with interpolated
+        Kneser-Ney smoothing, or independent symmetric Dirichlet leaves (the model read by the
+        lifetime paths), ``(n_k + concentration / K) / (n + concentration)``.
     discount_factor : float, default=10.0
         The HNSP discount of a node is ``exp(-γ Δ)`` with ``γ = discount_factor * n_features``
         and ``Δ`` the time between the node's cut and its parent's.
+    concentration : float, default=1.0
+        Concentration of the Dirichlet leaves (``smoothing="dirichlet"`` and lifetime paths).
+    validation_fraction : float, default=0.2
+        Share of the data held out to choose the lifetime when ``lifetime="auto"``.
     min_samples_split : int, default=2
         Leaves holding fewer training points pause.
     feature_scaling : {"minmax"} or None, default="minmax"
@@ -419,6 +490,8 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     ----------
     estimators_ : list of MondrianTreeClassifier
         The trees (views sharing the forest's stored points).
+    lifetime_ : float
+        The lifetime of the fitted trees (the parameter, or the one chosen by ``"auto"``).
     classes_ : ndarray of shape (n_classes,)
         Sorted class labels.
     n_classes_ : int
@@ -459,17 +532,23 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         n_estimators=100,
         *,
         lifetime=np.inf,
+        smoothing="hnsp",
         discount_factor=10.0,
+        concentration=1.0,
         min_samples_split=2,
         feature_scaling="minmax",
         branch_off_counts="node",
+        validation_fraction=0.2,
         n_jobs=None,
         random_state=None,
         verbose=0,
     ):
         self.n_estimators = n_estimators
         self.lifetime = lifetime
+        self.smoothing = smoothing
         self.discount_factor = discount_factor
+        self.concentration = concentration
+        self.validation_fraction = validation_fraction
         self.min_samples_split = min_samples_split
         self.feature_scaling = feature_scaling
         self.branch_off_counts = branch_off_counts
@@ -493,13 +572,11 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         return [self._tree_estimator(tree) for tree in self._trees]
 
     def _tree_estimator(self, tree):
-        est = MondrianTreeClassifier(
-            lifetime=self.lifetime,
-            discount_factor=self.discount_factor,
-            min_samples_split=self.min_samples_split,
-            feature_scaling=self.feature_scaling,
-            branch_off_counts=self.branch_off_counts,
-        )
+        est = MondrianTreeClassifier(**{
+            name: getattr(self, name) for name in MondrianTreeClassifier().get_params()
+            if name != "random_state"
+        })
+        est.lifetime_ = self.lifetime_
         est._trees = [tree]
         est._store = self._store
         est._scaler = self._scaler
@@ -516,16 +593,23 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
 
     Parameters
     ----------
-    lifetime : float, default=np.inf
-        Lifetime λ of the Mondrian process (scaled feature units).
+    lifetime : float or "auto", default=np.inf
+        Lifetime λ of the Mondrian process (scaled feature units), or ``"auto"`` (see the
+        forest).
+    smoothing : {"hnsp", "dirichlet"}, default="hnsp"
+        Leaf posterior, as in the forest.
     discount_factor : float, default=10.0
         HNSP discount rate per feature (``γ = discount_factor * n_features``).
+    concentration : float, default=1.0
+        Concentration of the Dirichlet leaves.
     min_samples_split : int, default=2
         Leaves holding fewer training points pause.
     feature_scaling : {"minmax"} or None, default="minmax"
         Min-max feature map, as in the forest.
     branch_off_counts : {"node", "tables"}, default="node"
         Counts of the node created when a test point branches off.
+    validation_fraction : float, default=0.2
+        Share of the data held out by ``lifetime="auto"``.
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -543,17 +627,23 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         self,
         *,
         lifetime=np.inf,
+        smoothing="hnsp",
         discount_factor=10.0,
+        concentration=1.0,
         min_samples_split=2,
         feature_scaling="minmax",
         branch_off_counts="node",
+        validation_fraction=0.2,
         random_state=None,
     ):
         self.lifetime = lifetime
+        self.smoothing = smoothing
         self.discount_factor = discount_factor
+        self.concentration = concentration
         self.min_samples_split = min_samples_split
         self.feature_scaling = feature_scaling
         self.branch_off_counts = branch_off_counts
+        self.validation_fraction = validation_fraction
         self.random_state = random_state
 
     @property

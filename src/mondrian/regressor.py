@@ -14,7 +14,9 @@ from mondrian._base import (
     PruneMixin,
     SingleTreeMixin,
 )
+from mondrian._forest_path import LifetimePathMixin
 from mondrian._gaussian import predict_moments_trees, upward_messages
+from mondrian._lifetime_path import GaussianLeafReader
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 
@@ -61,11 +63,15 @@ class _PosteriorCache:
         self.log_ml = None
 
 
-class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
+class _BaseMondrianRegressor(
+    RegressorMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
+):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
     _parameter_constraints = {
         **BaseMondrianEnsemble._parameter_constraints,
+        "lifetime": [Interval(numbers.Real, 0, None, closed="both"), StrOptions({"auto"})],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "smoothing": [StrOptions({"hierarchical", "independent"})],
         "noise_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "prior_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
@@ -93,10 +99,11 @@ class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
     def _learn(self, X, y, first):
         if first:
             self._validate_lifetime()
+            lifetime = self._fit_lifetime(X, y)
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
-            self._init_trees(X, self._n_trees(), 3)
+            self._init_trees(X, self._n_trees(), 3, lifetime)
             self._posterior_cache = _PosteriorCache()
             self._version = 0
         self._y_scaler.update(y)
@@ -231,6 +238,46 @@ class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
             "prior_mean": params["mean0"] * scale + offset,
         }
 
+    # ----------------------------------------------------------------- lifetime paths
+
+    def _path_metrics(self):
+        return ("mse", "nll"), "mse", False
+
+    def _path_copy_params(self):
+        # Read the leaves independently, with this forest's hyperparameters frozen.
+        hyper = self.hyperparameters_
+        return {
+            "smoothing": "independent",
+            "noise_variance": hyper["noise_variance"],
+            "prior_variance": hyper["prior_variance"],
+            "sigmoid_rate": hyper["sigmoid_rate"],
+        }
+
+    def _path_targets(self, X, y):
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity")
+        return self._y_scaler.transform(y)
+
+    def _path_reader(self, y_std):
+        params = self._posterior().params
+        means, variances = [], []
+        for tree in self._trees:
+            value = tree.value_array
+            precision = 1.0 / params["prior_var"] + value[:, 0] / params["noise"]
+            variances.append(1.0 / precision)
+            means.append(
+                (params["mean0"] / params["prior_var"] + value[:, 1] / params["noise"])
+                / precision
+            )
+        return GaussianLeafReader(means, variances, y_std, params["noise"])
+
+    def _path_units(self, metrics):
+        scale = self._y_scaler.scale
+        return {"mse": metrics["mse"] * scale**2, "nll": metrics["nll"] + np.log(scale)}
+
     # ----------------------------------------------------------------- prediction
 
     def _moments_scaled(self, X_scaled, lifetime=None):
@@ -277,6 +324,14 @@ class _BaseMondrianRegressor(RegressorMixin, PruneMixin, BaseMondrianEnsemble):
         return self._posterior().log_ml
 
 
+_LIFETIME_DOC = """    lifetime : float or "auto", default=np.inf
+        Lifetime λ of the Mondrian process (scaled feature units). ``"auto"`` holds out
+        ``validation_fraction`` of the first batch, fits at lifetime ``inf`` on the rest, walks
+        the :meth:`lifetime_path` on the held-out part (squared error of independent Gaussian
+        leaves) and refits on the whole batch at the best lifetime (``lifetime_``; the path is
+        kept in ``lifetime_path_``). Later online updates keep that lifetime.
+"""
+
 _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, default="hierarchical"
         ``"hierarchical"``: node means form a Gaussian random walk down the tree whose
         variance grows with split time through ``ψ(t) = σ² sigmoid(γ t)`` (LRT 2016); posteriors by
@@ -292,6 +347,8 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         of the inverse median split time.
     n_quadrature : int, default=4
         Quadrature points over the branching time of a test point.
+    validation_fraction : float, default=0.2
+        Share of the data held out to choose the lifetime when ``lifetime="auto"``.
 """
 
 
@@ -308,9 +365,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
     ----------
     n_estimators : int, default=100
         Number of trees.
-    lifetime : float, default=np.inf
-        Lifetime λ of the Mondrian process (scaled feature units).
-    min_samples_split : int, default=2
+{_LIFETIME_DOC}    min_samples_split : int, default=2
         Leaves with fewer points pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
@@ -329,6 +384,8 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Number of features seen during fit.
     hyperparameters_ : dict
         Hyperparameters in use (units of y).
+    lifetime_ : float
+        The lifetime of the fitted trees (the parameter, or the one chosen by ``"auto"``).
 
     Examples
     --------
@@ -361,6 +418,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         prior_variance=None,
         sigmoid_rate=None,
         n_quadrature=4,
+        validation_fraction=0.2,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -374,6 +432,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         self.prior_variance = prior_variance
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
+        self.validation_fraction = validation_fraction
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -392,7 +451,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
                 if name != "random_state"
             })
             for name in ("_store", "_scaler", "_y_scaler", "_y_sums", "n_features_in_",
-                         "feature_names_in_"):
+                         "feature_names_in_", "lifetime_"):
                 if hasattr(self, name):
                     setattr(est, name, getattr(self, name))
             est._trees = [tree]
@@ -407,9 +466,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
 
     Parameters
     ----------
-    lifetime : float, default=np.inf
-        Lifetime λ of the Mondrian process (scaled feature units).
-    min_samples_split : int, default=2
+{_LIFETIME_DOC}    min_samples_split : int, default=2
         Leaves with fewer points pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
@@ -436,6 +493,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         prior_variance=None,
         sigmoid_rate=None,
         n_quadrature=4,
+        validation_fraction=0.2,
         random_state=None,
     ):
         self.lifetime = lifetime
@@ -446,6 +504,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         self.prior_variance = prior_variance
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
+        self.validation_fraction = validation_fraction
         self.random_state = random_state
 
     def _value_in_units(self, value):

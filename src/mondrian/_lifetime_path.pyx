@@ -1,0 +1,298 @@
+"""Regularisation paths of Mondrian forests over the lifetime (section 7).
+
+A forest sampled to a terminal lifetime is, restricted to any smaller lifetime, exactly a forest
+of that lifetime. Walking its cuts in order of birth time (forward) or death order (backward),
+and moving the evaluation points of the split node to the child that holds them, visits the
+model at every lifetime at which it changes for O(points x trees x depth) work in all: the cost
+of one fit rather than one fit per lifetime.
+
+The traversal is shared; what a model keeps per point and which losses it records live in a
+:class:`PathReader` (Gaussian leaves, Dirichlet leaves here; the density model in its module).
+"""
+
+from libc.math cimport INFINITY, M_PI, log
+
+from mondrian._tree cimport TREE_LEAF, MondrianTree
+from mondrian._typedefs cimport float64_t, intp_t
+
+import numpy as np
+
+from mondrian._kernel import subtree_order
+
+
+cdef class PathReader:
+    """Base class of the statistics readers of a lifetime path (not for direct use)."""
+
+    cdef void move(self, intp_t tree, intp_t point, intp_t src, intp_t dst,
+                   bint descend) noexcept nogil:
+        pass
+
+    cdef void record(self, float64_t* row) noexcept nogil:
+        pass
+
+
+def cut_events(list trees):
+    """Every cut of the forest, in order of birth time.
+
+    Returns
+    -------
+    times : ndarray of float
+    tree, node, left, right : ndarray of intp
+        Tree index, split node and its children.
+    """
+    times, tree_ids, nodes, lefts, rights = [], [], [], [], []
+    for m, tree in enumerate(trees):
+        arr = tree.nodes_array
+        internal = np.flatnonzero(arr["left_child"] != TREE_LEAF)
+        times.append(arr["split_time"][internal])
+        tree_ids.append(np.full(internal.size, m, dtype=np.intp))
+        nodes.append(internal.astype(np.intp))
+        lefts.append(arr["left_child"][internal].astype(np.intp))
+        rights.append(arr["right_child"][internal].astype(np.intp))
+    times = np.concatenate(times) if times else np.empty(0)
+    order = np.argsort(times, kind="stable")
+    columns = [np.concatenate(a)[order] if a else np.empty(0, np.intp)
+               for a in (tree_ids, nodes, lefts, rights)]
+    return (times[order], *columns)
+
+
+def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
+             bint forward=True, float64_t stop=INFINITY):
+    """Walk the cuts of ``trees`` and record ``reader``'s metrics after each one.
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+    leaf_of_point : ndarray of intp, shape (n_trees, n_points)
+        Leaf of every evaluation point in every tree at the trees' lifetime; -1 for a point a
+        tree does not hold (it never moves in that tree).
+    reader : PathReader
+        Model state with every point at the root of every tree.
+    forward : bool, default=True
+        Add cuts from the root down (True), or start from the terminal lifetime and remove
+        them in decreasing birth time (False).
+    stop : float, default=inf
+        Forward only: stop before the first cut born at or after ``stop``, leaving ``reader``
+        in the state of the forest pruned at ``stop``.
+
+    Returns
+    -------
+    times : ndarray of shape (n_events,)
+        Birth times of the cuts processed.
+    metrics : ndarray of shape (n_events + 1, reader.n_metrics)
+        Row 0 is the forest of root cells (lifetime 0); row ``e + 1`` holds after the first
+        ``e + 1`` cuts, for lifetimes in ``(times[e], times[e + 1]]``.
+    """
+    cdef intp_t n_trees = len(trees), n_points = leaf_of_point.shape[1], m
+    if leaf_of_point.shape[0] != n_trees:
+        raise ValueError("leaf_of_point needs one row per tree")
+    times, ev_tree, ev_node, ev_left, ev_right = cut_events(trees)
+    if stop < INFINITY:
+        if not forward:
+            raise ValueError("stop applies to forward paths")
+        keep = np.searchsorted(times, stop, side="left")
+        times, ev_tree, ev_node, ev_left, ev_right = (
+            a[:keep] for a in (times, ev_tree, ev_node, ev_left, ev_right)
+        )
+    # Per tree, an order of the points in which every node's points are contiguous.
+    offsets = np.zeros(n_trees + 1, dtype=np.intp)
+    for m in range(n_trees):
+        offsets[m + 1] = offsets[m] + (<MondrianTree>trees[m]).node_count
+    starts = np.empty(offsets[n_trees], dtype=np.intp)
+    ends = np.empty(offsets[n_trees], dtype=np.intp)
+    orders = np.empty((n_trees, n_points), dtype=np.intp)
+    for m in range(n_trees):
+        order, start, end = subtree_order(trees[m], np.ascontiguousarray(leaf_of_point[m]))
+        orders[m, : order.shape[0]] = order
+        starts[offsets[m]: offsets[m + 1]] = start
+        ends[offsets[m]: offsets[m + 1]] = end
+    metrics = np.empty((times.shape[0] + 1, reader.n_metrics))
+    cdef intp_t[::1] off = offsets, st = starts, en = ends
+    cdef intp_t[:, ::1] od = orders
+    cdef intp_t[::1] et = ev_tree, ej = ev_node, el = ev_left, er = ev_right
+    cdef float64_t[:, ::1] out = metrics
+    cdef intp_t n_events = times.shape[0], e, k, j, left, right, base, child
+    with nogil:
+        reader.record(&out[0, 0])
+        for e in range(n_events):
+            m = et[e]
+            j = ej[e]
+            base = off[m]
+            left = el[e]
+            right = er[e]
+            for k in range(st[base + j], en[base + j]):
+                child = left if st[base + left] <= k < en[base + left] else right
+                reader.move(m, od[m, k], j, child, True)
+            if forward:
+                reader.record(&out[e + 1, 0])
+        if not forward:
+            # The reader now holds the terminal forest: undo the cuts from the last born.
+            reader.record(&out[n_events, 0])
+            for e in range(n_events - 1, -1, -1):
+                m = et[e]
+                j = ej[e]
+                base = off[m]
+                left = el[e]
+                right = er[e]
+                for k in range(st[base + j], en[base + j]):
+                    child = left if st[base + left] <= k < en[base + left] else right
+                    reader.move(m, od[m, k], child, j, False)
+                reader.record(&out[e, 0])
+    return times, metrics
+
+
+cdef class GaussianLeafReader(PathReader):
+    """Independent Gaussian leaves (section 6a) read on the path: squared error and Gaussian NLL.
+
+    Each tree predicts ``N(mu_leaf, var_leaf + noise)``; the forest combines its trees by the law
+    of total variance, exactly as the regressor's ``predict(return_std=True)`` does for points
+    inside the leaves. Metrics: mean squared error, mean negative log-likelihood (in the
+    standardised units of the targets given).
+
+    Parameters
+    ----------
+    node_mean, node_var : list of ndarray
+        Per tree, the posterior mean and variance of every node's mean, read as a leaf.
+    y : ndarray of shape (n_points,)
+    noise : float
+        Observation noise variance.
+    """
+
+    cdef intp_t n_trees, n_points
+    cdef float64_t[::1] mean_flat, second_flat, y
+    cdef intp_t[::1] offsets
+    cdef float64_t[::1] sum_mean, sum_second, sq_err, nll
+    cdef float64_t total_sq, total_nll, noise
+
+    def __init__(self, list node_mean, list node_var, const float64_t[::1] y, float64_t noise):
+        self.n_metrics = 2
+        self.n_trees = len(node_mean)
+        self.n_points = y.shape[0]
+        self.noise = noise
+        offsets = np.concatenate([[0], np.cumsum([len(a) for a in node_mean])]).astype(np.intp)
+        self.offsets = offsets
+        mean = np.concatenate(node_mean).astype(np.float64)
+        second = np.concatenate(node_var) + noise + mean * mean
+        self.mean_flat = mean
+        self.second_flat = second
+        self.y = np.array(y, dtype=np.float64)
+        # Every point starts in every root.
+        roots = offsets[: self.n_trees]
+        self.sum_mean = np.full(self.n_points, mean[roots].sum())
+        self.sum_second = np.full(self.n_points, second[roots].sum())
+        self.sq_err = np.zeros(self.n_points)
+        self.nll = np.zeros(self.n_points)
+        self.total_sq = 0.0
+        self.total_nll = 0.0
+        cdef intp_t p
+        for p in range(self.n_points):
+            self._score(p)
+
+    cdef inline void _score(self, intp_t p) noexcept nogil:
+        cdef float64_t mean = self.sum_mean[p] / self.n_trees
+        cdef float64_t var = self.sum_second[p] / self.n_trees - mean * mean
+        cdef float64_t r = self.y[p] - mean, sq = r * r, nll
+        if var < 1e-300:
+            var = 1e-300
+        nll = 0.5 * (log(2.0 * M_PI * var) + sq / var)
+        self.total_sq += sq - self.sq_err[p]
+        self.total_nll += nll - self.nll[p]
+        self.sq_err[p] = sq
+        self.nll[p] = nll
+
+    cdef void move(self, intp_t tree, intp_t point, intp_t src, intp_t dst,
+                   bint descend) noexcept nogil:
+        cdef intp_t base = self.offsets[tree]
+        self.sum_mean[point] += self.mean_flat[base + dst] - self.mean_flat[base + src]
+        self.sum_second[point] += self.second_flat[base + dst] - self.second_flat[base + src]
+        self._score(point)
+
+    cdef void record(self, float64_t* row) noexcept nogil:
+        row[0] = self.total_sq / self.n_points
+        row[1] = self.total_nll / self.n_points
+
+    def predictions(self):
+        """Current forest mean and variance of every point."""
+        mean = np.asarray(self.sum_mean) / self.n_trees
+        return mean, np.maximum(np.asarray(self.sum_second) / self.n_trees - mean**2, 0.0)
+
+
+cdef class DirichletLeafReader(PathReader):
+    """Independent Dirichlet leaves read on the path: log-loss and accuracy.
+
+    A leaf with class counts ``c`` predicts ``(c_k + alpha / K) / (n + alpha)``; the forest
+    averages its trees. Metrics: mean log-loss, accuracy.
+
+    Parameters
+    ----------
+    counts : list of ndarray of shape (node_count, n_classes)
+        Class counts of every node, per tree.
+    y : ndarray of intp, shape (n_points,)
+        Class codes of the evaluation points.
+    alpha : float
+        Concentration of the symmetric Dirichlet prior.
+    """
+
+    cdef intp_t n_trees, n_points, n_classes
+    cdef float64_t[:, ::1] counts
+    cdef float64_t[::1] totals
+    cdef intp_t[::1] offsets, y
+    cdef float64_t[:, ::1] proba
+    cdef float64_t[::1] loss
+    cdef unsigned char[::1] correct
+    cdef float64_t alpha, total_loss
+    cdef intp_t n_correct
+
+    def __init__(self, list counts, const intp_t[::1] y, float64_t alpha):
+        self.n_metrics = 2
+        self.n_trees = len(counts)
+        self.n_points = y.shape[0]
+        self.n_classes = counts[0].shape[1]
+        self.alpha = alpha
+        sizes = [len(c) for c in counts]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        flat = np.ascontiguousarray(np.concatenate(counts), dtype=np.float64)
+        self.counts = flat
+        self.totals = flat.sum(axis=1)
+        self.y = np.array(y, dtype=np.intp)
+        roots = np.asarray(self.offsets)[: self.n_trees]
+        root_proba = ((flat[roots] + alpha / self.n_classes)
+                      / (flat[roots].sum(axis=1, keepdims=True) + alpha)).sum(axis=0)
+        self.proba = np.tile(root_proba, (self.n_points, 1))
+        self.loss = np.zeros(self.n_points)
+        self.correct = np.zeros(self.n_points, dtype=np.uint8)
+        self.total_loss = 0.0
+        self.n_correct = 0
+        cdef intp_t p
+        for p in range(self.n_points):
+            self._score(p)
+
+    cdef inline void _score(self, intp_t p) noexcept nogil:
+        cdef intp_t k, best = 0
+        cdef float64_t loss = -log(self.proba[p, self.y[p]] / self.n_trees)
+        for k in range(1, self.n_classes):
+            if self.proba[p, k] > self.proba[p, best]:
+                best = k
+        self.total_loss += loss - self.loss[p]
+        self.loss[p] = loss
+        self.n_correct += <intp_t>(best == self.y[p]) - <intp_t>self.correct[p]
+        self.correct[p] = best == self.y[p]
+
+    cdef void move(self, intp_t tree, intp_t point, intp_t src, intp_t dst,
+                   bint descend) noexcept nogil:
+        cdef intp_t a = self.offsets[tree] + src, b = self.offsets[tree] + dst, k
+        cdef float64_t prior = self.alpha / self.n_classes
+        cdef float64_t za = 1.0 / (self.totals[a] + self.alpha)
+        cdef float64_t zb = 1.0 / (self.totals[b] + self.alpha)
+        for k in range(self.n_classes):
+            self.proba[point, k] += ((self.counts[b, k] + prior) * zb
+                                     - (self.counts[a, k] + prior) * za)
+        self._score(point)
+
+    cdef void record(self, float64_t* row) noexcept nogil:
+        row[0] = self.total_loss / self.n_points
+        row[1] = <float64_t>self.n_correct / self.n_points
+
+    def predictions(self):
+        """Current forest class probabilities of every point."""
+        return np.asarray(self.proba) / self.n_trees
