@@ -10,7 +10,7 @@ The traversal is shared; what a model keeps per point and which losses it record
 :class:`PathReader` (Gaussian leaves, Dirichlet leaves here; the density model in its module).
 """
 
-from libc.math cimport INFINITY, M_PI, log
+from libc.math cimport INFINITY, M_PI, exp, log
 
 from mondrian._tree cimport TREE_LEAF, MondrianTree
 from mondrian._typedefs cimport float64_t, intp_t
@@ -296,3 +296,82 @@ cdef class DirichletLeafReader(PathReader):
     def predictions(self):
         """Current forest class probabilities of every point."""
         return np.asarray(self.proba) / self.n_trees
+
+
+cdef class LogDensityReader(PathReader):
+    """Forest density estimates read on the path: mean log-likelihood of the points.
+
+    A point's log density in a tree changes by a fixed amount when it moves from a node to a
+    child: ``edge[child]`` (the log of the child's share of the parent's mass minus the log of
+    its share of the volume). With leave-one-out edges (the point's own count removed from the
+    Beta updates) the same reader gives the leave-one-out likelihood of training points. The
+    forest density is ``(1 - w) * mean over trees + w * q(x)`` (background ``q`` of weight
+    ``w``); points outside the trees' domain have forest density 0.
+
+    Parameters
+    ----------
+    edges : list of ndarray
+        Per tree, ``edge[c]`` for every node ``c`` (0 for the root).
+    log_background : ndarray of shape (n_points,)
+        ``log(w * q(x))`` of every point (``-inf`` for no background).
+    log_forest_weight : float
+        ``log(1 - w)``.
+    inside : ndarray of bool, shape (n_points,)
+        Whether each point lies in the trees' domain (its density starts at 1 in every root).
+    """
+
+    cdef intp_t n_trees, n_points
+    cdef float64_t[::1] edges, log_background, sum_density, loglik
+    cdef intp_t[::1] offsets
+    cdef float64_t[:, ::1] log_density
+    cdef float64_t log_forest_weight, total, log_n_trees
+
+    def __init__(self, list edges, const float64_t[::1] log_background,
+                 float64_t log_forest_weight, inside):
+        self.n_metrics = 1
+        self.n_trees = len(edges)
+        self.n_points = log_background.shape[0]
+        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.intp)
+        self.offsets = offsets
+        self.edges = np.ascontiguousarray(np.concatenate(edges), dtype=np.float64)
+        self.log_background = np.array(log_background, dtype=np.float64)
+        self.log_forest_weight = log_forest_weight
+        self.log_n_trees = log(<float64_t>self.n_trees)
+        inside = np.asarray(inside, dtype=bool)
+        self.log_density = np.where(inside, 0.0, -INFINITY) * np.ones((self.n_trees, 1))
+        self.sum_density = np.where(inside, float(self.n_trees), 0.0)
+        self.loglik = np.zeros(self.n_points)
+        self.total = 0.0
+        cdef intp_t p
+        for p in range(self.n_points):
+            self._score(p)
+
+    cdef inline void _score(self, intp_t p) noexcept nogil:
+        cdef float64_t a = self.log_background[p], b = -INFINITY, value, hi
+        if self.sum_density[p] > 0.0:
+            b = self.log_forest_weight + log(self.sum_density[p]) - self.log_n_trees
+        hi = a if a > b else b
+        if hi == -INFINITY:
+            value = -INFINITY
+        else:
+            value = hi + log(exp(a - hi) + exp(b - hi))
+        self.total += value - self.loglik[p]
+        self.loglik[p] = value
+
+    cdef void move(self, intp_t tree, intp_t point, intp_t src, intp_t dst,
+                   bint descend) noexcept nogil:
+        cdef float64_t old = self.log_density[tree, point], new
+        if descend:
+            new = old + self.edges[self.offsets[tree] + dst]
+        else:
+            new = old - self.edges[self.offsets[tree] + src]
+        self.log_density[tree, point] = new
+        self.sum_density[point] += exp(new) - exp(old)
+        self._score(point)
+
+    cdef void record(self, float64_t* row) noexcept nogil:
+        row[0] = self.total / self.n_points
+
+    def log_likelihoods(self):
+        """Current log density of every point (in the trees' units)."""
+        return np.asarray(self.loglik).copy()
