@@ -12,7 +12,7 @@ Targets are centred by the caller. Predictions of training and validation points
 
 from libc.math cimport exp, log, sqrt, M_PI
 
-from scipy.linalg.cython_blas cimport ddot, dgemv, dger
+from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, dger
 
 from mondrian._typedefs cimport float64_t, intp_t
 
@@ -35,6 +35,7 @@ cdef class RidgeInverse:
     cdef float64_t[::1] zty         # Z'y of the live features
     cdef float64_t[::1] weights     # A^{-1} Z'y
     cdef float64_t[::1] work        # scratch vector
+    cdef float64_t[:, ::1] panel    # (6, capacity) scratch: the factors of a rank-3 update
     cdef readonly intp_t n_features
     cdef readonly intp_t capacity
     cdef readonly float64_t delta2
@@ -45,6 +46,7 @@ cdef class RidgeInverse:
         self.zty = np.zeros(capacity)
         self.weights = np.zeros(capacity)
         self.work = np.zeros(capacity)
+        self.panel = np.zeros((6, capacity))
         self.n_features = 0
         self.capacity = capacity
         self.delta2 = delta2
@@ -140,6 +142,82 @@ cdef class RidgeInverse:
         self.weights[C] = w_new
         self.zty[C] = zty
         self.logdet += log(s)
+        self.n_features += 1
+
+    cdef void split(self, intp_t c, float64_t* b_left, float64_t diag_left, float64_t zty_left,
+                    float64_t* b_right, float64_t diag_right,
+                    float64_t zty_right) noexcept nogil:
+        """Split feature ``c`` (a cell) into two: the left part keeps index ``c``, the right
+        part is appended. One matrix-vector product and one rank-3 update, O(C^2).
+
+        ``b_left``, ``b_right`` are the cross products of the parts with the current features
+        (zero at ``c`` and at every feature of the same tree), ``diag_*`` their ``z'z + delta2``.
+        Since ``z_c = z_left + z_right``, replacing ``c`` by the left part changes row and
+        column ``c`` of ``A`` by ``d = -b_right + d_c e_c`` with ``d_c = delta2 - diag_right``:
+        ``A1 = A + U S U'`` with ``U = [e_c, d]``, ``S = [[-d_c, 1], [1, 0]]`` (Woodbury, with
+        ``K = S^-1 + U' A^-1 U``). The right part is then bordered on (Lemma 4.4).
+        """
+        cdef int C = <int>self.n_features, lda = <int>self.capacity, one = 1, three = 3
+        cdef float64_t zero = 0.0, unit = 1.0
+        cdef float64_t d_c = self.delta2 - diag_right, b_cc = self.inv[c, c]
+        cdef float64_t v_c, h_c, dh, k11, k12, k22, det, i11, i12, i22, s, t1, t2
+        cdef float64_t gz, hz, e1, e2, w_new, zty_old = self.zty[c]
+        cdef float64_t* g = &self.panel[0, 0]
+        cdef float64_t* h = &self.panel[1, 0]
+        cdef float64_t* u = &self.panel[2, 0]
+        cdef float64_t* p = &self.panel[3, 0]
+        cdef float64_t* v = &self.work[0]
+        cdef intp_t k
+        # v = A^-1 b_right (the one read of the inverse); g = A^-1 e_c; h = A^-1 d.
+        dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b_right, &one, &zero, v, &one)
+        for k in range(C):
+            g[k] = self.inv[c, k]
+            h[k] = d_c * g[k] - v[k]
+        v_c = v[c]
+        h_c = h[c]
+        dh = d_c * h_c - ddot(&C, b_right, &one, h, &one)
+        k11 = b_cc
+        k12 = 1.0 + h_c
+        k22 = d_c + dh
+        det = k11 * k22 - k12 * k12  # det(A1) = det(A) * det(S) * det(K) = -det(K) det(A)
+        i11 = k22 / det
+        i12 = -k12 / det
+        i22 = k11 / det
+        # u = A1^-1 b_right = v - [g h] K^-1 [g'b_right, h'b_right].
+        t1 = v_c
+        t2 = d_c * v_c - ddot(&C, v, &one, b_right, &one)
+        e1 = i11 * t1 + i12 * t2
+        e2 = i12 * t1 + i22 * t2
+        for k in range(C):
+            u[k] = v[k] - g[k] * e1 - h[k] * e2
+        s = diag_right - ddot(&C, b_right, &one, u, &one)
+        # Weights: A1^-1 zty1 with zty1 = zty + (zty_left - zty_c) e_c, then the border.
+        gz = self.weights[c]
+        hz = d_c * gz - ddot(&C, b_right, &one, &self.weights[0], &one)
+        e1 = i11 * gz + i12 * hz
+        e2 = i12 * gz + i22 * hz
+        t1 = i11 * b_cc + i12 * h_c
+        t2 = i12 * b_cc + i22 * h_c
+        for k in range(C):
+            self.weights[k] += ((zty_left - zty_old) * (g[k] - g[k] * t1 - h[k] * t2)
+                                - g[k] * e1 - h[k] * e2)
+        w_new = (zty_right - ddot(&C, b_right, &one, &self.weights[0], &one)) / s
+        # A^-1 += W M W' with W = [g, h, u] and M = blockdiag(-K^-1, 1/s): one rank-3 pass.
+        for k in range(C):
+            p[k] = -(i11 * g[k] + i12 * h[k])
+            p[self.capacity + k] = -(i12 * g[k] + i22 * h[k])
+            p[2 * self.capacity + k] = u[k] / s
+        dgemm(b"N", b"T", &C, &C, &three, &unit, g, &lda, p, &lda, &unit,
+              &self.inv[0, 0], &lda)
+        for k in range(C):
+            self.inv[C, k] = -u[k] / s
+            self.inv[k, C] = -u[k] / s
+            self.weights[k] -= u[k] * w_new
+        self.inv[C, C] = 1.0 / s
+        self.weights[C] = w_new
+        self.zty[c] = zty_left
+        self.zty[C] = zty_right
+        self.logdet += log(-det) + log(s)
         self.n_features += 1
 
     cdef void merge(self, intp_t i, intp_t j) noexcept nogil:
@@ -383,6 +461,9 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
     cdef float64_t[::1] pred = pred_arr
     b_arr = np.zeros(capacity + 1)
     cdef float64_t[::1] b = b_arr
+    cdef float64_t[::1] b2 = np.zeros(capacity + 1)
+    cdef float64_t y_left, y_right
+    cdef intp_t n_left, n_right
     cdef const intp_t[::1] order
     cdef const intp_t[::1] start
     cdef const intp_t[:, ::1] kids
@@ -413,12 +494,14 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
         right = kids[node, 1]
         if forward:
             c = state.cols[m, order[start[node]]]
-            ridge.remove(c)
-            last = ridge.n_features  # the old last column, now moved into c
-            if c != last:
-                state.relabel(state.col_tree[last], state.col_node[last], c)
-            _append_cell(ridge, state, b, m, left, y, is_train, inv_m, scale, delta2)
-            _append_cell(ridge, state, b, m, right, y, is_train, inv_m, scale, delta2)
+            n_left = _cell_cross(state, b, ridge.n_features, m, left, y, is_train, inv_m,
+                                 &y_left)
+            n_right = _cell_cross(state, b2, ridge.n_features, m, right, y, is_train, inv_m,
+                                  &y_right)
+            ridge.split(c, &b[0], n_left * inv_m + delta2, scale * y_left,
+                        &b2[0], n_right * inv_m + delta2, scale * y_right)
+            state.relabel(m, left, c)
+            state.relabel(m, right, ridge.n_features - 1)
         else:
             i = state.cols[m, order[start[left]]]
             col = state.cols[m, order[start[right]]]
@@ -433,28 +516,30 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
     return results
 
 
-cdef void _append_cell(RidgeInverse ridge, _PathState state, float64_t[::1] b, intp_t m,
-                       intp_t node, const float64_t[::1] y, const unsigned char[::1] is_train,
-                       float64_t inv_m, float64_t scale, float64_t delta2):
-    """Append the cell of ``node`` (tree ``m``) as a new feature."""
+cdef intp_t _cell_cross(_PathState state, float64_t[::1] b, intp_t n_features, intp_t m,
+                        intp_t node, const float64_t[::1] y, const unsigned char[::1] is_train,
+                        float64_t inv_m, float64_t* ysum):
+    """Cross products ``b`` of the cell of ``node`` (tree ``m``) with the current features.
+
+    Returns the number of training points in the cell; ``ysum`` receives their target sum.
+    """
     cdef const intp_t[::1] order = state.orders[m]
     cdef const intp_t[::1] start = state.starts[m]
     cdef const intp_t[::1] end = state.ends[m]
-    cdef intp_t C = ridge.n_features, k, p, mm, n_in = 0
-    cdef float64_t ysum = 0.0
-    for k in range(C):
+    cdef intp_t k, p, mm, n_in = 0
+    ysum[0] = 0.0
+    for k in range(n_features):
         b[k] = 0.0
     for k in range(start[node], end[node]):
         p = order[k]
         if not is_train[p]:
             continue
         n_in += 1
-        ysum += y[p]
+        ysum[0] += y[p]
         for mm in range(state.cols.shape[0]):
             if mm != m:
                 b[state.cols[mm, p]] += inv_m
-    ridge.append(&b[0], n_in * inv_m + delta2, scale * ysum)
-    state.relabel(m, node, C)
+    return n_in
 
 
 def _start_at_terminal(RidgeInverse ridge, _PathState state, list cells,
