@@ -5,6 +5,7 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 """
 
 from mondrian._base import MondrianTreeStructure
+from mondrian.density import MondrianForestDensity
 from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
 from mondrian.kernel import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
 from mondrian.kernel_sgd import (
@@ -21,6 +22,7 @@ __all__ = [
     "LaplaceRandomFourierFeatures",
     "LifetimePath",
     "MondrianForestClassifier",
+    "MondrianForestDensity",
     "MondrianKernelFeatures",
     "MondrianKernelRidge",
     "MondrianKernelSGDClassifier",

@@ -1,0 +1,541 @@
+"""Density estimation on full-cell Mondrian trees with a Polya-tree Beta prior (section 10).
+
+The trees live in the unit cube ``[0, 1]^D`` (the estimator maps its domain ``B_0`` onto it).
+Unlike every other model of the package, each node's ``bounds`` row holds its *full cell*, not
+the bounding box of its data: a cut changes the volumes of both sides even when it separates no
+point, and densities need those volumes.
+
+Mass model: at an internal node of depth ``d`` whose cut leaves the volume fractions
+``f_1, f_2`` to its children, the share of mass of child ``c`` has the posterior mean
+``(A f_c + n_c) / (A + n_1 + n_2)`` with ``A = g (d + 1)^2`` (Beta-Binomial conjugacy). A
+leaf's mass is the product of these ratios along its path and its density is mass / volume.
+Everything is computed in log space.
+"""
+
+from libc.math cimport INFINITY, exp, log
+from libc.stdlib cimport realloc
+from libc.string cimport memcpy
+
+from mondrian._random cimport (
+    RandomState,
+    rng_exponential,
+    rng_seed,
+    rng_uniform,
+    rng_uniform_open,
+    rng_weighted,
+)
+from mondrian._tree cimport TREE_LEAF, TREE_UNDEFINED, MondrianTree, Node, StackRecord
+from mondrian._typedefs cimport float64_t, intp_t, uint64_t
+
+import numpy as np
+
+
+cdef int _reserve(StackRecord** stack, intp_t* capacity, intp_t needed) except -1 nogil:
+    """Grow an explicit stack to hold at least ``needed`` records (doubling)."""
+    cdef intp_t new_capacity = capacity[0] if capacity[0] > 0 else 8
+    cdef StackRecord* new_stack
+    if needed <= capacity[0]:
+        return 0
+    while new_capacity < needed:
+        new_capacity *= 2
+    new_stack = <StackRecord*> realloc(stack[0], new_capacity * sizeof(StackRecord))
+    if new_stack == NULL:
+        with gil:
+            raise MemoryError("could not grow the stack of a density tree")
+    stack[0] = new_stack
+    capacity[0] = new_capacity
+    return 0
+
+
+cdef inline intp_t _split_points(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
+                                 intp_t n_features, intp_t feature,
+                                 float64_t threshold) noexcept nogil:
+    """Move the points going left (``x[feature] <= threshold``) to the front; return the
+    boundary."""
+    cdef intp_t i = start, j = end - 1, tmp
+    while i <= j:
+        if X[idx[i] * n_features + feature] <= threshold:
+            i += 1
+        else:
+            tmp = idx[i]
+            idx[i] = idx[j]
+            idx[j] = tmp
+            j -= 1
+    return i
+
+
+cdef class FullCellTree(MondrianTree):
+    """A Mondrian tree on full cells of the unit cube, refined only where there is data.
+
+    A cell holding at least one training point gets its next cut at ``tau_parent + Exp(LD)``
+    (``LD``: the sum of its side lengths), along a dimension drawn in proportion to the side
+    lengths, at a uniform location on that side; both children are created with their cells.
+    A child that holds no point is a leaf that is never refined (``split_time == lifetime``,
+    ``n_node_samples == 0``): the prior splits mass in proportion to volume, so refining it
+    would not change the estimate. Online extension samples such a cell lazily, from its birth
+    time, when a first point lands in it; the result has the law of batch sampling on all the
+    points, since the full-cell partition does not depend on the data.
+
+    The constructor is the one of :class:`mondrian._tree.MondrianTree`; use
+    ``value_stride=0``. Points must lie in ``[0, 1]^D``.
+    """
+
+    def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime, *args,
+                  **kwargs):
+        # At an infinite lifetime the cells around the points would be cut forever.
+        if not lifetime < INFINITY:
+            raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
+
+    cdef int _grow_cells(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
+                         float64_t tau_parent, const float64_t* X) except -1 nogil:
+        """Sample the Mondrian of the cell of ``node`` (already in ``bounds``) from
+        ``tau_parent`` to the lifetime, refining the cells that hold ``idx[start:end]``.
+
+        ``idx[start:end]`` is partitioned in place.
+        """
+        cdef intp_t D = self.n_features
+        cdef intp_t top = 1
+        cdef intp_t j, d, mid, left, right, count
+        cdef float64_t* lo
+        cdef float64_t* hi
+        cdef float64_t* sides = self.scratch
+        cdef float64_t linear_dim, t, threshold
+        cdef StackRecord rec
+
+        _reserve(&self.grow_stack, &self.grow_stack_capacity, 1)
+        self.grow_stack[0].node = node
+        self.grow_stack[0].start = start
+        self.grow_stack[0].end = end
+        self.grow_stack[0].tau_parent = tau_parent
+        while top > 0:
+            top -= 1
+            rec = self.grow_stack[top]
+            j = rec.node
+            count = rec.end - rec.start
+            self.nodes[j].n_node_samples = count
+            self.nodes[j].left_child = TREE_LEAF
+            self.nodes[j].right_child = TREE_LEAF
+            self.nodes[j].feature = TREE_UNDEFINED
+            self.nodes[j].threshold = TREE_UNDEFINED
+            self.nodes[j].split_time = self.lifetime
+            self.nodes[j].first_sample = TREE_LEAF
+            self.nodes[j].paused = 0
+            if count == 0:
+                continue  # an empty cell: its density is already uniform
+            lo = self.bounds + 2 * D * j
+            hi = lo + D
+            linear_dim = 0.0
+            for d in range(D):
+                sides[d] = hi[d] - lo[d]
+                linear_dim += sides[d]
+            t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
+            if not t < self.lifetime:
+                self._make_leaf_list(j, idx, rec.start, rec.end)
+                continue
+            d = rng_weighted(&self.rng, sides, D, linear_dim)
+            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            if not lo[d] < threshold < hi[d]:
+                # No representable interior point: a cut would leave a child of zero volume.
+                self._make_leaf_list(j, idx, rec.start, rec.end)
+                continue
+            mid = _split_points(idx, rec.start, rec.end, X, D, d, threshold)
+            left = self._new_node()
+            right = self._new_node()
+            # _new_node may have moved the buffers.
+            lo = self.bounds + 2 * D * j
+            memcpy(self.bounds + 2 * D * left, lo, 2 * D * sizeof(float64_t))
+            memcpy(self.bounds + 2 * D * right, lo, 2 * D * sizeof(float64_t))
+            self.bounds[2 * D * left + D + d] = threshold
+            self.bounds[2 * D * right + d] = threshold
+            self.nodes[j].feature = d
+            self.nodes[j].threshold = threshold
+            self.nodes[j].split_time = t
+            self.nodes[j].left_child = left
+            self.nodes[j].right_child = right
+            self.nodes[left].parent = j
+            self.nodes[right].parent = j
+            _reserve(&self.grow_stack, &self.grow_stack_capacity, top + 2)
+            self.grow_stack[top].node = right
+            self.grow_stack[top].start = mid
+            self.grow_stack[top].end = rec.end
+            self.grow_stack[top].tau_parent = t
+            self.grow_stack[top + 1].node = left
+            self.grow_stack[top + 1].start = rec.start
+            self.grow_stack[top + 1].end = mid
+            self.grow_stack[top + 1].tau_parent = t
+            top += 2
+        return 0
+
+    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
+                     const float64_t* rows) except -1 nogil:
+        """Add the points ``idx[:n]`` (in ``[0, 1]^D``); ``rows`` is unused.
+
+        An empty tree gets the root cell ``[0, 1]^D``, sampled on all the points. Otherwise the
+        points go down through every cut; a leaf that held no point is sampled from its birth
+        time with the points reaching it, and a leaf that held points (already refined to the
+        lifetime) just records them.
+        """
+        cdef intp_t D = self.n_features
+        cdef intp_t top = 1
+        cdef intp_t j, k, d, i, mid, count, root, max_index = 0
+        cdef StackRecord rec
+
+        if n <= 0:
+            return 0
+        for k in range(n):
+            if idx[k] > max_index:
+                max_index = idx[k]
+        self._ensure_samples(max_index + 1)
+        if self.node_count == 0:
+            root = self._new_node()
+            for d in range(D):
+                self.bounds[d] = 0.0
+                self.bounds[D + d] = 1.0
+            return self._grow_cells(root, idx, 0, n, 0.0, X)
+
+        _reserve(&self.extend_stack, &self.extend_stack_capacity, 1)
+        self.extend_stack[0].node = 0
+        self.extend_stack[0].start = 0
+        self.extend_stack[0].end = n
+        self.extend_stack[0].tau_parent = 0.0
+        while top > 0:
+            top -= 1
+            rec = self.extend_stack[top]
+            j = rec.node
+            count = rec.end - rec.start
+            if self.nodes[j].left_child == TREE_LEAF:
+                if self.nodes[j].n_node_samples == 0:
+                    self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)
+                else:
+                    for k in range(rec.start, rec.end):
+                        i = idx[k]
+                        self.sample_next[i] = self.nodes[j].first_sample
+                        self.nodes[j].first_sample = i
+                    self.nodes[j].n_node_samples += count
+                continue
+            self.nodes[j].n_node_samples += count
+            mid = _split_points(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
+                                self.nodes[j].threshold)
+            _reserve(&self.extend_stack, &self.extend_stack_capacity, top + 2)
+            if mid < rec.end:
+                self.extend_stack[top].node = self.nodes[j].right_child
+                self.extend_stack[top].start = mid
+                self.extend_stack[top].end = rec.end
+                self.extend_stack[top].tau_parent = self.nodes[j].split_time
+                top += 1
+            if mid > rec.start:
+                self.extend_stack[top].node = self.nodes[j].left_child
+                self.extend_stack[top].start = rec.start
+                self.extend_stack[top].end = mid
+                self.extend_stack[top].tau_parent = self.nodes[j].split_time
+                top += 1
+        return 0
+
+
+# ---------------------------------------------------------------------------- kernels
+
+
+cdef inline float64_t _log_cell_volume(MondrianTree tree, intp_t node) noexcept nogil:
+    cdef intp_t D = tree.n_features, d
+    cdef const float64_t* lo = tree.bounds + 2 * D * node
+    cdef float64_t out = 0.0
+    for d in range(D):
+        out += log(lo[D + d] - lo[d])
+    return out
+
+
+cdef inline float64_t _log_child_share(MondrianTree tree, intp_t node, bint left,
+                                       intp_t depth, float64_t concentration,
+                                       intp_t removed) noexcept nogil:
+    """Log posterior mean share of mass of one child of the internal ``node``.
+
+    ``removed`` points are taken out of that child's count and of the total (1 for a
+    leave-one-out value, 0 otherwise).
+    """
+    cdef intp_t D = tree.n_features
+    cdef Node* nd = &tree.nodes[node]
+    cdef intp_t f = nd.feature
+    cdef const float64_t* lo = tree.bounds + 2 * D * node
+    cdef float64_t low = lo[f], high = lo[D + f]
+    cdef float64_t a = concentration * (depth + 1) * (depth + 1)
+    cdef float64_t n_left = tree.nodes[nd.left_child].n_node_samples
+    cdef float64_t n_right = tree.nodes[nd.right_child].n_node_samples
+    cdef float64_t fraction, count
+    # Each fraction from its own side's length, so that a thin side keeps its precision.
+    if left:
+        fraction = (nd.threshold - low) / (high - low)
+        count = n_left
+    else:
+        fraction = (high - nd.threshold) / (high - low)
+        count = n_right
+    return log((a * fraction + count - removed) / (a + n_left + n_right - removed))
+
+
+cdef inline void _log_add(float64_t* peak, float64_t* total, float64_t x) noexcept nogil:
+    """Add ``exp(x)`` to the running sum ``exp(peak) * total`` without overflow."""
+    if x > peak[0]:
+        total[0] = total[0] * exp(peak[0] - x) + 1.0
+        peak[0] = x
+    else:
+        total[0] += exp(x - peak[0])
+
+
+cdef void _add_tree_log_densities(MondrianTree tree, const float64_t* u,
+                                  const float64_t* lifetimes, intp_t n_lifetimes,
+                                  float64_t concentration, intp_t removed, float64_t* peak,
+                                  float64_t* total) noexcept nogil:
+    """Add the density at ``u`` of ``tree`` read at each of the increasing ``lifetimes`` to
+    the running log-sums ``(peak[k], total[k])``, in one descent.
+
+    The log mass is a prefix sum along the path of ``u``, and the leaf at lifetime ``k`` is
+    the first node of the path whose cut is not born before it. With ``removed = 1``, ``u``
+    must be a training point held by the tree: the values are its leave-one-out densities on
+    the same partition.
+    """
+    cdef intp_t j = 0, depth = 0, k = 0
+    cdef float64_t log_mass = 0.0
+    cdef Node* nd
+    cdef bint left
+    while k < n_lifetimes:
+        nd = &tree.nodes[j]
+        if nd.left_child == TREE_LEAF or nd.split_time >= lifetimes[k]:
+            _log_add(&peak[k], &total[k], log_mass - _log_cell_volume(tree, j))
+            k += 1
+            continue
+        left = u[nd.feature] <= nd.threshold
+        log_mass += _log_child_share(tree, j, left, depth, concentration, removed)
+        j = nd.left_child if left else nd.right_child
+        depth += 1
+
+
+cdef _check_trees(list trees, intp_t n_features):
+    cdef MondrianTree tree
+    for tree in trees:
+        if not isinstance(tree, FullCellTree):
+            raise TypeError("density kernels need FullCellTree instances")
+        if tree.node_count == 0:
+            raise ValueError("the tree is empty")
+        if tree.n_features != n_features:
+            raise ValueError(f"points have {n_features} features, the trees expect "
+                             f"{tree.n_features}")
+
+
+cdef _log_sum_trees(list trees, const float64_t[:, ::1] U, const float64_t[::1] lifetimes,
+                    float64_t concentration, float64_t[:, ::1] out, intp_t removed):
+    """``out[i, k] = log(sum over trees of the density at U[i] read at lifetimes[k])``."""
+    cdef intp_t n = U.shape[0], K = lifetimes.shape[0], i, k
+    cdef MondrianTree tree
+    _check_trees(trees, U.shape[1])
+    if out.shape[0] != n or out.shape[1] != K:
+        raise ValueError("out must have shape (n_samples, n_lifetimes)")
+    for k in range(1, K):
+        if not lifetimes[k - 1] <= lifetimes[k]:
+            raise ValueError("lifetimes must be sorted in increasing order")
+    peak_array = np.full((n, K), -INFINITY)
+    total_array = np.zeros((n, K))
+    cdef float64_t[:, ::1] peak = peak_array
+    cdef float64_t[:, ::1] total = total_array
+    if n == 0 or K == 0:
+        return
+    for tree in trees:
+        with nogil:
+            for i in range(n):
+                _add_tree_log_densities(tree, &U[i, 0], &lifetimes[0], K, concentration,
+                                        removed, &peak[i, 0], &total[i, 0])
+    with nogil:
+        for i in range(n):
+            for k in range(K):
+                out[i, k] = peak[i, k] + log(total[i, k])
+
+
+cdef _log_sum_one_lifetime(list trees, const float64_t[:, ::1] U, float64_t lifetime,
+                           float64_t concentration, float64_t[::1] out, intp_t removed):
+    if out.shape[0] != U.shape[0]:
+        raise ValueError("out must have one entry per point")
+    cdef float64_t[:, ::1] column = np.empty((U.shape[0], 1))
+    cdef intp_t i
+    _log_sum_trees(trees, U, np.array([lifetime]), concentration, column, removed)
+    for i in range(U.shape[0]):
+        out[i] = column[i, 0]
+
+
+def log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,
+                      float64_t concentration, float64_t[::1] out):
+    """Log of the sum over ``trees`` of their densities at every row of ``U``.
+
+    The trees are combined by a running log-sum-exp, so no density underflows or overflows.
+
+    Parameters
+    ----------
+    trees : list of FullCellTree
+    U : ndarray of shape (n_samples, n_features)
+        Points in the unit cube (the trees' coordinates).
+    lifetime : float
+        Read the trees pruned at this lifetime (cuts born at or after it are ignored).
+    concentration : float
+        Hyperparameter ``g`` of the Beta prior (``A = g (depth + 1)^2``).
+    out : ndarray of shape (n_samples,)
+        OUT: ``log(sum_m p_m(u))``; ``-inf`` when ``trees`` is empty.
+    """
+    _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 0)
+
+
+def _loo_log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,
+                           float64_t concentration, float64_t[::1] out):
+    """Log of the sum over ``trees`` of the leave-one-out densities of training points.
+
+    Every row of ``U`` must be a point held by every tree. Its leave-one-out density in a tree
+    is ``P^(-i) / V`` on the tree's partition, where ``P^(-i)`` uses the ratio
+    ``(A f_c + n_c - 1) / (A + n_1 + n_2 - 1)`` at each cut for the child holding the point
+    (section 7). The lifetime path reuses this function.
+
+    Parameters
+    ----------
+    trees : list of FullCellTree
+    U : ndarray of shape (n_samples, n_features)
+        Training points, in the unit cube.
+    lifetime : float
+        Read the trees pruned at this lifetime.
+    concentration : float
+        Hyperparameter ``g`` of the Beta prior.
+    out : ndarray of shape (n_samples,)
+        OUT: ``log(sum_m p_m^(-i)(u_i))``.
+    """
+    _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 1)
+
+
+def _loo_log_density_grid(list trees, const float64_t[:, ::1] U,
+                          const float64_t[::1] lifetimes, float64_t concentration,
+                          float64_t[:, ::1] out):
+    """Leave-one-out values of :func:`_loo_log_density_trees` at several lifetimes at once.
+
+    One descent per point and tree serves every lifetime (used by the brute-force lifetime
+    search).
+
+    Parameters
+    ----------
+    trees : list of FullCellTree
+    U : ndarray of shape (n_samples, n_features)
+        Training points, in the unit cube.
+    lifetimes : ndarray of shape (n_lifetimes,)
+        Increasing lifetimes.
+    concentration : float
+        Hyperparameter ``g`` of the Beta prior.
+    out : ndarray of shape (n_samples, n_lifetimes)
+        OUT: ``log(sum_m p_m^(-i)(u_i))`` at each lifetime.
+    """
+    _log_sum_trees(trees, U, lifetimes, concentration, out, 1)
+
+
+def leaf_log_masses(MondrianTree tree, float64_t lifetime, float64_t concentration):
+    """Leaves of the tree read at ``lifetime``, with their log masses and log volumes.
+
+    Parameters
+    ----------
+    tree : FullCellTree
+    lifetime : float
+    concentration : float
+        Hyperparameter ``g`` of the Beta prior.
+
+    Returns
+    -------
+    leaves : ndarray of intp
+        Node ids of the leaves, in depth-first order (left before right).
+    log_mass : ndarray of float64
+        Log posterior mean mass of each leaf (they sum to one).
+    log_volume : ndarray of float64
+        Log volume of each leaf's cell in the unit cube.
+    """
+    _check_trees([tree], tree.n_features)
+    cdef intp_t n_nodes = tree.node_count, top = 1, n_leaves = 0, j
+    leaves_array = np.empty(n_nodes, dtype=np.intp)
+    mass_array = np.empty(n_nodes)
+    volume_array = np.empty(n_nodes)
+    cdef intp_t[::1] leaves = leaves_array
+    cdef float64_t[::1] log_mass = mass_array
+    cdef float64_t[::1] log_volume = volume_array
+    cdef intp_t[::1] stack = np.empty(n_nodes, dtype=np.intp)
+    cdef intp_t[::1] depth = np.zeros(n_nodes, dtype=np.intp)
+    cdef float64_t[::1] node_mass = np.zeros(n_nodes)
+    cdef Node* nd
+    with nogil:
+        stack[0] = 0
+        while top > 0:
+            top -= 1
+            j = stack[top]
+            nd = &tree.nodes[j]
+            if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
+                leaves[n_leaves] = j
+                log_mass[n_leaves] = node_mass[j]
+                log_volume[n_leaves] = _log_cell_volume(tree, j)
+                n_leaves += 1
+                continue
+            depth[nd.left_child] = depth[j] + 1
+            depth[nd.right_child] = depth[j] + 1
+            node_mass[nd.left_child] = node_mass[j] + _log_child_share(
+                tree, j, True, depth[j], concentration, 0)
+            node_mass[nd.right_child] = node_mass[j] + _log_child_share(
+                tree, j, False, depth[j], concentration, 0)
+            stack[top] = nd.right_child
+            stack[top + 1] = nd.left_child
+            top += 2
+    return leaves_array[:n_leaves], mass_array[:n_leaves], volume_array[:n_leaves]
+
+
+def sample_trees(list trees, const intp_t[::1] counts, const uint64_t[::1] seeds,
+                 float64_t lifetime, float64_t concentration, float64_t[:, ::1] out):
+    """Draw points from the trees' densities, ``counts[m]`` of them from tree ``m``.
+
+    A draw descends from the root, choosing each child with its posterior mean share of mass,
+    then takes a uniform point of the leaf's cell.
+
+    Parameters
+    ----------
+    trees : list of FullCellTree
+    counts : ndarray of intp, shape (n_trees,)
+        Number of draws from each tree.
+    seeds : ndarray of uint64, shape (n_trees,)
+        Seeds of one random stream per tree.
+    lifetime : float
+        Read the trees pruned at this lifetime.
+    concentration : float
+        Hyperparameter ``g`` of the Beta prior.
+    out : ndarray of shape (sum(counts), n_features)
+        OUT: the draws in the unit cube, tree by tree.
+    """
+    cdef intp_t n_trees = len(trees), m, _draw, j, d, depth, row = 0, D, n_draws = 0
+    cdef MondrianTree tree
+    cdef RandomState state
+    cdef Node* nd
+    cdef const float64_t* lo
+    if counts.shape[0] != n_trees or seeds.shape[0] != n_trees:
+        raise ValueError("counts and seeds need one entry per tree")
+    if n_trees == 0:
+        return
+    _check_trees(trees, out.shape[1])
+    for m in range(n_trees):
+        n_draws += counts[m]
+    if n_draws != out.shape[0]:
+        raise ValueError("out must have sum(counts) rows")
+    D = out.shape[1]
+    for m in range(n_trees):
+        tree = trees[m]
+        with nogil:
+            rng_seed(&state, seeds[m])
+            for _draw in range(counts[m]):
+                j = 0
+                depth = 0
+                while True:
+                    nd = &tree.nodes[j]
+                    if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
+                        break
+                    if log(rng_uniform(&state)) < _log_child_share(
+                            tree, j, True, depth, concentration, 0):
+                        j = nd.left_child
+                    else:
+                        j = nd.right_child
+                    depth += 1
+                lo = tree.bounds + 2 * D * j
+                for d in range(D):
+                    out[row, d] = lo[d] + rng_uniform(&state) * (lo[D + d] - lo[d])
+                row += 1

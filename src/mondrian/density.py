@@ -1,0 +1,490 @@
+"""Mondrian forest density estimation with a Polya-tree Beta prior (Balog 2015, App. C)."""
+
+import copy
+import numbers
+from contextlib import contextmanager
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from mondrian._base import TREES_PER_CHUNK, _chunks, _n_jobs
+from mondrian._density import (
+    FullCellTree,
+    _loo_log_density_grid,
+    leaf_log_masses,
+    log_density_trees,
+    sample_trees,
+)
+from mondrian._store import DataStore
+from mondrian._tree import extend_trees
+
+__all__ = ["MondrianForestDensity"]
+
+# Version of the pickled estimator state (the trees carry their own version too).
+STATE_VERSION = 1
+
+# Lifetime search of lifetime="auto": a geometric grid down to max_lifetime / LIFETIME_RANGE.
+N_LIFETIMES = 30
+LIFETIME_RANGE = 1000.0
+
+# Default terminal lifetime: MAX_LIFETIME_FACTOR * max(1, n ** (1 / D)). Cells of a Mondrian at
+# time t have sides of about 1/t, so n ** (1 / D) is the lifetime at which the cube holds about
+# n cells; the factor leaves room for cells smaller than the typical spacing of the data.
+MAX_LIFETIME_FACTOR = 8.0
+
+# Reported in place of log densities below the most negative float (far outside the domain).
+LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
+
+
+@contextmanager
+def _unchanged_on_error(estimator):
+    """Restore the estimator's attributes if the block raises (validation sets some early)."""
+    saved = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:
+        estimator.__dict__.clear()
+        estimator.__dict__.update(saved)
+        raise
+
+
+class MondrianForestDensity(DensityMixin, BaseEstimator):
+    """Density estimation with a forest of Mondrian trees and a Polya-tree Beta prior.
+
+    **Domain.** The first call to :meth:`fit` (or :meth:`partial_fit`) fixes the box ``B_0``:
+    the bounding box of its points, padded on each side by ``margin`` times the feature's
+    range; a feature with a single value gets a box of width 1 centred on it. ``B_0`` never
+    changes afterwards (``domain_``). The trees work in the unit coordinates
+    ``u = (x - lower) / width``, in which ``B_0`` is ``[0, 1]^D``; densities in the units of
+    ``x`` divide by the volume of ``B_0``.
+
+    **Trees.** Each tree is a Mondrian process on *full* cells of ``B_0`` (section 10 of the
+    algorithm notes): a cell holding training points is cut at time ``tau_parent + Exp(LD)``,
+    ``LD`` being the sum of its side lengths, along a dimension drawn in proportion to the
+    side lengths, at a uniform location; cells with data are refined until the lifetime, cells
+    without data are left whole. The partition does not depend on the data, so
+    :meth:`partial_fit` samples a newly reached empty cell lazily and the forest has the same
+    law as one fitted on all the points at once.
+
+    **Mass.** At a cut of depth ``d`` (root 0) leaving volume fractions ``f_1, f_2`` to its
+    children, a child's share of its parent's mass is Beta distributed with parameters
+    ``A f_c`` (``A = concentration * (d + 1)**2``, the Polya-tree choice); given ``n_1, n_2``
+    training points in the children its posterior mean is
+    ``(A f_c + n_c) / (A + n_1 + n_2)``. A tree's density at ``u`` is the product of these
+    ratios along the path to the leaf of ``u``, divided by the leaf's volume. The forest
+    density on ``B_0`` is the mean of the tree densities.
+
+    **Outside B_0.** So that every finite ``x`` has a finite log density, the model is the
+    mixture ``p(x) = (1 - w) p_forest(x) + w q(x)``, where ``q`` is the product over features
+    of Laplace densities centred at the centre of ``B_0`` with scale the width of ``B_0``, and
+    ``w = (n_out + 0.5) / (n + 1)`` (``outside_weight_``) is the posterior mean share of
+    points outside ``B_0`` under a Jeffreys prior: ``n_out`` counts the training points that
+    fell outside ``B_0`` (only possible in later :meth:`partial_fit` calls; such points are not
+    added to the trees).
+
+    **Lifetime.** The lifetime must be finite: a full-cell Mondrian keeps shrinking the cells
+    around the points forever. With ``lifetime="auto"`` the trees are sampled to
+    ``max_lifetime`` and the lifetime is chosen among 30 values spaced geometrically from
+    ``max_lifetime / 1000`` to ``max_lifetime`` by the leave-one-out log-likelihood of the
+    training points (each point's density with its own count removed from the Beta posteriors
+    along its path, on the same partition); the trees are then pruned to it. The choice is
+    made once, by the call that fits the first batch; later :meth:`partial_fit` calls keep it.
+
+    Parameters
+    ----------
+    n_estimators : int, default=50
+        Number of trees.
+    lifetime : float or "auto", default="auto"
+        Lifetime λ of the Mondrian processes, in unit coordinates (``B_0`` has sides 1): a
+        positive finite number, or ``"auto"`` to choose it by leave-one-out likelihood.
+    concentration : float, default=1.0
+        Hyperparameter ``g > 0`` of the Beta prior: the prior at depth ``d`` has total
+        concentration ``g (d + 1)**2``. Larger values smooth towards uniform cell masses.
+    margin : float, default=0.1
+        Padding of ``B_0`` on each side, as a fraction of each feature's range in the first
+        batch.
+    max_lifetime : float, default=None
+        Terminal lifetime of the search of ``lifetime="auto"``; ``None`` means
+        ``8 * max(1, n ** (1 / D))`` for a first batch of ``n`` points in ``D`` features (cells
+        at time ``t`` have sides of about ``1 / t``, so the cube then holds of the order of
+        ``8**D * n`` cells). Ignored when ``lifetime`` is a number.
+    n_jobs : int, default=None
+        Threads over trees for growing and evaluating the forest (``None``: 1, ``-1``: all
+        cores). Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the trees (one seed per tree is drawn from it).
+
+    Attributes
+    ----------
+    lifetime_ : float
+        Lifetime of the fitted trees (the selected one with ``lifetime="auto"``).
+    domain_ : ndarray of shape (2, n_features)
+        Lower (row 0) and upper (row 1) corners of ``B_0``.
+    outside_weight_ : float
+        Weight ``w`` of the background density ``q``.
+    n_samples_seen_ : int
+        Number of training points seen, inside and outside ``B_0``.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of str
+        Names of the features, when ``X`` had string column names.
+
+    See Also
+    --------
+    sklearn.neighbors.KernelDensity : Kernel density estimation.
+
+    Notes
+    -----
+    Leave-one-out values use the partition sampled with every point, counts removed; this is
+    the estimator of section 7 of the algorithm notes (Balog 2015, §4.1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianForestDensity
+    >>> X = np.random.RandomState(0).normal(size=(200, 2))
+    >>> density = MondrianForestDensity(n_estimators=10, random_state=0).fit(X)
+    >>> log_p = density.score_samples([[0.0, 0.0], [3.0, 3.0], [100.0, 0.0]])
+    >>> bool(log_p[0] > log_p[1] > log_p[2]), bool(np.all(np.isfinite(log_p)))
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lifetime": [StrOptions({"auto"}), Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "concentration": [Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "margin": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "max_lifetime": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
+        "n_jobs": [numbers.Integral, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_estimators=50,
+        *,
+        lifetime="auto",
+        concentration=1.0,
+        margin=0.1,
+        max_lifetime=None,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.n_estimators = n_estimators
+        self.lifetime = lifetime
+        self.concentration = concentration
+        self.margin = margin
+        self.max_lifetime = max_lifetime
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ----------------------------------------------------------------- persistence
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_mondrian_state_version"] = STATE_VERSION
+        return state
+
+    def __setstate__(self, state):
+        version = state.pop("_mondrian_state_version", STATE_VERSION)
+        if version != STATE_VERSION:
+            raise ValueError(
+                f"this model was saved with mondrian state version {version}; this version of "
+                f"the package reads version {STATE_VERSION}"
+            )
+        super().__setstate__(state)
+
+    # ----------------------------------------------------------------- training
+
+    def fit(self, X, y=None):
+        """Fix the domain ``B_0`` on ``X`` and sample the forest on it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training points; NaN and infinite values are rejected.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        with _unchanged_on_error(self):
+            self._validate_params()
+            X = validate_data(self, X, dtype=np.float64, order="C")
+            lower, width = self._domain(X)
+            n, n_features = X.shape
+            U = np.clip((X - lower) / width, 0.0, 1.0)
+            if self.lifetime == "auto":
+                if self.max_lifetime is None:
+                    terminal = MAX_LIFETIME_FACTOR * max(1.0, n ** (1.0 / n_features))
+                else:
+                    terminal = float(self.max_lifetime)
+            else:
+                terminal = float(self.lifetime)
+            seeds = check_random_state(self.random_state).randint(
+                0, np.iinfo(np.int64).max, size=self.n_estimators, dtype=np.int64
+            )
+            self._lower = lower
+            self._width = width
+            self._concentration = float(self.concentration)
+            self._store = DataStore(n_features, 0)
+            self._trees = [FullCellTree(n_features, 0, terminal, 1, False, int(seed))
+                           for seed in seeds]
+            self._grow(self._store.append(U, np.zeros((n, 0))))
+            self.lifetime_ = terminal
+            self.domain_ = np.vstack([lower, lower + width])
+            self.n_samples_seen_ = n
+            self._n_outside = 0
+            self.outside_weight_ = 0.5 / (n + 1.0)
+            if self.lifetime == "auto":
+                self._select_lifetime()
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Add training points (the first call fits and fixes the domain).
+
+        Points inside ``B_0`` extend the trees, with the law of a forest fitted on all the
+        points at once; points outside only raise the weight of the background density.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New training points.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        if not hasattr(self, "_trees"):
+            return self.fit(X)
+        with _unchanged_on_error(self):
+            X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            U, inside = self._to_unit(X)
+            n_inside = int(inside.sum())
+            if n_inside:
+                self._grow(self._store.append(np.ascontiguousarray(U[inside]),
+                                              np.zeros((n_inside, 0))))
+            self._n_outside += X.shape[0] - n_inside
+            self.n_samples_seen_ += X.shape[0]
+            self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
+        return self
+
+    def _domain(self, X):
+        """Lower corner and widths of ``B_0`` for the first batch ``X``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            low = X.min(axis=0)
+            span = X.max(axis=0) - low
+            pad = self.margin * span
+            varying = span > 0
+            lower = np.where(varying, low - pad, low - 0.5)
+            width = np.where(varying, span + 2.0 * pad, 1.0)
+            upper = lower + width
+        if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
+                and np.all(np.isfinite(width)) and np.all(width > 0)):
+            raise ValueError(
+                "the range of X, padded by margin, overflows float64: rescale the features"
+            )
+        return lower, width
+
+    def _to_unit(self, X):
+        """Unit coordinates of ``X`` and the mask of the rows inside ``B_0``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            U = (X - self._lower) / self._width
+        inside = np.all((U >= 0.0) & (U <= 1.0), axis=1)
+        return U, inside
+
+    def _grow(self, indices):
+        """Extend every tree with the stored points ``indices``, in threads over trees."""
+        X_store, rows = self._store.X, self._store.rows
+        n_jobs = _n_jobs(self.n_jobs, len(self._trees))
+        if n_jobs == 1:
+            extend_trees(self._trees, X_store, rows, indices)
+        else:
+            # The Cython growth releases the GIL: threads run the trees in parallel.
+            Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(extend_trees)(chunk, X_store, rows, indices)
+                for chunk in _chunks(self._trees, n_jobs)
+            )
+
+    def _select_lifetime(self):
+        """Choose ``lifetime_`` by leave-one-out log-likelihood and prune the trees to it.
+
+        Brute force over a geometric grid of ``N_LIFETIMES`` lifetimes from the terminal
+        lifetime / ``LIFETIME_RANGE`` to the terminal lifetime (the trees' current lifetime).
+        The leave-one-out path over every cut time will replace this search.
+        """
+        terminal = self.lifetime_
+        grid = np.geomspace(terminal / LIFETIME_RANGE, terminal, N_LIFETIMES)
+        scores = self._log_mean_trees(_loo_log_density_grid, self._store.X, grid).sum(axis=0)
+        best = float(grid[int(np.argmax(scores))])
+        self._lifetime_search = {"lifetimes": grid, "loo_log_likelihood": scores,
+                                 "max_lifetime": terminal}
+        if best < terminal:
+            self._trees = [tree.pruned(best) for tree in self._trees]
+        self.lifetime_ = best
+
+    # ----------------------------------------------------------------- evaluation
+
+    def _log_mean_trees(self, kernel, U, lifetime):
+        """``log(mean over trees of kernel values)`` at the rows of ``U`` (unit coordinates).
+
+        ``lifetime`` is a number, or an increasing array for the kernels that read the trees
+        at several lifetimes (the output then has one column per lifetime). Trees are
+        evaluated in fixed chunks whose results are combined in order, so the output does not
+        depend on ``n_jobs``.
+        """
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        chunks = [self._trees[i : i + TREES_PER_CHUNK]
+                  for i in range(0, len(self._trees), TREES_PER_CHUNK)]
+        shape = (U.shape[0],) + np.shape(lifetime)
+
+        def run(chunk):
+            out = np.empty(shape)
+            kernel(chunk, U, lifetime, self._concentration, out)
+            return out
+
+        n_jobs = _n_jobs(self.n_jobs, len(chunks))
+        if n_jobs == 1 or U.shape[0] <= 1:
+            parts = [run(chunk) for chunk in chunks]
+        else:
+            parts = Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(run)(chunk) for chunk in chunks
+            )
+        total = parts[0]
+        for part in parts[1:]:
+            total = np.logaddexp(total, part)
+        return total - np.log(len(self._trees))
+
+    def _log_background(self, X):
+        """Log density of the background ``q`` (product of Laplace densities)."""
+        scale = self._width
+        centre = self._lower + 0.5 * scale
+        with np.errstate(over="ignore"):
+            distance = (np.abs(X - centre) / scale).sum(axis=1)
+        return -distance - np.sum(np.log(2.0 * scale))
+
+    def _log_density(self, X):
+        U, inside = self._to_unit(X)
+        log_forest = np.full(X.shape[0], -np.inf)
+        if inside.any():
+            log_forest[inside] = (
+                self._log_mean_trees(log_density_trees, U[inside], self.lifetime_)
+                - np.sum(np.log(self._width))
+            )
+        w = self.outside_weight_
+        out = np.logaddexp(np.log1p(-w) + log_forest, np.log(w) + self._log_background(X))
+        return np.maximum(out, LOG_DENSITY_FLOOR)
+
+    def score_samples(self, X):
+        """Log density of the model at every sample, in the units of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Log densities; finite for every finite input.
+        """
+        check_is_fitted(self, "_trees")
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        return self._log_density(X)
+
+    def score(self, X, y=None):
+        """Total log-likelihood of ``X`` under the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+        """
+        return float(np.sum(self.score_samples(X)))
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw points from the model.
+
+        With probability ``outside_weight_`` a draw comes from the background density;
+        otherwise a tree is chosen uniformly, a leaf by descending it with the posterior mean
+        shares of mass, and a uniform point of the leaf's cell.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Number of points.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "_trees")
+        if not isinstance(n_samples, numbers.Integral) or n_samples < 0:
+            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}")
+        rng = check_random_state(random_state)
+        n_trees = len(self._trees)
+        n_outside = int(rng.binomial(n_samples, self.outside_weight_))
+        counts = rng.multinomial(n_samples - n_outside, np.full(n_trees, 1.0 / n_trees))
+        seeds = rng.randint(0, np.iinfo(np.int64).max, size=n_trees, dtype=np.int64)
+        U = np.empty((n_samples - n_outside, self.n_features_in_))
+        sample_trees(self._trees, counts.astype(np.intp), seeds.astype(np.uint64),
+                     self.lifetime_, self._concentration, U)
+        scale = self._width
+        centre = self._lower + 0.5 * scale
+        out = np.vstack([
+            self._lower + U * scale,
+            centre + rng.laplace(size=(n_outside, self.n_features_in_)) * scale,
+        ])
+        return out[rng.permutation(n_samples)]
+
+    def prune(self, lifetime):
+        """The fitted model restricted to a smaller lifetime.
+
+        Cuts born at or after ``lifetime`` are dropped. By the Markov property of the Mondrian
+        process the result has the law of the model fitted with that lifetime on the same
+        data; it is an ordinary fitted estimator, independent of this one.
+
+        Parameters
+        ----------
+        lifetime : float
+            New lifetime, in ``(0, lifetime_]``.
+
+        Returns
+        -------
+        MondrianForestDensity
+            A new estimator, with ``lifetime`` set to the new value.
+        """
+        check_is_fitted(self, "_trees")
+        if (not isinstance(lifetime, numbers.Real) or isinstance(lifetime, bool)
+                or not 0 < lifetime <= self.lifetime_):
+            raise ValueError(
+                f"lifetime must be a number in (0, {self.lifetime_}] (the fitted lifetime), "
+                f"got {lifetime!r}"
+            )
+        pruned = copy.copy(self)
+        pruned.lifetime = float(lifetime)
+        pruned.lifetime_ = float(lifetime)
+        pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
+        pruned._store = copy.deepcopy(self._store)
+        pruned.domain_ = self.domain_.copy()
+        pruned.__dict__.pop("_lifetime_search", None)
+        return pruned
+
+    def _leaf_log_masses(self, tree_index):
+        """Leaves of one tree with their log masses and log volumes (unit coordinates)."""
+        check_is_fitted(self, "_trees")
+        return leaf_log_masses(self._trees[tree_index], self.lifetime_, self._concentration)
