@@ -265,23 +265,61 @@ def test_leave_one_out_matches_a_numpy_oracle(fraction):
         assert np.all(loo < full)
 
 
+def _interval_lifetime(path, k):
+    return 0.5 * (path.lifetimes[k] + path.upper_lifetimes[k])
+
+
 def test_auto_lifetime_prunes_to_the_best_leave_one_out_lifetime():
     X = _blobs(150, seed=5)
     model = MondrianForestDensity(n_estimators=4, max_lifetime=40.0, random_state=0).fit(X)
-    search = model._lifetime_search
-    assert search["max_lifetime"] == 40.0 and len(search["lifetimes"]) == 30
-    assert model.lifetime_ == search["lifetimes"][np.argmax(search["loo_log_likelihood"])]
+    path = model.lifetime_path_
+    assert path.criterion == "loo_log_likelihood"
+    assert path.upper_lifetimes[-1] == 40.0
+    assert model.lifetime_ == path.best_lifetime
+    assert path.metrics["loo_log_likelihood"][path.best_index] == np.max(
+        path.metrics["loo_log_likelihood"]
+    )
     for tree in model._trees:
         nodes = tree.nodes_array
         assert tree.lifetime == model.lifetime_
         assert np.all(nodes["split_time"][nodes["left_child"] == -1] == model.lifetime_)
-    # The grid's scores (one descent for all lifetimes) are the leave-one-out
-    # log-likelihoods of the pruned forests.
+
+
+def test_path_leave_one_out_equals_pruned_forests():
+    """The path's leave-one-out curve equals, at every lifetime, the leave-one-out
+    log-likelihood of the pruned forest recomputed from scratch (1e-9 relative)."""
+    X = _blobs(150, seed=5)
     full = MondrianForestDensity(n_estimators=4, lifetime=40.0, random_state=0).fit(X)
-    for lifetime, score in zip(search["lifetimes"], search["loo_log_likelihood"], strict=True):
+    path = full.lifetime_path()
+    log_volume = np.sum(np.log(full._width))
+    assert path.n_cuts > 200
+    for k in sorted({0, 1, 10, path.n_cuts // 2, path.best_index, path.n_cuts}):
+        lifetime = _interval_lifetime(path, k)
         pruned = full.prune(float(lifetime))
-        total = pruned._log_mean_trees(_loo_log_density_trees, pruned._store.X, lifetime).sum()
-        assert abs(total - score) <= 1e-10 * max(1.0, abs(total))
+        U = pruned._store.X
+        total = pruned._log_mean_trees(_loo_log_density_trees, U, lifetime).mean() - log_volume
+        np.testing.assert_allclose(path.metrics["loo_log_likelihood"][k], total, rtol=1e-9)
+    # The same numbers from the other end.
+    backward = full.lifetime_path(direction="backward")
+    np.testing.assert_allclose(
+        backward.metrics["loo_log_likelihood"], path.metrics["loo_log_likelihood"], rtol=1e-9
+    )
+
+
+def test_path_validation_curve_equals_pruned_score_samples():
+    X = _blobs(200, seed=6)
+    X_val = np.vstack([_blobs(80, seed=7), [[50.0, -50.0]]])  # one point far outside B_0
+    full = MondrianForestDensity(n_estimators=5, lifetime=30.0, random_state=1).fit(X)
+    path = full.lifetime_path(X_val)
+    assert path.criterion == "log_likelihood"
+    assert np.all(np.isfinite(path.metrics["log_likelihood"]))
+    for k in sorted({0, 3, path.n_cuts // 3, path.best_index, path.n_cuts}):
+        pruned = full.prune(float(_interval_lifetime(path, k)))
+        expected = pruned.score_samples(X_val).mean()
+        np.testing.assert_allclose(path.metrics["log_likelihood"][k], expected, rtol=1e-9)
+    assert path.metrics["log_likelihood"][path.best_index] > path.metrics["log_likelihood"][0]
+    with pytest.raises(ValueError, match="direction"):
+        full.lifetime_path(X_val, direction="up")
 
 
 # ----------------------------------------------------------------------------- online law

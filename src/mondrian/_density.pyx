@@ -404,29 +404,6 @@ def _loo_log_density_trees(list trees, const float64_t[:, ::1] U, float64_t life
     _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 1)
 
 
-def _loo_log_density_grid(list trees, const float64_t[:, ::1] U,
-                          const float64_t[::1] lifetimes, float64_t concentration,
-                          float64_t[:, ::1] out):
-    """Leave-one-out values of :func:`_loo_log_density_trees` at several lifetimes at once.
-
-    One descent per point and tree serves every lifetime (used by the brute-force lifetime
-    search).
-
-    Parameters
-    ----------
-    trees : list of FullCellTree
-    U : ndarray of shape (n_samples, n_features)
-        Training points, in the unit cube.
-    lifetimes : ndarray of shape (n_lifetimes,)
-        Increasing lifetimes.
-    concentration : float
-        Hyperparameter ``g`` of the Beta prior.
-    out : ndarray of shape (n_samples, n_lifetimes)
-        OUT: ``log(sum_m p_m^(-i)(u_i))`` at each lifetime.
-    """
-    _log_sum_trees(trees, U, lifetimes, concentration, out, 1)
-
-
 def leaf_log_masses(MondrianTree tree, float64_t lifetime, float64_t concentration):
     """Leaves of the tree read at ``lifetime``, with their log masses and log volumes.
 
@@ -539,3 +516,40 @@ def sample_trees(list trees, const intp_t[::1] counts, const uint64_t[::1] seeds
                 for d in range(D):
                     out[row, d] = lo[d] + rng_uniform(&state) * (lo[D + d] - lo[d])
                 row += 1
+
+
+def path_edges(MondrianTree tree, float64_t concentration, bint leave_one_out):
+    """Change of a point's log density when it moves from a node into each child.
+
+    ``edge[c] = log(share of the parent's posterior mass) - log(share of its volume)`` for
+    every non-root node ``c`` (0 at the root): the lifetime path of the density adds it when
+    the parent's cut is born. With ``leave_one_out`` the moving point's own count is removed
+    from the Beta update (it must be a training point held by the child).
+
+    Returns
+    -------
+    ndarray of shape (node_count,)
+    """
+    out = np.zeros(tree.node_count)
+    depths = tree.node_depths()
+    cdef float64_t[::1] edge = out
+    cdef const intp_t[::1] depth = depths
+    cdef intp_t j, D = tree.n_features, f
+    cdef Node* nd
+    cdef const float64_t* lo
+    cdef float64_t width
+    with nogil:
+        for j in range(tree.node_count):
+            nd = &tree.nodes[j]
+            if nd.left_child == TREE_LEAF:
+                continue
+            f = nd.feature
+            lo = tree.bounds + 2 * D * j
+            width = lo[D + f] - lo[f]
+            edge[nd.left_child] = (
+                _log_child_share(tree, j, True, depth[j], concentration, leave_one_out)
+                - log((nd.threshold - lo[f]) / width))
+            edge[nd.right_child] = (
+                _log_child_share(tree, j, False, depth[j], concentration, leave_one_out)
+                - log((lo[D + f] - nd.threshold) / width))
+    return out

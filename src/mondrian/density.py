@@ -14,11 +14,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian._base import TREES_PER_CHUNK, _chunks, _n_jobs
 from mondrian._density import (
     FullCellTree,
-    _loo_log_density_grid,
     leaf_log_masses,
     log_density_trees,
+    path_edges,
     sample_trees,
 )
+from mondrian._forest_path import ForestLifetimePath
+from mondrian._lifetime_path import LogDensityReader, run_path
 from mondrian._store import DataStore
 from mondrian._tree import extend_trees
 
@@ -26,10 +28,6 @@ __all__ = ["MondrianForestDensity"]
 
 # Version of the pickled estimator state (the trees carry their own version too).
 STATE_VERSION = 1
-
-# Lifetime search of lifetime="auto": a geometric grid down to max_lifetime / LIFETIME_RANGE.
-N_LIFETIMES = 30
-LIFETIME_RANGE = 1000.0
 
 # Default terminal lifetime: MAX_LIFETIME_FACTOR * max(1, n ** (1 / D)). Cells of a Mondrian at
 # time t have sides of about 1/t, so n ** (1 / D) is the lifetime at which the cube holds about
@@ -317,19 +315,88 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     def _select_lifetime(self):
         """Choose ``lifetime_`` by leave-one-out log-likelihood and prune the trees to it.
 
-        Brute force over a geometric grid of ``N_LIFETIMES`` lifetimes from the terminal
-        lifetime / ``LIFETIME_RANGE`` to the terminal lifetime (the trees' current lifetime).
-        The leave-one-out path over every cut time will replace this search.
+        The leave-one-out path scores every lifetime at which the forest changes, up to the
+        terminal lifetime; the chosen lifetime is the midpoint of the best interval.
         """
-        terminal = self.lifetime_
-        grid = np.geomspace(terminal / LIFETIME_RANGE, terminal, N_LIFETIMES)
-        scores = self._log_mean_trees(_loo_log_density_grid, self._store.X, grid).sum(axis=0)
-        best = float(grid[int(np.argmax(scores))])
-        self._lifetime_search = {"lifetimes": grid, "loo_log_likelihood": scores,
-                                 "max_lifetime": terminal}
-        if best < terminal:
+        path = self.lifetime_path()
+        self.lifetime_path_ = path
+        best = min(path.best_lifetime, self.lifetime_)
+        if best < self.lifetime_:
             self._trees = [tree.pruned(best) for tree in self._trees]
         self.lifetime_ = best
+
+    def lifetime_path(self, X=None, *, direction="forward"):
+        """Log-likelihood of the forest at every lifetime up to the fitted one.
+
+        The cuts of all trees are walked in order of birth time (section 7 of the algorithm
+        notes); each one moves the points of the split cell into its children and changes their
+        log density by a fixed amount, so the whole path costs about one fit. Two curves: the
+        leave-one-out log-likelihood of the training points held by the trees (each point's
+        own count removed from every Beta update on its path; forest part only), and, when
+        ``X`` is given, the held-out log-likelihood of the full model (background included,
+        exactly ``prune(λ).score_samples(X)``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_val, n_features), default=None
+            Validation points.
+        direction : {"forward", "backward"}, default="forward"
+            Add cuts from lifetime 0 up, or remove them from the fitted lifetime down.
+
+        Returns
+        -------
+        ForestLifetimePath
+            ``metrics["loo_log_likelihood"]`` (mean per training point) and, with ``X``,
+            ``metrics["log_likelihood"]`` (mean per validation point), in the units of ``X``;
+            the best interval maximises the validation curve when there is one, else the
+            leave-one-out curve.
+        """
+        check_is_fitted(self, "_trees")
+        if direction not in ("forward", "backward"):
+            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        forward = direction == "forward"
+        log_volume = float(np.sum(np.log(self._width)))
+        train = self._store.X
+        metrics = {}
+        reader = LogDensityReader(
+            [path_edges(tree, self._concentration, True) for tree in self._trees],
+            np.full(train.shape[0], -np.inf), 0.0, np.ones(train.shape[0], dtype=bool),
+        )
+        times, values = run_path(self._trees, self._leaves(train), reader, forward=forward)
+        metrics["loo_log_likelihood"] = values[:, 0] - log_volume
+        criterion = "loo_log_likelihood"
+        if X is not None:
+            X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            U, inside = self._to_unit(X)
+            w = self.outside_weight_
+            reader = LogDensityReader(
+                [path_edges(tree, self._concentration, False) for tree in self._trees],
+                np.log(w) + self._log_background(X) + log_volume, float(np.log1p(-w)), inside,
+            )
+            leaves = np.full((len(self._trees), X.shape[0]), -1, dtype=np.intp)
+            leaves[:, inside] = self._leaves(np.ascontiguousarray(U[inside]))
+            _, values = run_path(self._trees, leaves, reader, forward=forward)
+            metrics["log_likelihood"] = values[:, 0] - log_volume
+            criterion = "log_likelihood"
+        lifetimes = np.concatenate([[0.0], times])
+        upper = np.concatenate([times, [self.lifetime_]])
+        best = int(np.argmax(metrics[criterion]))
+        return ForestLifetimePath(
+            lifetimes=lifetimes,
+            upper_lifetimes=upper,
+            metrics=metrics,
+            criterion=criterion,
+            best_index=best,
+            best_lifetime=float(0.5 * (lifetimes[best] + upper[best])),
+            direction=direction,
+            forest_=None,
+        )
+
+    def _leaves(self, U):
+        """Leaf of every row of ``U`` (unit coordinates, inside ``B_0``) in every tree."""
+        if U.shape[0] == 0:
+            return np.empty((len(self._trees), 0), dtype=np.intp)
+        return np.ascontiguousarray(np.vstack([tree.apply(U) for tree in self._trees]))
 
     # ----------------------------------------------------------------- evaluation
 
@@ -481,7 +548,7 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
         pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
         pruned._store = copy.deepcopy(self._store)
         pruned.domain_ = self.domain_.copy()
-        pruned.__dict__.pop("_lifetime_search", None)
+        pruned.__dict__.pop("lifetime_path_", None)
         return pruned
 
     def _leaf_log_masses(self, tree_index):
