@@ -3,7 +3,7 @@
 Every model of the package reads the same trees. A tree stores its structure in an array of
 ``Node`` structs and two side buffers indexed by node id: the data bounding boxes and the
 per-node statistics. The statistics are the sums of the *contribution rows* of the training
-points below each node (one-hot labels for classification, ``(y, y**2)`` for regression,
+points below each node (one-hot labels for classification, ``(1, y, y**2)`` for regression,
 nothing for the kernel), so the core never needs to know which model it serves.
 
 Training points live once per forest, in arrays handed to every call (``X``: the stored inputs,
