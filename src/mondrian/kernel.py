@@ -15,7 +15,6 @@ from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from mondrian._base import BaseMondrianEnsemble
 from mondrian._kernel import extension_leaves, subtree_order
@@ -603,14 +602,13 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self._path_training = (len(X), targets[: len(X)], offset)
         times, events, terminal = self._events(int(self.max_features))
         orders, starts, ends, children, cells = self._path_structure(events)
-        # Rank-one updates of a few thousand columns are memory bound: BLAS threads only
-        # add synchronisation (10x slower on 2 cores).
-        with threadpool_limits(1, user_api="blas"):
-            results = kernel_ridge_path(
-                orders, starts, ends, children, cells, events[:, 0].copy(),
-                events[:, 1].copy(),
-                targets, is_train, float(self.alpha), direction == "forward",
-            )
+        # Each cut is one matrix-vector product and one rank-3 update of the inverse (BLAS;
+        # threads help once the inverse no longer fits in cache).
+        results = kernel_ridge_path(
+            orders, starts, ends, children, cells, events[:, 0].copy(),
+            events[:, 1].copy(),
+            targets, is_train, float(self.alpha), direction == "forward",
+        )
         lifetimes = np.r_[0.0, times]
         upper = np.r_[times, terminal]
         criterion = "validation" if has_val else "marginal_likelihood"
