@@ -216,7 +216,7 @@ def test_tree_draws_fall_in_leaves_with_the_leaf_masses():
     n = 20_000
     U = np.empty((n, 2))
     sample_trees([tree], np.array([n], dtype=np.intp), np.array([7], dtype=np.uint64),
-                 model.lifetime_, 1.0, U)
+                 model.lifetime_, model.concentration_, U)
     reached = tree.apply(U, model.lifetime_)
     observed = np.array([np.sum(reached == leaf) for leaf in leaves])
     assert observed.sum() == n
@@ -480,7 +480,7 @@ def test_invalid_parameters_raise_and_leave_the_model_unchanged(params, match):
     model.set_params(**params)
     with pytest.raises(ValueError, match=match):
         model.fit(X)
-    model.set_params(lifetime=4.0, concentration=1.0, margin=0.1, max_lifetime=None)
+    model.set_params(lifetime=4.0, concentration="auto", margin=0.1, max_lifetime=None)
     assert pickle.dumps(model) == before
 
 
@@ -586,3 +586,22 @@ def test_held_out_likelihood_on_a_gaussian_mixture():
     assert score > truth - 0.35
     assert score > uniform + 0.7
     assert model.score(X_test) == pytest.approx(score * len(X_test))
+
+
+def test_auto_concentration_maximises_the_leave_one_out_likelihood():
+    from mondrian.density import CONCENTRATIONS
+
+    X = _blobs(120, seed=8)
+    model = MondrianForestDensity(n_estimators=3, lifetime=10.0, random_state=0).fit(X)
+    assert model.concentration_ in CONCENTRATIONS
+    assert model.lifetime_ == 10.0  # a fixed lifetime stays
+    scores = []
+    for g in CONCENTRATIONS:
+        fixed = MondrianForestDensity(n_estimators=3, lifetime=10.0, concentration=g,
+                                      random_state=0).fit(X)
+        scores.append(fixed.lifetime_path().metrics["loo_log_likelihood"][-1])
+    assert model.concentration_ == CONCENTRATIONS[int(np.argmax(scores))]
+    # Both chosen together: the pair is the best over the grid and every lifetime.
+    both = MondrianForestDensity(n_estimators=3, max_lifetime=10.0, random_state=0).fit(X)
+    best = both.lifetime_path_.metrics["loo_log_likelihood"].max()
+    assert best >= max(scores) - 1e-12

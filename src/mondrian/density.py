@@ -34,8 +34,21 @@ STATE_VERSION = 1
 # n cells; the factor leaves room for cells smaller than the typical spacing of the data.
 MAX_LIFETIME_FACTOR = 8.0
 
+# Candidate concentrations of concentration="auto" (chosen by leave-one-out likelihood).
+CONCENTRATIONS = np.geomspace(0.01, 10.0, 7)
+
 # Reported in place of log densities below the most negative float (far outside the domain).
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
+
+
+def _best_interval(values):
+    """First interval whose log-likelihood is the maximum up to rounding.
+
+    Once every training point sits alone in its cell, further cuts leave its leave-one-out
+    density unchanged: the curve is flat, and the smallest lifetime of the plateau is kept.
+    """
+    top = np.max(values)
+    return int(np.argmax(values >= top - 1e-10 * max(1.0, abs(top))))
 
 
 @contextmanager
@@ -86,11 +99,13 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
 
     **Lifetime.** The lifetime must be finite: a full-cell Mondrian keeps shrinking the cells
     around the points forever. With ``lifetime="auto"`` the trees are sampled to
-    ``max_lifetime`` and the lifetime is chosen among 30 values spaced geometrically from
-    ``max_lifetime / 1000`` to ``max_lifetime`` by the leave-one-out log-likelihood of the
+    ``max_lifetime`` and the lifetime is chosen by the leave-one-out log-likelihood of the
     training points (each point's density with its own count removed from the Beta posteriors
-    along its path, on the same partition); the trees are then pruned to it. The choice is
-    made once, by the call that fits the first batch; later :meth:`partial_fit` calls keep it.
+    along its path, on the same partition), computed for every lifetime at which the forest
+    changes by :meth:`lifetime_path`; the smallest lifetime of the best plateau is kept and the
+    trees are pruned to it. ``concentration="auto"`` chooses ``g`` in the same way among
+    ``0.01 ... 10`` (7 values, geometric). The choices are made once, by the call that fits the
+    first batch; later :meth:`partial_fit` calls keep them.
 
     Parameters
     ----------
@@ -99,9 +114,10 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     lifetime : float or "auto", default="auto"
         Lifetime λ of the Mondrian processes, in unit coordinates (``B_0`` has sides 1): a
         positive finite number, or ``"auto"`` to choose it by leave-one-out likelihood.
-    concentration : float, default=1.0
+    concentration : float or "auto", default="auto"
         Hyperparameter ``g > 0`` of the Beta prior: the prior at depth ``d`` has total
         concentration ``g (d + 1)**2``. Larger values smooth towards uniform cell masses.
+        ``"auto"`` picks it by leave-one-out likelihood (see above).
     margin : float, default=0.1
         Padding of ``B_0`` on each side, as a fraction of each feature's range in the first
         batch.
@@ -120,6 +136,10 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     ----------
     lifetime_ : float
         Lifetime of the fitted trees (the selected one with ``lifetime="auto"``).
+    concentration_ : float
+        The concentration ``g`` in use.
+    lifetime_path_ : ForestLifetimePath
+        The leave-one-out path that chose the lifetime (when something was chosen).
     domain_ : ndarray of shape (2, n_features)
         Lower (row 0) and upper (row 1) corners of ``B_0``.
     outside_weight_ : float
@@ -154,7 +174,8 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     _parameter_constraints = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
         "lifetime": [StrOptions({"auto"}), Interval(numbers.Real, 0, np.inf, closed="neither")],
-        "concentration": [Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "concentration": [Interval(numbers.Real, 0, np.inf, closed="neither"),
+                          StrOptions({"auto"})],
         "margin": [Interval(numbers.Real, 0, np.inf, closed="left")],
         "max_lifetime": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
         "n_jobs": [numbers.Integral, None],
@@ -166,7 +187,7 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
         n_estimators=50,
         *,
         lifetime="auto",
-        concentration=1.0,
+        concentration="auto",
         margin=0.1,
         max_lifetime=None,
         n_jobs=None,
@@ -230,7 +251,9 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
             )
             self._lower = lower
             self._width = width
-            self._concentration = float(self.concentration)
+            auto_concentration = isinstance(self.concentration, str)
+            self._concentration = 1.0 if auto_concentration else float(self.concentration)
+            self.concentration_ = self._concentration
             self._store = DataStore(n_features, 0)
             self._trees = [FullCellTree(n_features, 0, terminal, 1, False, int(seed))
                            for seed in seeds]
@@ -240,8 +263,8 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
             self.n_samples_seen_ = n
             self._n_outside = 0
             self.outside_weight_ = 0.5 / (n + 1.0)
-            if self.lifetime == "auto":
-                self._select_lifetime()
+            if self.lifetime == "auto" or auto_concentration:
+                self._select_hyperparameters(auto_concentration)
         return self
 
     def partial_fit(self, X, y=None):
@@ -312,18 +335,43 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
                 for chunk in _chunks(self._trees, n_jobs)
             )
 
-    def _select_lifetime(self):
-        """Choose ``lifetime_`` by leave-one-out log-likelihood and prune the trees to it.
+    def _select_hyperparameters(self, auto_concentration):
+        """Choose the lifetime and/or the concentration by leave-one-out log-likelihood.
 
-        The leave-one-out path scores every lifetime at which the forest changes, up to the
-        terminal lifetime; the chosen lifetime is the midpoint of the best interval.
+        For every candidate concentration (``CONCENTRATIONS`` with ``"auto"``, else the given
+        one) the leave-one-out path scores every lifetime up to the terminal one (only the
+        terminal one when the lifetime is fixed); the best pair is kept and the trees are
+        pruned to its lifetime.
         """
-        path = self.lifetime_path()
-        self.lifetime_path_ = path
-        best = min(path.best_lifetime, self.lifetime_)
-        if best < self.lifetime_:
-            self._trees = [tree.pruned(best) for tree in self._trees]
-        self.lifetime_ = best
+        candidates = CONCENTRATIONS if auto_concentration else [self._concentration]
+        log_volume = float(np.sum(np.log(self._width)))
+        best = None
+        for concentration in candidates:
+            times, loo = self._loo_path(float(concentration))
+            path = self._path_result(times, {"loo_log_likelihood": loo - log_volume},
+                                     "loo_log_likelihood", "forward")
+            k = path.best_index if self.lifetime == "auto" else path.n_cuts
+            if best is None or loo[k] > best[0]:
+                best = (loo[k], float(concentration), path, k)
+        _, self._concentration, self.lifetime_path_, k = best
+        self.concentration_ = self._concentration
+        path = self.lifetime_path_
+        if self.lifetime != "auto":
+            return  # only the concentration was chosen; the trees keep their lifetime
+        lifetime = min(0.5 * (path.lifetimes[k] + path.upper_lifetimes[k]), self.lifetime_)
+        if lifetime < self.lifetime_:
+            self._trees = [tree.pruned(lifetime) for tree in self._trees]
+        self.lifetime_ = lifetime
+
+    def _loo_path(self, concentration, forward=True):
+        """Cut times and mean leave-one-out log-likelihood (unit coordinates) after each."""
+        train = self._store.X
+        reader = LogDensityReader(
+            [path_edges(tree, concentration, True) for tree in self._trees],
+            np.full(train.shape[0], -np.inf), 0.0, np.ones(train.shape[0], dtype=bool),
+        )
+        times, values = run_path(self._trees, self._leaves(train), reader, forward=forward)
+        return times, values[:, 0]
 
     def lifetime_path(self, X=None, *, direction="forward"):
         """Log-likelihood of the forest at every lifetime up to the fitted one.
@@ -356,14 +404,9 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
             raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
         forward = direction == "forward"
         log_volume = float(np.sum(np.log(self._width)))
-        train = self._store.X
         metrics = {}
-        reader = LogDensityReader(
-            [path_edges(tree, self._concentration, True) for tree in self._trees],
-            np.full(train.shape[0], -np.inf), 0.0, np.ones(train.shape[0], dtype=bool),
-        )
-        times, values = run_path(self._trees, self._leaves(train), reader, forward=forward)
-        metrics["loo_log_likelihood"] = values[:, 0] - log_volume
+        times, loo = self._loo_path(self._concentration, forward)
+        metrics["loo_log_likelihood"] = loo - log_volume
         criterion = "loo_log_likelihood"
         if X is not None:
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
@@ -378,9 +421,12 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
             _, values = run_path(self._trees, leaves, reader, forward=forward)
             metrics["log_likelihood"] = values[:, 0] - log_volume
             criterion = "log_likelihood"
+        return self._path_result(times, metrics, criterion, direction)
+
+    def _path_result(self, times, metrics, criterion, direction):
         lifetimes = np.concatenate([[0.0], times])
         upper = np.concatenate([times, [self.lifetime_]])
-        best = int(np.argmax(metrics[criterion]))
+        best = _best_interval(metrics[criterion])
         return ForestLifetimePath(
             lifetimes=lifetimes,
             upper_lifetimes=upper,
