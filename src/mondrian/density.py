@@ -35,7 +35,7 @@ STATE_VERSION = 1
 MAX_LIFETIME_FACTOR = 8.0
 
 # Candidate concentrations of concentration="auto" (chosen by leave-one-out likelihood).
-CONCENTRATIONS = np.geomspace(0.01, 10.0, 7)
+CONCENTRATIONS = np.geomspace(1e-5, 10.0, 7)
 
 # Reported in place of log densities below the most negative float (far outside the domain).
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
@@ -104,7 +104,7 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     along its path, on the same partition), computed for every lifetime at which the forest
     changes by :meth:`lifetime_path`; the smallest lifetime of the best plateau is kept and the
     trees are pruned to it. ``concentration="auto"`` chooses ``g`` in the same way among
-    ``0.01 ... 10`` (7 values, geometric). The choices are made once, by the call that fits the
+    ``1e-5 ... 10`` (7 values, one per decade). The choices are made once, by the call that fits the
     first batch; later :meth:`partial_fit` calls keep them.
 
     Parameters
