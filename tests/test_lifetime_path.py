@@ -221,10 +221,12 @@ def test_dirichlet_smoothing_matches_the_extension_oracle(lifetime):
     ref = TreeArrays.from_estimator(tree)
     K = len(tree.classes_)
     expected = []
+    def dirichlet(counts):
+        return (counts + alpha / K) / (counts.sum() + alpha)
+
     for x in to_scaled(tree, X_test):
         path, _, s_end = branch_off_probabilities(ref, x)
-        counts = ref.value[path[-1]]
-        leaf = (counts + alpha / K) / (counts.sum() + alpha)
+        leaf = dirichlet(ref.value[path[-1]])
         expected.append(s_end * leaf + (1 - s_end) / K)
     assert_allclose(tree.predict_proba(X_test), np.array(expected), rtol=1e-12, atol=1e-15)
 
@@ -252,3 +254,31 @@ def test_path_properties(n, n_val, seed, lifetime):
     last = path.forest_.prune(_interval_lifetime(path, path.n_cuts))
     proba = last.predict_proba(X_val)
     assert_allclose(proba.sum(axis=1), 1.0)
+
+
+def test_path_leaves_without_labels_back_off_to_their_labelled_ancestor():
+    """At lifetime inf each validation point ends alone in a leaf without labels; the path
+    reads it as the posterior of its deepest labelled ancestor, not as the prior."""
+    X, y = _regression_data(80, 11)
+    X_val, y_val = _regression_data(30, 12)
+    reg = MondrianForestRegressor(n_estimators=1, random_state=4).fit(X, y)
+    path = reg.lifetime_path(X_val, y_val)
+    forest = path.forest_
+    tree = forest._trees[0]
+    value, parent = tree.value_array, tree.nodes_array["parent"]
+    params = forest._posterior().params
+    leaves = tree.apply(forest._scaler.transform(X_val, clip=True))
+    backed_off = 0
+    expected = []
+    for leaf in leaves:
+        node = leaf
+        while value[node, 0] == 0:
+            node = parent[node]
+        backed_off += node != leaf
+        precision = 1 / params["prior_var"] + value[node, 0] / params["noise"]
+        mean = (params["mean0"] / params["prior_var"] + value[node, 1] / params["noise"])
+        expected.append(mean / precision * forest._y_scaler.scale + forest._y_scaler.offset)
+    assert backed_off > 20
+    assert_allclose(forest.predict(X_val), expected, rtol=1e-10)
+    mse = np.mean((np.array(expected) - y_val) ** 2)
+    assert_allclose(path.metrics["mse"][-1], mse, rtol=1e-9)

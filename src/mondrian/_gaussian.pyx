@@ -6,7 +6,10 @@ clock ``psi(t) = sigma2 * sigmoid(rate * t)``, a virtual node above the root fix
 and ``y ~ N(mu_leaf, noise)``. Exact Gaussian belief propagation gives the node posteriors;
 the predictive integrates over where a test point branches off the tree.
 
-The independent-leaf model (section 6a) gives every leaf ``mu ~ N(mean0, prior_var)``.
+The independent-leaf model (section 6a) gives every leaf ``mu ~ N(mean0, prior_var)``; a test
+point that branches off lands in a fresh cell and gets the prior. A leaf whose stored points
+carry no label (the validation points of a lifetime path) backs off to the posterior of its
+deepest labelled ancestor.
 
 A tree's statistics rows are ``(1, y, y**2)`` (targets already standardised by the estimator).
 The count is a statistic of its own because a tree may also hold unlabelled points (the
@@ -141,13 +144,17 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
     cdef float64_t tau_parent = 0.0, tau, delta, eta, p, s = 1.0, weight, u, mass, t, a, b
     cdef float64_t cav_mean = h.mean0, cav_var = 0.0, q_var, m, v, mean_sum = 0.0
     cdef float64_t second_sum = 0.0, post_mean, post_var, psi_end = _psi(h, h.lifetime)
-    cdef float64_t prior_pred = h.prior_var + h.noise
+    # Independent leaves: reading (posterior of the mean) of the deepest labelled node so far.
+    cdef float64_t read_mean = h.mean0, read_var = h.prior_var
     cdef bint leaf
     while True:
         nd = &tree.nodes[j]
         leaf = _is_leaf(tree, j, h.lifetime)
         tau = h.lifetime if leaf else nd.split_time
         delta = tau - tau_parent
+        if not h.hierarchical and tree.value[3 * j] > 0.0:
+            _leaf_message(tree, j, h, &m, &v)
+            _product(h.mean0, h.prior_var, m, v, &read_mean, &read_var)
         eta = box_distance(tree, j, x)
         if eta > 0.0 and delta > 0.0:
             if delta == INFINITY:
@@ -171,8 +178,9 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                         mean_sum += weight / n_quadrature * m
                         second_sum += weight / n_quadrature * (v + m * m)
                 else:
+                    # A fresh cell holding no stored point: the prior.
                     mean_sum += weight * h.mean0
-                    second_sum += weight * (prior_pred + h.mean0 * h.mean0)
+                    second_sum += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
             s *= 1.0 - p
             if s <= 0.0:
                 break
@@ -196,10 +204,8 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                      - _psi(h, tau), &cav_mean, &cav_var)
         else:
             if leaf:
-                _product(h.mean0, h.prior_var, msg_mean[j], msg_var[j], &post_mean, &post_var)
-                post_var += h.noise
-                mean_sum += s * post_mean
-                second_sum += s * (post_var + post_mean * post_mean)
+                mean_sum += s * read_mean
+                second_sum += s * (read_var + h.noise + read_mean * read_mean)
                 break
             j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
         tau_parent = tau

@@ -145,32 +145,57 @@ cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
                          float64_t lifetime, float64_t* out) noexcept nogil:
     """Add the tree's predictive at ``x`` under independent Dirichlet leaves to ``out``.
 
-    ``x`` stays in the tree with probability ``s``, the product over its path of
-    ``exp(-eta_j * delta_j)``, and then reads its leaf ``(c_k + alpha / K) / (n + alpha)``;
-    otherwise it branches off into a fresh leaf without data, which predicts ``1 / K``.
+    ``x`` stays in the tree with probability ``s`` (the product over its path of
+    ``exp(-eta_j * delta_j)``, section 5.1) and reads its leaf ``(c_k + alpha / K) / (n +
+    alpha)``; otherwise it lands in a fresh cell without data, which predicts ``1 / K``. A leaf
+    whose stored points carry no label (validation points of a lifetime path) backs off to its
+    deepest labelled ancestor.
     """
-    cdef intp_t K = tree.value_stride, j = 0, k
+    cdef intp_t K = tree.value_stride, j = 0, k, read = -1
     cdef Node* nd
     cdef const float64_t* val
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, s = 1.0, n = 0.0
+    cdef float64_t tau_parent = 0.0, tau, delta, eta, s = 1.0, p, n
     cdef bint is_leaf
     while True:
         nd = &tree.nodes[j]
         is_leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
         tau = lifetime if is_leaf else nd.split_time
         delta = tau - tau_parent
+        val = tree.value + j * K
+        n = 0.0
+        for k in range(K):
+            n += val[k]
+        if n > 0.0:
+            read = j
+        p = 0.0
         eta = box_distance(tree, j, x)
         if eta > 0.0 and delta > 0.0:
-            s = 0.0 if delta == INFINITY else s * exp(-eta * delta)
-        if is_leaf or s == 0.0:
-            break
+            p = 1.0 if delta == INFINITY else -expm1(-eta * delta)
+        s *= 1.0 - p
+        if is_leaf or s <= 0.0:
+            if s > 0.0:
+                _add_dirichlet(tree, read, alpha, s, out)
+            _add_dirichlet(tree, -1, alpha, 1.0 - s, out)
+            return
         tau_parent = tau
         j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
-    val = tree.value + j * K
+
+
+cdef inline void _add_dirichlet(MondrianTree tree, intp_t node, float64_t alpha,
+                                float64_t weight, float64_t* out) noexcept nogil:
+    """Add ``weight`` times the Dirichlet posterior mean of ``node`` (uniform if -1)."""
+    cdef intp_t K = tree.value_stride, k
+    cdef const float64_t* val
+    cdef float64_t n = 0.0
+    if node < 0:
+        for k in range(K):
+            out[k] += weight / K
+        return
+    val = tree.value + node * K
     for k in range(K):
         n += val[k]
     for k in range(K):
-        out[k] += s * (val[k] + alpha / K) / (n + alpha) + (1.0 - s) / K
+        out[k] += weight * (val[k] + alpha / K) / (n + alpha)
 
 
 def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
@@ -179,7 +204,8 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
 
     The model of the classification lifetime paths (section 7): a leaf with class counts
     ``c`` predicts ``(c_k + alpha / K) / (n + alpha)``, and the extension of the tree to a test
-    point is integrated over as in section 5 (a branched-off point predicts ``1 / K``).
+    point is integrated over as in section 5 (a branched-off point predicts ``1 / K``; a leaf
+    without labels backs off to its deepest labelled ancestor).
 
     Parameters
     ----------

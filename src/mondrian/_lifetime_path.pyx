@@ -375,3 +375,34 @@ cdef class LogDensityReader(PathReader):
     def log_likelihoods(self):
         """Current log density of every point (in the trees' units)."""
         return np.asarray(self.loglik).copy()
+
+
+def inherit_unlabelled(MondrianTree tree, float64_t[:, ::1] reading,
+                       const unsigned char[::1] labelled):
+    """Give every node without labels the reading of its deepest labelled ancestor (in place).
+
+    A cell that holds no training label (only validation points) predicts as the smallest
+    enclosing cell with labels, which is also what the independent-leaf estimators predict for
+    a test point that branches off the tree. The root keeps its own reading (the prior).
+    """
+    cdef intp_t top = 1, j, child, k, side, width = reading.shape[1]
+    if reading.shape[0] != tree.node_count or labelled.shape[0] != tree.node_count:
+        raise ValueError("one reading row and one flag per node are needed")
+    if tree.node_count == 0:
+        return
+    stack = np.empty(tree.node_count, dtype=np.intp)
+    cdef intp_t[::1] st = stack
+    st[0] = 0
+    with nogil:
+        while top > 0:
+            top -= 1
+            j = st[top]
+            if tree.nodes[j].left_child == TREE_LEAF:
+                continue
+            for side in range(2):
+                child = tree.nodes[j].left_child if side == 0 else tree.nodes[j].right_child
+                if not labelled[child]:
+                    for k in range(width):
+                        reading[child, k] = reading[j, k]
+                st[top] = child
+                top += 1

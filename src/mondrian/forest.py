@@ -16,7 +16,7 @@ from mondrian._base import (
 )
 from mondrian._forest_path import LifetimePathMixin
 from mondrian._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
-from mondrian._lifetime_path import DirichletLeafReader
+from mondrian._lifetime_path import DirichletLeafReader, inherit_unlabelled
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 
@@ -316,7 +316,11 @@ class _BaseMondrianClassifier(
         return np.searchsorted(self.classes_, y).astype(np.intp)
 
     def _path_reader(self, codes):
-        counts = [tree.value_array for tree in self._trees]
+        counts = []
+        for tree in self._trees:
+            value = tree.value_array
+            inherit_unlabelled(tree, value, (value.sum(axis=1) > 0).astype(np.uint8))
+            counts.append(value)
         return DirichletLeafReader(counts, codes, float(self.concentration))
 
     def _path_units(self, metrics):

@@ -16,7 +16,7 @@ from mondrian._base import (
 )
 from mondrian._forest_path import LifetimePathMixin
 from mondrian._gaussian import predict_moments_trees, upward_messages
-from mondrian._lifetime_path import GaussianLeafReader
+from mondrian._lifetime_path import GaussianLeafReader, inherit_unlabelled
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 
@@ -267,11 +267,14 @@ class _BaseMondrianRegressor(
         for tree in self._trees:
             value = tree.value_array
             precision = 1.0 / params["prior_var"] + value[:, 0] / params["noise"]
-            variances.append(1.0 / precision)
-            means.append(
+            reading = np.column_stack([
                 (params["mean0"] / params["prior_var"] + value[:, 1] / params["noise"])
-                / precision
-            )
+                / precision,
+                1.0 / precision,
+            ])
+            inherit_unlabelled(tree, reading, (value[:, 0] > 0).astype(np.uint8))
+            means.append(reading[:, 0].copy())
+            variances.append(reading[:, 1].copy())
         return GaussianLeafReader(means, variances, y_std, params["noise"])
 
     def _path_units(self, metrics):
