@@ -239,3 +239,32 @@ def test_properties_std_positive_finite_and_shift_invariant(n, d, shift, seed, l
     assert np.all(std_a > 0)
     np.testing.assert_allclose(mean_b, mean_a + shift, atol=1e-7 * (1 + abs(shift)))
     np.testing.assert_allclose(std_b, std_a, rtol=1e-6, atol=1e-9)
+
+
+def test_held_out_choice_of_the_hyperparameters():
+    """On the first batch, noise share and rate come from a held-out probe; fixed values and
+    small batches skip it; the choice is reproducible and survives online updates."""
+    from mondrian.regressor import HELD_OUT_NOISE_SHARES, HELD_OUT_RATE_MULTIPLIERS
+
+    rng = np.random.RandomState(3)
+    X = rng.uniform(size=(300, 2))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=300)
+    model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
+    share, multiplier = model._hyper_choice
+    assert share in HELD_OUT_NOISE_SHARES and multiplier in HELD_OUT_RATE_MULTIPLIERS
+    again = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
+    assert again._hyper_choice == model._hyper_choice
+    hyper = model.hyperparameters_
+    assert np.isclose(hyper["noise_variance"], share * np.var(y), rtol=1e-9)
+    # The noise share is applied to the target variance of all the data seen so far.
+    model.partial_fit(X[:50] + 0.01, 2 * y[:50])
+    assert model._hyper_choice == (share, multiplier)
+    n, s1, s2 = model._y_sums
+    var_std = s2 / n - (s1 / n) ** 2
+    expected = share * var_std * model._y_scaler.scale ** 2
+    assert np.isclose(model.hyperparameters_["noise_variance"], expected, rtol=1e-9)
+    fixed = MondrianForestRegressor(n_estimators=3, noise_variance=0.01, sigmoid_rate=2.0,
+                                    random_state=0).fit(X, y)
+    assert fixed._hyper_choice is None
+    small = MondrianForestRegressor(n_estimators=3, random_state=0).fit(X[:30], y[:30])
+    assert small._hyper_choice is None
