@@ -24,7 +24,13 @@ from mondrian._random cimport (
     rng_uniform_open,
     rng_weighted,
 )
-from mondrian._tree cimport TREE_LEAF, TREE_UNDEFINED, MondrianTree, Node, StackRecord
+from mondrian._tree cimport (
+    TREE_LEAF,
+    MondrianTree,
+    Node,
+    StackRecord,
+    _partition,
+)
 from mondrian._typedefs cimport float64_t, intp_t, uint64_t
 
 import numpy as np
@@ -45,23 +51,6 @@ cdef int _reserve(StackRecord** stack, intp_t* capacity, intp_t needed) except -
     stack[0] = new_stack
     capacity[0] = new_capacity
     return 0
-
-
-cdef inline intp_t _split_points(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
-                                 intp_t n_features, intp_t feature,
-                                 float64_t threshold) noexcept nogil:
-    """Move the points going left (``x[feature] <= threshold``) to the front; return the
-    boundary."""
-    cdef intp_t i = start, j = end - 1, tmp
-    while i <= j:
-        if X[idx[i] * n_features + feature] <= threshold:
-            i += 1
-        else:
-            tmp = idx[i]
-            idx[i] = idx[j]
-            idx[j] = tmp
-            j -= 1
-    return i
 
 
 cdef class FullCellTree(MondrianTree):
@@ -112,14 +101,7 @@ cdef class FullCellTree(MondrianTree):
             rec = self.grow_stack[top]
             j = rec.node
             count = rec.end - rec.start
-            self.nodes[j].n_node_samples = count
-            self.nodes[j].left_child = TREE_LEAF
-            self.nodes[j].right_child = TREE_LEAF
-            self.nodes[j].feature = TREE_UNDEFINED
-            self.nodes[j].threshold = TREE_UNDEFINED
-            self.nodes[j].split_time = self.lifetime
-            self.nodes[j].first_sample = TREE_LEAF
-            self.nodes[j].paused = 0
+            self._reset_leaf(j, count)
             if count == 0:
                 continue  # an empty cell: its density is already uniform
             lo = self.bounds + 2 * D * j
@@ -138,32 +120,16 @@ cdef class FullCellTree(MondrianTree):
                 # No representable interior point: a cut would leave a child of zero volume.
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
-            mid = _split_points(idx, rec.start, rec.end, X, D, d, threshold)
-            left = self._new_node()
-            right = self._new_node()
-            # _new_node may have moved the buffers.
+            mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+            left = self._split(j, d, threshold, t)
+            right = left + 1
+            # _split may have moved the buffers.
             lo = self.bounds + 2 * D * j
             memcpy(self.bounds + 2 * D * left, lo, 2 * D * sizeof(float64_t))
             memcpy(self.bounds + 2 * D * right, lo, 2 * D * sizeof(float64_t))
             self.bounds[2 * D * left + D + d] = threshold
             self.bounds[2 * D * right + d] = threshold
-            self.nodes[j].feature = d
-            self.nodes[j].threshold = threshold
-            self.nodes[j].split_time = t
-            self.nodes[j].left_child = left
-            self.nodes[j].right_child = right
-            self.nodes[left].parent = j
-            self.nodes[right].parent = j
-            _reserve(&self.grow_stack, &self.grow_stack_capacity, top + 2)
-            self.grow_stack[top].node = right
-            self.grow_stack[top].start = mid
-            self.grow_stack[top].end = rec.end
-            self.grow_stack[top].tau_parent = t
-            self.grow_stack[top + 1].node = left
-            self.grow_stack[top + 1].start = rec.start
-            self.grow_stack[top + 1].end = mid
-            self.grow_stack[top + 1].tau_parent = t
-            top += 2
+            top = self._push_children(top, left, rec.start, mid, rec.end, t)
         return 0
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
@@ -214,8 +180,8 @@ cdef class FullCellTree(MondrianTree):
                     self.nodes[j].n_node_samples += count
                 continue
             self.nodes[j].n_node_samples += count
-            mid = _split_points(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
-                                self.nodes[j].threshold)
+            mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
+                             self.nodes[j].threshold)
             _reserve(&self.extend_stack, &self.extend_stack_capacity, top + 2)
             if mid < rec.end:
                 self.extend_stack[top].node = self.nodes[j].right_child

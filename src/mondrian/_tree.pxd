@@ -60,6 +60,11 @@ cdef class MondrianTree:
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
     cdef bint _should_pause(self, intp_t node) noexcept nogil
+    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
+    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
+                       float64_t split_time) except -1 nogil
+    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
+                               intp_t end, float64_t split_time) except -1 nogil
     cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
                    float64_t tau_parent, const float64_t* X,
                    const float64_t* rows) except -1 nogil
@@ -84,3 +89,21 @@ cdef inline float64_t box_distance(MondrianTree tree, intp_t node,
         elif x[d] > hi[d]:
             eta += x[d] - hi[d]
     return eta
+
+
+cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
+                              intp_t n_features, intp_t feature,
+                              float64_t threshold) noexcept nogil:
+    """Move the points with ``x[feature] <= threshold`` to the front; return the boundary."""
+    cdef intp_t i = start
+    cdef intp_t j = end - 1
+    cdef intp_t tmp
+    while i <= j:
+        if X[idx[i] * n_features + feature] <= threshold:
+            i += 1
+        else:
+            tmp = idx[i]
+            idx[i] = idx[j]
+            idx[j] = tmp
+            j -= 1
+    return i

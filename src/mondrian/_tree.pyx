@@ -51,24 +51,6 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
     return 0
 
 
-cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
-                              intp_t n_features, intp_t feature,
-                              float64_t threshold) noexcept nogil:
-    """Move the points with ``x[feature] <= threshold`` to the front; return the boundary."""
-    cdef intp_t i = start
-    cdef intp_t j = end - 1
-    cdef intp_t tmp
-    while i <= j:
-        if X[idx[i] * n_features + feature] <= threshold:
-            i += 1
-        else:
-            tmp = idx[i]
-            idx[i] = idx[j]
-            idx[j] = tmp
-            j -= 1
-    return i
-
-
 cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
                           intp_t n_features) noexcept nogil:
     """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
@@ -228,6 +210,53 @@ cdef class MondrianTree:
             self.sample_next[idx[k]] = idx[k + 1]
         self.sample_next[idx[end - 1]] = TREE_LEAF
 
+    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil:
+        """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
+        cdef Node* nd = &self.nodes[node]
+        nd.n_node_samples = n_samples
+        nd.left_child = TREE_LEAF
+        nd.right_child = TREE_LEAF
+        nd.feature = TREE_UNDEFINED
+        nd.threshold = TREE_UNDEFINED
+        nd.split_time = self.lifetime
+        nd.first_sample = TREE_LEAF
+        nd.paused = 0
+
+    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
+                       float64_t split_time) except -1 nogil:
+        """Cut ``node`` and append its two children; returns the left one (the right one
+        follows it). Buffers may move."""
+        cdef intp_t left = self._new_node()
+        cdef intp_t right = self._new_node()
+        cdef Node* nd = &self.nodes[node]
+        nd.feature = feature
+        nd.threshold = threshold
+        nd.split_time = split_time
+        nd.left_child = left
+        nd.right_child = right
+        self.nodes[left].parent = node
+        self.nodes[right].parent = node
+        return left
+
+    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
+                               intp_t end, float64_t split_time) except -1 nogil:
+        """Push the children ``left`` (points ``[start, mid)``) and ``left + 1`` (``[mid,
+        end)``) on the growth stack, left on top; returns the new stack size."""
+        cdef StackRecord* rec
+        if top + 2 > self.grow_stack_capacity:
+            _realloc(<void**>&self.grow_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
+            self.grow_stack_capacity = max(8, 2 * (top + 2))
+        rec = self.grow_stack + top
+        rec[0].node = left + 1
+        rec[0].start = mid
+        rec[0].end = end
+        rec[0].tau_parent = split_time
+        rec[1].node = left
+        rec[1].start = start
+        rec[1].end = mid
+        rec[1].tau_parent = split_time
+        return top + 2
+
     # ------------------------------------------------------------------ sampling
 
     cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
@@ -241,7 +270,7 @@ cdef class MondrianTree:
         cdef intp_t D = self.n_features
         cdef intp_t S = self.value_stride
         cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, left, right, first
+        cdef intp_t j, k, d, i, mid, left, first
         cdef float64_t* lo
         cdef float64_t* hi
         cdef float64_t* val
@@ -273,14 +302,7 @@ cdef class MondrianTree:
                 i = idx[k]
                 _include(lo, hi, X + i * D, D)
                 _add_row(val, rows + i * S, S)
-            self.nodes[j].n_node_samples = rec.end - rec.start
-            self.nodes[j].left_child = TREE_LEAF
-            self.nodes[j].right_child = TREE_LEAF
-            self.nodes[j].feature = TREE_UNDEFINED
-            self.nodes[j].threshold = TREE_UNDEFINED
-            self.nodes[j].split_time = self.lifetime
-            self.nodes[j].first_sample = TREE_LEAF
-            self.nodes[j].paused = 0
+            self._reset_leaf(j, rec.end - rec.start)
 
             linear_dim = 0.0
             for d in range(D):
@@ -297,28 +319,8 @@ cdef class MondrianTree:
             d = rng_weighted(&self.rng, sides, D, linear_dim)
             threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
             mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
-            left = self._new_node()
-            right = self._new_node()
-            self.nodes[j].feature = d
-            self.nodes[j].threshold = threshold
-            self.nodes[j].split_time = t
-            self.nodes[j].left_child = left
-            self.nodes[j].right_child = right
-            self.nodes[left].parent = j
-            self.nodes[right].parent = j
-            if top + 2 > self.grow_stack_capacity:
-                _realloc(<void**>&self.grow_stack, 2 * self.grow_stack_capacity,
-                         sizeof(StackRecord))
-                self.grow_stack_capacity *= 2
-            self.grow_stack[top].node = right
-            self.grow_stack[top].start = mid
-            self.grow_stack[top].end = rec.end
-            self.grow_stack[top].tau_parent = t
-            self.grow_stack[top + 1].node = left
-            self.grow_stack[top + 1].start = rec.start
-            self.grow_stack[top + 1].end = mid
-            self.grow_stack[top + 1].tau_parent = t
-            top += 2
+            left = self._split(j, d, threshold, t)
+            top = self._push_children(top, left, rec.start, mid, rec.end, t)
         return 0
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
