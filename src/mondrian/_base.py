@@ -15,6 +15,7 @@ from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 
 __all__ = [
     "BaseMondrianEnsemble",
+    "VersionedStateMixin",
     "MondrianTreeStructure",
     "PruneMixin",
     "SingleTreeMixin",
@@ -170,7 +171,28 @@ class MondrianTreeStructure:
         return f"MondrianTreeStructure(node_count={self.node_count})"
 
 
-class BaseMondrianEnsemble(BaseEstimator):
+class VersionedStateMixin:
+    """Pickled estimators carry ``_mondrian_state_version`` (``_state_version``) and refuse to
+    load a state written by another version."""
+
+    _state_version = STATE_VERSION
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_mondrian_state_version"] = self._state_version
+        return state
+
+    def __setstate__(self, state):
+        version = state.pop("_mondrian_state_version", self._state_version)
+        if version != self._state_version:
+            raise ValueError(
+                f"this model was saved with mondrian state version {version}; this version of "
+                f"the package reads version {self._state_version}"
+            )
+        super().__setstate__(state)
+
+
+class BaseMondrianEnsemble(VersionedStateMixin, BaseEstimator):
     """Common machinery of the Mondrian estimators (not for direct use).
 
     Subclasses set the width of the statistics rows (``_row_width``), turn targets into rows
@@ -186,22 +208,6 @@ class BaseMondrianEnsemble(BaseEstimator):
     }
 
     _pause_pure = False
-
-    # ----------------------------------------------------------------- persistence
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state["_mondrian_state_version"] = STATE_VERSION
-        return state
-
-    def __setstate__(self, state):
-        version = state.pop("_mondrian_state_version", STATE_VERSION)
-        if version != STATE_VERSION:
-            raise ValueError(
-                f"this model was saved with mondrian state version {version}; this version of "
-                f"the package reads version {STATE_VERSION}"
-            )
-        super().__setstate__(state)
 
     # ----------------------------------------------------------------- validation
 

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian._lifetime_path import run_path
 
-__all__ = ["ForestLifetimePath", "LifetimePathMixin"]
+__all__ = ["ForestLifetimePath", "LifetimePathMixin", "best_interval", "make_lifetime_path"]
 
 
 @dataclass
@@ -69,10 +69,35 @@ class ForestLifetimePath:
         return len(self.lifetimes) - 1
 
 
-def _best_interval(values, maximize):
-    """Index of the best value (first on ties), ignoring NaN."""
-    values = np.where(np.isnan(values), -np.inf if maximize else np.inf, values)
-    return int(np.argmax(values) if maximize else np.argmin(values))
+def best_interval(values, maximize):
+    """Index of the first value that is best up to rounding, ignoring NaN.
+
+    Ties go to the smallest lifetime: a curve that is flat in exact arithmetic (e.g. the
+    leave-one-out likelihood once every training point sits alone in its cell) keeps the start
+    of its plateau, whatever the rounding of its running sums.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    sign = 1.0 if maximize else -1.0
+    score = np.where(np.isnan(values), -np.inf, sign * values)
+    top = np.max(score)
+    return int(np.argmax(score >= top - 1e-10 * max(1.0, abs(top))))
+
+
+def make_lifetime_path(times, metrics, criterion, maximize, terminal, direction, forest=None):
+    """A :class:`ForestLifetimePath` from the cut times of a path and its metric rows."""
+    lifetimes = np.concatenate([[0.0], times])
+    upper = np.concatenate([times, [terminal]])
+    best = best_interval(metrics[criterion], maximize)
+    return ForestLifetimePath(
+        lifetimes=lifetimes,
+        upper_lifetimes=upper,
+        metrics=metrics,
+        criterion=criterion,
+        best_index=best,
+        best_lifetime=float(0.5 * (lifetimes[best] + upper[best])),
+        direction=direction,
+        forest_=forest,
+    )
 
 
 class LifetimePathMixin:
@@ -124,19 +149,8 @@ class LifetimePathMixin:
     def _path_result(self, forest, times, metrics, direction):
         names, criterion, maximize = self._path_metrics()
         values = forest._path_units(dict(zip(names, metrics.T, strict=True)))
-        lifetimes = np.concatenate([[0.0], times])
-        upper = np.concatenate([times, [forest.lifetime_]])
-        best = _best_interval(values[criterion], maximize)
-        return ForestLifetimePath(
-            lifetimes=lifetimes,
-            upper_lifetimes=upper,
-            metrics=values,
-            criterion=criterion,
-            best_index=best,
-            best_lifetime=float(0.5 * (lifetimes[best] + upper[best])),
-            direction=direction,
-            forest_=forest,
-        )
+        return make_lifetime_path(times, values, criterion, maximize, forest.lifetime_,
+                                  direction, forest)
 
     def _path_forest(self, X_val):
         """A copy of the forest holding the validation inputs, and their leaves in each tree."""

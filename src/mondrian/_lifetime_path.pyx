@@ -111,34 +111,33 @@ def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
     cdef intp_t[:, ::1] od = orders
     cdef intp_t[::1] et = ev_tree, ej = ev_node, el = ev_left, er = ev_right
     cdef float64_t[:, ::1] out = metrics
-    cdef intp_t n_events = times.shape[0], e, k, j, left, right, base, child
+    cdef intp_t n_events = times.shape[0], e
     with nogil:
         reader.record(&out[0, 0])
         for e in range(n_events):
-            m = et[e]
-            j = ej[e]
-            base = off[m]
-            left = el[e]
-            right = er[e]
-            for k in range(st[base + j], en[base + j]):
-                child = left if st[base + left] <= k < en[base + left] else right
-                reader.move(m, od[m, k], j, child, True)
+            _apply_cut(reader, et[e], ej[e], el[e], er[e], off, st, en, od, True)
             if forward:
                 reader.record(&out[e + 1, 0])
         if not forward:
             # The reader now holds the terminal forest: undo the cuts from the last born.
             reader.record(&out[n_events, 0])
             for e in range(n_events - 1, -1, -1):
-                m = et[e]
-                j = ej[e]
-                base = off[m]
-                left = el[e]
-                right = er[e]
-                for k in range(st[base + j], en[base + j]):
-                    child = left if st[base + left] <= k < en[base + left] else right
-                    reader.move(m, od[m, k], child, j, False)
+                _apply_cut(reader, et[e], ej[e], el[e], er[e], off, st, en, od, False)
                 reader.record(&out[e, 0])
     return times, metrics
+
+
+cdef inline void _apply_cut(PathReader reader, intp_t m, intp_t j, intp_t left, intp_t right,
+                            const intp_t[::1] off, const intp_t[::1] st, const intp_t[::1] en,
+                            const intp_t[:, ::1] od, bint descend) noexcept nogil:
+    """Move the points of node ``j`` of tree ``m`` into its children (``descend``) or back."""
+    cdef intp_t base = off[m], k, child
+    for k in range(st[base + j], en[base + j]):
+        child = left if st[base + left] <= k < en[base + left] else right
+        if descend:
+            reader.move(m, od[m, k], j, child, True)
+        else:
+            reader.move(m, od[m, k], child, j, False)
 
 
 cdef class GaussianLeafReader(PathReader):

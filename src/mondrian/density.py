@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import TREES_PER_CHUNK, _chunks, _n_jobs
+from mondrian._base import TREES_PER_CHUNK, VersionedStateMixin, _chunks, _n_jobs
 from mondrian._density import (
     FullCellTree,
     leaf_log_masses,
@@ -19,7 +19,7 @@ from mondrian._density import (
     path_edges,
     sample_trees,
 )
-from mondrian._forest_path import ForestLifetimePath
+from mondrian._forest_path import make_lifetime_path
 from mondrian._lifetime_path import LogDensityReader, run_path
 from mondrian._store import DataStore
 from mondrian._tree import extend_trees
@@ -41,16 +41,6 @@ CONCENTRATIONS = np.geomspace(1e-5, 10.0, 7)
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
 
 
-def _best_interval(values):
-    """First interval whose log-likelihood is the maximum up to rounding.
-
-    Once every training point sits alone in its cell, further cuts leave its leave-one-out
-    density unchanged: the curve is flat, and the smallest lifetime of the plateau is kept.
-    """
-    top = np.max(values)
-    return int(np.argmax(values >= top - 1e-10 * max(1.0, abs(top))))
-
-
 @contextmanager
 def _unchanged_on_error(estimator):
     """Restore the estimator's attributes if the block raises (validation sets some early)."""
@@ -63,7 +53,7 @@ def _unchanged_on_error(estimator):
         raise
 
 
-class MondrianForestDensity(DensityMixin, BaseEstimator):
+class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
     """Density estimation with a forest of Mondrian trees and a Polya-tree Beta prior.
 
     **Domain.** The first call to :meth:`fit` (or :meth:`partial_fit`) fixes the box ``B_0``:
@@ -171,6 +161,8 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
     (True, True)
     """
 
+    _state_version = STATE_VERSION
+
     _parameter_constraints = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
         "lifetime": [StrOptions({"auto"}), Interval(numbers.Real, 0, np.inf, closed="neither")],
@@ -200,22 +192,6 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
         self.max_lifetime = max_lifetime
         self.n_jobs = n_jobs
         self.random_state = random_state
-
-    # ----------------------------------------------------------------- persistence
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state["_mondrian_state_version"] = STATE_VERSION
-        return state
-
-    def __setstate__(self, state):
-        version = state.pop("_mondrian_state_version", STATE_VERSION)
-        if version != STATE_VERSION:
-            raise ValueError(
-                f"this model was saved with mondrian state version {version}; this version of "
-                f"the package reads version {STATE_VERSION}"
-            )
-        super().__setstate__(state)
 
     # ----------------------------------------------------------------- training
 
@@ -424,19 +400,7 @@ class MondrianForestDensity(DensityMixin, BaseEstimator):
         return self._path_result(times, metrics, criterion, direction)
 
     def _path_result(self, times, metrics, criterion, direction):
-        lifetimes = np.concatenate([[0.0], times])
-        upper = np.concatenate([times, [self.lifetime_]])
-        best = _best_interval(metrics[criterion])
-        return ForestLifetimePath(
-            lifetimes=lifetimes,
-            upper_lifetimes=upper,
-            metrics=metrics,
-            criterion=criterion,
-            best_index=best,
-            best_lifetime=float(0.5 * (lifetimes[best] + upper[best])),
-            direction=direction,
-            forest_=None,
-        )
+        return make_lifetime_path(times, metrics, criterion, True, self.lifetime_, direction)
 
     def _leaves(self, U):
         """Leaf of every row of ``U`` (unit coordinates, inside ``B_0``) in every tree."""
