@@ -16,6 +16,7 @@ from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
 __all__ = [
     "BaseMondrianEnsemble",
     "VersionedStateMixin",
+    "pruned_copy",
     "MondrianTreeStructure",
     "PruneMixin",
     "SingleTreeMixin",
@@ -363,20 +364,30 @@ class PruneMixin:
         estimator
             A new estimator of the same class, with ``lifetime`` set.
         """
-        check_is_fitted(self, "_trees")
-        if not isinstance(lifetime, numbers.Real) or not 0 <= lifetime <= self.lifetime_:
-            raise ValueError(
-                f"lifetime must be a number in [0, {self.lifetime_}] (the fitted lifetime), "
-                f"got {lifetime!r}"
-            )
-        pruned = copy.copy(self)
-        pruned.lifetime = float(lifetime)
-        pruned.lifetime_ = float(lifetime)
-        pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
-        pruned._store = copy.deepcopy(self._store)
+        pruned = pruned_copy(self, lifetime, allow_zero=True)
         pruned._scaler = copy.deepcopy(self._scaler)
         pruned._after_prune()
         return pruned
+
+
+def pruned_copy(estimator, lifetime, allow_zero):
+    """A shallow copy of a fitted estimator whose trees (and stored points) are its own,
+    restricted to ``lifetime`` (validated against the fitted ``lifetime_``)."""
+    check_is_fitted(estimator, "_trees")
+    number = isinstance(lifetime, numbers.Real) and not isinstance(lifetime, bool)
+    if not (number and (0 <= lifetime if allow_zero else 0 < lifetime)
+            and lifetime <= estimator.lifetime_):
+        bracket = "[" if allow_zero else "("
+        raise ValueError(
+            f"lifetime must be a number in {bracket}0, {estimator.lifetime_}] (the fitted "
+            f"lifetime), got {lifetime!r}"
+        )
+    pruned = copy.copy(estimator)
+    pruned.lifetime = float(lifetime)
+    pruned.lifetime_ = float(lifetime)
+    pruned._trees = [tree.pruned(float(lifetime)) for tree in estimator._trees]
+    pruned._store = copy.deepcopy(estimator._store)
+    return pruned
 
 
 class SingleTreeMixin:

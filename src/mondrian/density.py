@@ -1,6 +1,5 @@
 """Mondrian forest density estimation with a Polya-tree Beta prior (Balog 2015, App. C)."""
 
-import copy
 import numbers
 from contextlib import contextmanager
 
@@ -11,7 +10,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import TREES_PER_CHUNK, VersionedStateMixin, _chunks, _n_jobs
+from mondrian._base import (
+    TREES_PER_CHUNK,
+    VersionedStateMixin,
+    _chunks,
+    _n_jobs,
+    pruned_copy,
+)
 from mondrian._density import (
     FullCellTree,
     leaf_log_masses,
@@ -545,18 +550,7 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         MondrianForestDensity
             A new estimator, with ``lifetime`` set to the new value.
         """
-        check_is_fitted(self, "_trees")
-        if (not isinstance(lifetime, numbers.Real) or isinstance(lifetime, bool)
-                or not 0 < lifetime <= self.lifetime_):
-            raise ValueError(
-                f"lifetime must be a number in (0, {self.lifetime_}] (the fitted lifetime), "
-                f"got {lifetime!r}"
-            )
-        pruned = copy.copy(self)
-        pruned.lifetime = float(lifetime)
-        pruned.lifetime_ = float(lifetime)
-        pruned._trees = [tree.pruned(float(lifetime)) for tree in self._trees]
-        pruned._store = copy.deepcopy(self._store)
+        pruned = pruned_copy(self, lifetime, allow_zero=False)
         pruned.domain_ = self.domain_.copy()
         pruned.__dict__.pop("lifetime_path_", None)
         return pruned
