@@ -22,7 +22,7 @@ predictive, ``0.5 log(2 pi var) + (y - mean)^2 / (2 var)`` averaged over the tes
 the units of y; fit and predict time (seconds, mean over splits of the median of ``--repeats``
 runs; predict = the whole predictive mean and variance of the test set). Then the targets of the
 Mondrian forest (RMSE within 5% of RandomForest, better NLL than RandomForest, each on most sets)
-and the hyperparameters it chose by empirical Bayes on split 0 of each set.
+and the hyperparameters it chose (held-out choice on the first batch) on split 0 of each set.
 
 Run from the repository root::
 
@@ -435,7 +435,7 @@ def main(argv=None) -> None:
     if first_split:
         common.print_markdown_table(
             hyperparameter_rows(first_split), HYPER_COLUMNS, HYPER_FORMATS,
-            title="MondrianForest hyperparameters (empirical Bayes, split 0; units of y)")
+            title="MondrianForest hyperparameters (default held-out choice, split 0; units of y)")
     if args.quick:
         print("\nQuick mode: fewer trees, training rows and splits, so the targets are "
               "indicative only.")
