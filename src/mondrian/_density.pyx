@@ -182,19 +182,7 @@ cdef class FullCellTree(MondrianTree):
             self.nodes[j].n_node_samples += count
             mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
                              self.nodes[j].threshold)
-            _reserve(&self.extend_stack, &self.extend_stack_capacity, top + 2)
-            if mid < rec.end:
-                self.extend_stack[top].node = self.nodes[j].right_child
-                self.extend_stack[top].start = mid
-                self.extend_stack[top].end = rec.end
-                self.extend_stack[top].tau_parent = self.nodes[j].split_time
-                top += 1
-            if mid > rec.start:
-                self.extend_stack[top].node = self.nodes[j].left_child
-                self.extend_stack[top].start = rec.start
-                self.extend_stack[top].end = mid
-                self.extend_stack[top].tau_parent = self.nodes[j].split_time
-                top += 1
+            top = self._descend(top, j, rec.start, mid, rec.end)
         return 0
 
 

@@ -65,6 +65,8 @@ cdef class MondrianTree:
                        float64_t split_time) except -1 nogil
     cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
                                intp_t end, float64_t split_time) except -1 nogil
+    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
+                         intp_t end) except -1 nogil
     cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
                    float64_t tau_parent, const float64_t* X,
                    const float64_t* rows) except -1 nogil

@@ -496,23 +496,30 @@ cdef class MondrianTree:
                 continue
             mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
                              self.nodes[j].threshold)
-            if top + 2 > self.extend_stack_capacity:
-                _realloc(<void**>&self.extend_stack, 2 * self.extend_stack_capacity,
-                         sizeof(StackRecord))
-                self.extend_stack_capacity *= 2
-            if mid < rec.end:
-                self.extend_stack[top].node = self.nodes[j].right_child
-                self.extend_stack[top].start = mid
-                self.extend_stack[top].end = rec.end
-                self.extend_stack[top].tau_parent = self.nodes[j].split_time
-                top += 1
-            if mid > rec.start:
-                self.extend_stack[top].node = self.nodes[j].left_child
-                self.extend_stack[top].start = rec.start
-                self.extend_stack[top].end = mid
-                self.extend_stack[top].tau_parent = self.nodes[j].split_time
-                top += 1
+            top = self._descend(top, j, rec.start, mid, rec.end)
         return 0
+
+    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
+                         intp_t end) except -1 nogil:
+        """Push the children of the internal ``node`` that receive points (``[start, mid)``
+        go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
+        cdef Node* nd = &self.nodes[node]
+        if top + 2 > self.extend_stack_capacity:
+            _realloc(<void**>&self.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
+            self.extend_stack_capacity = max(8, 2 * (top + 2))
+        if mid < end:
+            self.extend_stack[top].node = nd.right_child
+            self.extend_stack[top].start = mid
+            self.extend_stack[top].end = end
+            self.extend_stack[top].tau_parent = nd.split_time
+            top += 1
+        if mid > start:
+            self.extend_stack[top].node = nd.left_child
+            self.extend_stack[top].start = start
+            self.extend_stack[top].end = mid
+            self.extend_stack[top].tau_parent = nd.split_time
+            top += 1
+        return top
 
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
         """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
