@@ -503,23 +503,7 @@ def plot_digits(data: dict, path: Path, plt) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class Report:
-    """Collects the report: printed as it goes, written to a file at the end."""
-
-    def __init__(self):
-        self.parts: list[str] = []
-
-    def add(self, text: str = "") -> None:
-        print(text, flush=True)
-        self.parts.append(text)
-
-    def table(self, rows, columns, formats, title: str) -> None:
-        self.add(f"\n### {title}\n")
-        self.add(common.markdown_table(rows, columns, formats))
-
-    def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(self.parts) + "\n")
+Report = common.Report
 
 
 def method_text(args) -> str:

@@ -431,24 +431,7 @@ def save_plots(outcomes: list[Outcome], quick: bool) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-class Report:
-    """Collects the report: printed as it goes, written to a file at the end."""
-
-    def __init__(self):
-        self.parts: list[str] = []
-
-    def add(self, text: str = "") -> None:
-        print(text, flush=True)
-        self.parts.append(text)
-
-    def table(self, rows: list[dict], columns=None, formats=None, title=None) -> None:
-        if title:
-            self.add(f"\n### {title}\n")
-        self.add(common.markdown_table(rows, columns, formats))
-
-    def write(self, path) -> None:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text("\n".join(self.parts) + "\n")
+Report = common.Report
 
 
 TIME_FORMATS = {"fit at inf (s)": ".3f", "path fwd (s)": ".3f", "path bwd (s)": ".3f",
@@ -495,11 +478,9 @@ def method_text(args) -> list[str]:
         "a copy of the forest that also holds the validation inputs (`path.forest_`). `path` "
         "columns are those numbers; `forest` columns are the fitted forest's own predictions "
         "(default smoothing: hierarchical Gaussian / HNSP) at λ=inf and pruned to the chosen λ. "
-        "Regressor leaves split down to single points, so at λ=inf every validation point sits "
-        "alone in a leaf of the transductive copy and the path's terminal value is the leaf "
-        "prior's prediction (as it is for a forest refitted at λ=inf with independent leaves), "
-        "not what the default forest predicts; classifier leaves pause when pure, so their "
-        "terminal value stays informative.",
+        "Regressor leaves split down to single points, so at λ=inf most validation points sit "
+        "alone in a leaf of the transductive copy that holds no label; such a leaf backs off to "
+        "the posterior of its deepest labelled ancestor.",
         "- Test rows: (a) forest at λ=inf and (b) `forest.prune(best λ)`, both fitted on the fit "
         "part ((b)'s time = fit + forward path + prune); (c) `lifetime=\"auto\"` and a forest "
         "at λ=inf, both fitted on all training rows; (d) scikit-learn `RandomForest*` with the "

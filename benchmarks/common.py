@@ -838,3 +838,23 @@ def environment_line() -> str:
     mod, _ = import_mondrian()
     parts.append(f"mondrian {getattr(mod, '__version__', '?')}" if mod else "mondrian: n/a")
     return ", ".join(parts) + f"; {os.cpu_count()} CPU(s)"
+
+
+class Report:
+    """Collects a benchmark report: printed as it goes, written to a file at the end."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+
+    def add(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.parts.append(text)
+
+    def table(self, rows: list[dict], columns=None, formats=None, title=None) -> None:
+        if title:
+            self.add(f"\n### {title}\n")
+        self.add(markdown_table(rows, columns, formats))
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(self.parts) + "\n")
