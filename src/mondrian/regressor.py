@@ -34,6 +34,7 @@ N_TREES_EMPIRICAL_BAYES = 4
 HELD_OUT_NOISE_SHARES = np.geomspace(1e-6, 0.7, 14)
 HELD_OUT_RATE_MULTIPLIERS = np.geomspace(0.25, 64.0, 9)
 HELD_OUT_FRACTION = 0.2
+HELD_OUT_MAX_POINTS = 2000  # held-out points scored per grid point, at most
 N_TREES_HELD_OUT = 4
 MIN_SAMPLES_HELD_OUT = 50
 
@@ -205,7 +206,8 @@ class _BaseMondrianRegressor(
 
         A probe forest of ``N_TREES_HELD_OUT`` trees is fitted on ``1 - HELD_OUT_FRACTION`` of
         the first batch; every grid point is scored by the Gaussian negative log-likelihood of
-        the probe's predictions on the rest (the same predictive as :meth:`predict`; for a
+        the probe's predictions on the rest (at most ``HELD_OUT_MAX_POINTS`` of them, randomly
+        ordered by the split; the same predictive as :meth:`predict`; for a
         single-tree estimator, the average over the probe's trees taken one by one). Returns
         None when nothing is to be chosen, for a probe, or for batches smaller than
         ``MIN_SAMPLES_HELD_OUT`` (the marginal likelihood decides then).
@@ -220,6 +222,7 @@ class _BaseMondrianRegressor(
         X_fit, X_val, y_fit, y_val = train_test_split(
             X, y, test_size=HELD_OUT_FRACTION, random_state=rng
         )
+        X_val, y_val = X_val[:HELD_OUT_MAX_POINTS], y_val[:HELD_OUT_MAX_POINTS]
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,
             feature_scaling=self.feature_scaling, smoothing=self.smoothing,
