@@ -11,8 +11,9 @@ Targets are centred by the caller. Predictions of training and validation points
 """
 
 from libc.math cimport exp, log, sqrt, M_PI
+from libc.string cimport memset
 
-from scipy.linalg.cython_blas cimport ddot, dgemm, dgemv, dger
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
 from mondrian._typedefs cimport float64_t, intp_t
 
@@ -167,9 +168,21 @@ cdef class RidgeInverse:
         cdef float64_t* u = &self.panel[2, 0]
         cdef float64_t* p = &self.panel[3, 0]
         cdef float64_t* v = &self.work[0]
-        cdef intp_t k
-        # v = A^-1 b_right (the one read of the inverse); g = A^-1 e_c; h = A^-1 d.
-        dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b_right, &one, &zero, v, &one)
+        cdef intp_t k, nnz
+        # v = A^-1 b_right; g = A^-1 e_c; h = A^-1 d. A small cell meets few features, so
+        # b_right is sparse late in the path: add up the rows of the (symmetric) inverse it
+        # selects instead of reading the whole matrix.
+        nnz = 0
+        for k in range(C):
+            if b_right[k] != 0.0:
+                nnz += 1
+        if 4 * nnz < C:
+            memset(v, 0, C * sizeof(float64_t))
+            for k in range(C):
+                if b_right[k] != 0.0:
+                    daxpy(&C, &b_right[k], &self.inv[k, 0], &one, v, &one)
+        else:
+            dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b_right, &one, &zero, v, &one)
         for k in range(C):
             g[k] = self.inv[c, k]
             h[k] = d_c * g[k] - v[k]
