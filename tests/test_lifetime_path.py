@@ -282,3 +282,44 @@ def test_path_leaves_without_labels_back_off_to_their_labelled_ancestor():
     assert_allclose(forest.predict(X_val), expected, rtol=1e-10)
     mse = np.mean((np.array(expected) - y_val) ** 2)
     assert_allclose(path.metrics["mse"][-1], mse, rtol=1e-9)
+
+
+def test_path_copy_keeps_the_feature_map_during_warm_up():
+    """With fewer than 64 points the map is still adapting; validation points outside the
+    training range must not move it (the copy's trees are extended, not re-sampled)."""
+    X, y = _regression_data(40, 13)
+    reg = MondrianForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    X_val, y_val = _regression_data(20, 14)
+    X_val[:5] += 10.0
+    path = reg.lifetime_path(X_val, y_val)
+    assert_array_equal(path.forest_.feature_offset_, reg.feature_offset_)
+    assert_array_equal(path.forest_.feature_scale_, reg.feature_scale_)
+    # Every cut of the fitted trees is still there, with its time and location.
+    for ours, theirs in zip(reg._trees, path.forest_._trees, strict=True):
+        mine = ours.nodes_array
+        cuts = mine["left_child"] != -1
+        times = set(theirs.nodes_array["split_time"][theirs.nodes_array["left_child"] != -1])
+        assert set(mine["split_time"][cuts]) <= times
+
+
+def test_lifetime_path_attribute_never_outlives_its_fit():
+    X, y = _classification_data(200, 15)
+    clf = MondrianForestClassifier(n_estimators=4, lifetime="auto", random_state=0).fit(X, y)
+    assert hasattr(clf, "lifetime_path_")
+    assert not hasattr(clf.prune(clf.lifetime_ / 2), "lifetime_path_")
+    clf.set_params(lifetime=3.0).fit(X, y)
+    assert not hasattr(clf, "lifetime_path_")
+
+
+@pytest.mark.parametrize("Estimator", [MondrianForestClassifier, MondrianForestRegressor])
+def test_failed_refit_leaves_the_fitted_model(Estimator):
+    X, y = _classification_data(40, 16)
+    model = Estimator(n_estimators=3, random_state=0).fit(X, y)
+    before = pickle.dumps(model)
+    expected = model.predict(X)
+    model.set_params(lifetime="auto")
+    with pytest.raises(ValueError, match="validation"):
+        model.fit(np.ones((2, 5)), y[:2])
+    model.set_params(lifetime=np.inf)
+    assert pickle.dumps(model) == before
+    assert_array_equal(model.predict(X), expected)

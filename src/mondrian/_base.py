@@ -2,6 +2,7 @@
 
 import copy
 import numbers
+from contextlib import contextmanager
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -17,6 +18,7 @@ __all__ = [
     "BaseMondrianEnsemble",
     "VersionedStateMixin",
     "pruned_copy",
+    "unchanged_on_error",
     "MondrianTreeStructure",
     "PruneMixin",
     "SingleTreeMixin",
@@ -45,6 +47,20 @@ def _n_jobs(n_jobs, n_tasks):
 def _chunks(items, n_chunks):
     bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
     return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+@contextmanager
+def unchanged_on_error(estimator):
+    """Restore the estimator's attributes if the block raises: a failed (re)fit leaves the
+    previous model (or the unfitted estimator) as it was, though validation sets some
+    attributes early."""
+    saved = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:
+        estimator.__dict__.clear()
+        estimator.__dict__.update(saved)
+        raise
 
 
 def _read_only(array):
@@ -383,6 +399,7 @@ def pruned_copy(estimator, lifetime, allow_zero):
             f"lifetime), got {lifetime!r}"
         )
     pruned = copy.copy(estimator)
+    pruned.__dict__.pop("lifetime_path_", None)  # it described the unpruned model
     pruned.lifetime = float(lifetime)
     pruned.lifetime_ = float(lifetime)
     pruned._trees = [tree.pruned(float(lifetime)) for tree in estimator._trees]

@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian._lifetime_path import run_path
+from mondrian._tree import extend_trees
 
 __all__ = ["ForestLifetimePath", "LifetimePathMixin", "best_interval", "make_lifetime_path"]
 
@@ -51,7 +52,10 @@ class ForestLifetimePath:
         The forest the path was computed on: a copy of the fitted forest whose trees were
         extended with the validation inputs (without their labels; by projectivity the trees
         keep their law) and whose leaves are read as independent posteriors. ``forest_.prune(λ)``
-        predicts on the validation points exactly what the path reports at ``λ``.
+        predicts on the validation points exactly what the path reports at ``λ``. This is a
+        transductive model (section 7): the validation points sit inside its leaves, whereas
+        the fitted forest, which does not hold them, integrates over their branching off into
+        fresh cells (that predict the prior) and so predicts them differently.
     """
 
     lifetimes: np.ndarray
@@ -156,10 +160,12 @@ class LifetimePathMixin:
         """A copy of the forest holding the validation inputs, and their leaves in each tree."""
         forest = copy.deepcopy(self)
         forest.set_params(**self._path_copy_params())
-        first = forest._store.n_samples
-        forest._add_points(X_val, np.zeros((X_val.shape[0], forest._store.rows.shape[1])))
+        # The validation points never move the feature map (even during its warm-up): the
+        # trees are extended, never re-sampled, and keep the fitted model's units.
+        rows = np.zeros((X_val.shape[0], forest._store.rows.shape[1]))
+        val = forest._store.append(forest._scaler.transform(X_val), rows)
+        extend_trees(forest._trees, forest._store.X, forest._store.rows, val)
         forest._after_prune()  # caches depend on the trees
-        val = np.arange(first, first + X_val.shape[0])
         leaves = np.vstack([tree.leaf_sample_assignment()[val] for tree in forest._trees])
         return forest, np.ascontiguousarray(leaves, dtype=np.intp)
 
@@ -176,6 +182,7 @@ class LifetimePathMixin:
 
     def _fit_lifetime(self, X, y):
         """The lifetime to fit at: the parameter, or the best of a validation path."""
+        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
         if not (isinstance(self.lifetime, str) and self.lifetime == "auto"):
             return float(self.lifetime)
         rng = check_random_state(self.random_state)

@@ -56,9 +56,8 @@ def cut_events(list trees):
     return (times[order], *columns)
 
 
-def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
-             bint forward=True, float64_t stop=INFINITY):
-    """Walk the cuts of ``trees`` and record ``reader``'s metrics after each one.
+def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INFINITY):
+    """The cuts of ``trees`` in birth order and, per tree, the points of every node.
 
     Parameters
     ----------
@@ -66,30 +65,20 @@ def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
     leaf_of_point : ndarray of intp, shape (n_trees, n_points)
         Leaf of every evaluation point in every tree at the trees' lifetime; -1 for a point a
         tree does not hold (it never moves in that tree).
-    reader : PathReader
-        Model state with every point at the root of every tree.
-    forward : bool, default=True
-        Add cuts from the root down (True), or start from the terminal lifetime and remove
-        them in decreasing birth time (False).
     stop : float, default=inf
-        Forward only: stop before the first cut born at or after ``stop``, leaving ``reader``
-        in the state of the forest pruned at ``stop``.
+        Keep only the cuts born before ``stop``.
 
     Returns
     -------
-    times : ndarray of shape (n_events,)
-        Birth times of the cuts processed.
-    metrics : ndarray of shape (n_events + 1, reader.n_metrics)
-        Row 0 is the forest of root cells (lifetime 0); row ``e + 1`` holds after the first
-        ``e + 1`` cuts, for lifetimes in ``(times[e], times[e + 1]]``.
+    tuple
+        ``(times, events, offsets, starts, ends, orders)``, to pass to :func:`run_path`
+        (several readers of the same points can share one plan).
     """
     cdef intp_t n_trees = len(trees), n_points = leaf_of_point.shape[1], m
     if leaf_of_point.shape[0] != n_trees:
         raise ValueError("leaf_of_point needs one row per tree")
     times, ev_tree, ev_node, ev_left, ev_right = cut_events(trees)
     if stop < INFINITY:
-        if not forward:
-            raise ValueError("stop applies to forward paths")
         keep = np.searchsorted(times, stop, side="left")
         times, ev_tree, ev_node, ev_left, ev_right = (
             a[:keep] for a in (times, ev_tree, ev_node, ev_left, ev_right)
@@ -106,23 +95,64 @@ def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
         orders[m, : order.shape[0]] = order
         starts[offsets[m]: offsets[m + 1]] = start
         ends[offsets[m]: offsets[m + 1]] = end
+    events = np.ascontiguousarray(np.column_stack([ev_tree, ev_node, ev_left, ev_right]),
+                                  dtype=np.intp)
+    return times, events, offsets, starts, ends, orders
+
+
+def run_path(list trees, const intp_t[:, ::1] leaf_of_point, PathReader reader,
+             bint forward=True, float64_t stop=INFINITY, tuple plan=None):
+    """Walk the cuts of ``trees`` and record ``reader``'s metrics after each one.
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+    leaf_of_point : ndarray of intp, shape (n_trees, n_points)
+        Leaf of every evaluation point in every tree (see :func:`plan_path`).
+    reader : PathReader
+        Model state with every point at the root of every tree.
+    forward : bool, default=True
+        Add cuts from the root down (True), or start from the terminal lifetime and remove
+        them in decreasing birth time (False).
+    stop : float, default=inf
+        Forward only: stop before the first cut born at or after ``stop``, leaving ``reader``
+        in the state of the forest pruned at ``stop``.
+    plan : tuple, default=None
+        From :func:`plan_path` on the same trees and points (with the same ``stop``).
+
+    Returns
+    -------
+    times : ndarray of shape (n_events,)
+        Birth times of the cuts processed.
+    metrics : ndarray of shape (n_events + 1, reader.n_metrics)
+        Row 0 is the forest of root cells (lifetime 0); row ``e + 1`` holds after the first
+        ``e + 1`` cuts, for lifetimes in ``(times[e], times[e + 1]]``.
+    """
+    if stop < INFINITY and not forward:
+        raise ValueError("stop applies to forward paths")
+    if plan is None:
+        plan = plan_path(trees, leaf_of_point, stop)
+    times, events, offsets, starts, ends, orders = plan
+    if orders.shape[1] != leaf_of_point.shape[1] or offsets.shape[0] != len(trees) + 1:
+        raise ValueError("the plan does not match the trees and points")
     metrics = np.empty((times.shape[0] + 1, reader.n_metrics))
-    cdef intp_t[::1] off = offsets, st = starts, en = ends
-    cdef intp_t[:, ::1] od = orders
-    cdef intp_t[::1] et = ev_tree, ej = ev_node, el = ev_left, er = ev_right
+    cdef const intp_t[::1] off = offsets, st = starts, en = ends
+    cdef const intp_t[:, ::1] od = orders
+    cdef const intp_t[:, ::1] ev = events
     cdef float64_t[:, ::1] out = metrics
     cdef intp_t n_events = times.shape[0], e
     with nogil:
         reader.record(&out[0, 0])
         for e in range(n_events):
-            _apply_cut(reader, et[e], ej[e], el[e], er[e], off, st, en, od, True)
+            _apply_cut(reader, ev[e, 0], ev[e, 1], ev[e, 2], ev[e, 3], off, st, en, od, True)
             if forward:
                 reader.record(&out[e + 1, 0])
         if not forward:
             # The reader now holds the terminal forest: undo the cuts from the last born.
             reader.record(&out[n_events, 0])
             for e in range(n_events - 1, -1, -1):
-                _apply_cut(reader, et[e], ej[e], el[e], er[e], off, st, en, od, False)
+                _apply_cut(reader, ev[e, 0], ev[e, 1], ev[e, 2], ev[e, 3], off, st, en, od,
+                           False)
                 reader.record(&out[e, 0])
     return times, metrics
 
@@ -297,6 +327,10 @@ cdef class DirichletLeafReader(PathReader):
         return np.asarray(self.proba) / self.n_trees
 
 
+# Log-density margin above a point's largest term at which its running sum is referenced.
+cdef float64_t HEADROOM = 20.0
+
+
 cdef class LogDensityReader(PathReader):
     """Forest density estimates read on the path: mean log-likelihood of the points.
 
@@ -306,6 +340,13 @@ cdef class LogDensityReader(PathReader):
     Beta updates) the same reader gives the leave-one-out likelihood of training points. The
     forest density is ``(1 - w) * mean over trees + w * q(x)`` (background ``q`` of weight
     ``w``); points outside the trees' domain have forest density 0.
+
+    Each point keeps the sum over trees of ``exp(log density - ref)`` with a reference ``ref``
+    of its own (``HEADROOM`` above its largest log density at its last recomputation). The sum
+    is updated by difference and recomputed exactly from the per-tree log densities whenever
+    rounding could start to matter: when it has fallen a million-fold below the largest value
+    it held since (as when removing cuts makes the densities fall), or a term passes the
+    reference.
 
     Parameters
     ----------
@@ -319,8 +360,8 @@ cdef class LogDensityReader(PathReader):
         Whether each point lies in the trees' domain (its density starts at 1 in every root).
     """
 
-    cdef intp_t n_trees, n_points
-    cdef float64_t[::1] edges, log_background, sum_density, loglik
+    cdef intp_t n_trees, n_points, n_infinite
+    cdef float64_t[::1] edges, log_background, scaled_sum, reference, peak, loglik
     cdef intp_t[::1] offsets
     cdef float64_t[:, ::1] log_density
     cdef float64_t log_forest_weight, total, log_n_trees
@@ -338,51 +379,97 @@ cdef class LogDensityReader(PathReader):
         self.log_n_trees = log(<float64_t>self.n_trees)
         inside = np.asarray(inside, dtype=bool)
         self.log_density = np.where(inside, 0.0, -INFINITY) * np.ones((self.n_trees, 1))
-        self.sum_density = np.where(inside, float(self.n_trees), 0.0)
+        self.scaled_sum = np.zeros(self.n_points)
+        self.reference = np.zeros(self.n_points)
+        self.peak = np.zeros(self.n_points)
         self.loglik = np.zeros(self.n_points)
         self.total = 0.0
+        self.n_infinite = 0
         cdef intp_t p
         for p in range(self.n_points):
+            self._recompute(p)
             self._score(p)
+
+    cdef void _recompute(self, intp_t p) noexcept nogil:
+        """Exact sum over trees, relative to a reference ``HEADROOM`` above the largest log
+        density of the point (so that terms may grow that much before the next one)."""
+        cdef intp_t m
+        cdef float64_t top = -INFINITY, acc = 0.0
+        for m in range(self.n_trees):
+            if self.log_density[m, p] > top:
+                top = self.log_density[m, p]
+        if top == -INFINITY:
+            self.reference[p] = INFINITY
+            self.scaled_sum[p] = 0.0
+            self.peak[p] = 0.0
+            return
+        top += HEADROOM
+        for m in range(self.n_trees):
+            acc += exp(self.log_density[m, p] - top)
+        self.reference[p] = top
+        self.scaled_sum[p] = acc
+        self.peak[p] = acc
 
     cdef inline void _score(self, intp_t p) noexcept nogil:
         cdef float64_t a = self.log_background[p], b = -INFINITY, value, hi
-        if self.sum_density[p] > 0.0:
-            b = self.log_forest_weight + log(self.sum_density[p]) - self.log_n_trees
+        if self.scaled_sum[p] > 0.0:
+            b = (self.log_forest_weight + log(self.scaled_sum[p]) + self.reference[p]
+                 - self.log_n_trees)
         hi = a if a > b else b
+        # Points of zero density are counted apart, so that they never turn the total NaN.
+        if self.loglik[p] == -INFINITY:
+            self.n_infinite -= 1
+        else:
+            self.total -= self.loglik[p]
         if hi == -INFINITY:
             value = -INFINITY
+            self.n_infinite += 1
         else:
             value = hi + log(exp(a - hi) + exp(b - hi))
-        self.total += value - self.loglik[p]
+            self.total += value
         self.loglik[p] = value
 
     cdef void move(self, intp_t tree, intp_t point, intp_t src, intp_t dst,
                    bint descend) noexcept nogil:
-        cdef float64_t old = self.log_density[tree, point], new
+        cdef float64_t old = self.log_density[tree, point], new, updated
+        cdef float64_t ref = self.reference[point]
         if descend:
             new = old + self.edges[self.offsets[tree] + dst]
         else:
             new = old - self.edges[self.offsets[tree] + src]
         self.log_density[tree, point] = new
-        self.sum_density[point] += exp(new) - exp(old)
+        updated = self.scaled_sum[point] + exp(new - ref) - exp(old - ref)
+        # The rounding error of the running sum is relative to the largest value it held:
+        # recompute once it has fallen a million-fold below that, or a term passes the
+        # reference.
+        if new > ref or not updated > 1e-6 * self.peak[point]:
+            self._recompute(point)
+        else:
+            self.scaled_sum[point] = updated
+            if updated > self.peak[point]:
+                self.peak[point] = updated
         self._score(point)
 
     cdef void record(self, float64_t* row) noexcept nogil:
-        row[0] = self.total / self.n_points
+        row[0] = -INFINITY if self.n_infinite > 0 else self.total / self.n_points
 
     def log_likelihoods(self):
         """Current log density of every point (in the trees' units)."""
         return np.asarray(self.loglik).copy()
+
+    def tree_log_densities(self):
+        """Current log density of every point in every tree, shape (n_trees, n_points)."""
+        return np.asarray(self.log_density).copy()
 
 
 def inherit_unlabelled(MondrianTree tree, float64_t[:, ::1] reading,
                        const unsigned char[::1] labelled):
     """Give every node without labels the reading of its deepest labelled ancestor (in place).
 
-    A cell that holds no training label (only validation points) predicts as the smallest
-    enclosing cell with labels, which is also what the independent-leaf estimators predict for
-    a test point that branches off the tree. The root keeps its own reading (the prior).
+    In the transductive forest of a lifetime path, a leaf that holds only validation points
+    predicts as its smallest enclosing cell with labels; the independent-leaf estimators read
+    leaves the same way (but a test point that branches off the tree lands in a fresh cell and
+    gets the prior). The root keeps its own reading (the prior).
     """
     cdef intp_t top = 1, j, child, k, side, width = reading.shape[1]
     if reading.shape[0] != tree.node_count or labelled.shape[0] != tree.node_count:

@@ -1,7 +1,6 @@
 """Mondrian forest density estimation with a Polya-tree Beta prior (Balog 2015, App. C)."""
 
 import numbers
-from contextlib import contextmanager
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -16,6 +15,7 @@ from mondrian._base import (
     _chunks,
     _n_jobs,
     pruned_copy,
+    unchanged_on_error,
 )
 from mondrian._density import (
     FullCellTree,
@@ -25,7 +25,7 @@ from mondrian._density import (
     sample_trees,
 )
 from mondrian._forest_path import make_lifetime_path
-from mondrian._lifetime_path import LogDensityReader, run_path
+from mondrian._lifetime_path import LogDensityReader, plan_path, run_path
 from mondrian._store import DataStore
 from mondrian._tree import extend_trees
 
@@ -44,18 +44,6 @@ CONCENTRATIONS = np.geomspace(1e-5, 10.0, 7)
 
 # Reported in place of log densities below the most negative float (far outside the domain).
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
-
-
-@contextmanager
-def _unchanged_on_error(estimator):
-    """Restore the estimator's attributes if the block raises (validation sets some early)."""
-    saved = dict(estimator.__dict__)
-    try:
-        yield
-    except BaseException:
-        estimator.__dict__.clear()
-        estimator.__dict__.update(saved)
-        raise
 
 
 class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
@@ -214,7 +202,8 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         -------
         self : object
         """
-        with _unchanged_on_error(self):
+        with unchanged_on_error(self):
+            self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
             self._validate_params()
             X = validate_data(self, X, dtype=np.float64, order="C")
             lower, width = self._domain(X)
@@ -267,7 +256,7 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         """
         if not hasattr(self, "_trees"):
             return self.fit(X)
-        with _unchanged_on_error(self):
+        with unchanged_on_error(self):
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
             U, inside = self._to_unit(X)
             n_inside = int(inside.sum())
@@ -326,9 +315,11 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         """
         candidates = CONCENTRATIONS if auto_concentration else [self._concentration]
         log_volume = float(np.sum(np.log(self._width)))
+        leaves = self._leaves(self._store.X)
+        plan = plan_path(self._trees, leaves)  # the same cuts and points for every candidate
         best = None
         for concentration in candidates:
-            times, loo = self._loo_path(float(concentration))
+            times, loo = self._loo_path(float(concentration), leaves=leaves, plan=plan)
             path = self._path_result(times, {"loo_log_likelihood": loo - log_volume},
                                      "loo_log_likelihood", "forward")
             k = path.best_index if self.lifetime == "auto" else path.n_cuts
@@ -344,14 +335,16 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
             self._trees = [tree.pruned(lifetime) for tree in self._trees]
         self.lifetime_ = lifetime
 
-    def _loo_path(self, concentration, forward=True):
+    def _loo_path(self, concentration, forward=True, leaves=None, plan=None):
         """Cut times and mean leave-one-out log-likelihood (unit coordinates) after each."""
         train = self._store.X
         reader = LogDensityReader(
             [path_edges(tree, concentration, True) for tree in self._trees],
             np.full(train.shape[0], -np.inf), 0.0, np.ones(train.shape[0], dtype=bool),
         )
-        times, values = run_path(self._trees, self._leaves(train), reader, forward=forward)
+        if leaves is None:
+            leaves = self._leaves(train)
+        times, values = run_path(self._trees, leaves, reader, forward=forward, plan=plan)
         return times, values[:, 0]
 
     def lifetime_path(self, X=None, *, direction="forward"):

@@ -13,6 +13,7 @@ from mondrian._base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    unchanged_on_error,
 )
 from mondrian._forest_path import LifetimePathMixin
 from mondrian._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
@@ -140,17 +141,18 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
-        self._validate_params()
-        _reject_mixed_labels(y)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-        check_classification_targets(y)
-        self._validate_lifetime()
-        lifetime = self._fit_lifetime(X, y)
-        classes, codes = np.unique(y, return_inverse=True)
-        self.classes_ = classes
-        self._classes_fixed = False
-        self._init_trees(X, self._n_trees(), len(classes), lifetime)
-        self._add_points(X, self._rows(codes), self._n_jobs())
+        with unchanged_on_error(self):
+            self._validate_params()
+            _reject_mixed_labels(y)
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_classification_targets(y)
+            self._validate_lifetime()
+            lifetime = self._fit_lifetime(X, y)
+            classes, codes = np.unique(y, return_inverse=True)
+            self.classes_ = classes
+            self._classes_fixed = False
+            self._init_trees(X, self._n_trees(), len(classes), lifetime)
+            self._add_points(X, self._rows(codes), self._n_jobs())
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -174,6 +176,10 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
+        with unchanged_on_error(self):
+            return self._partial_fit(X, y, classes)
+
+    def _partial_fit(self, X, y, classes):
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()

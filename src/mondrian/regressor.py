@@ -15,6 +15,7 @@ from mondrian._base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    unchanged_on_error,
 )
 from mondrian._forest_path import LifetimePathMixin
 from mondrian._gaussian import predict_moments_trees, upward_messages
@@ -141,9 +142,10 @@ class _BaseMondrianRegressor(
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        return self._learn(X, y, first=True)
+        with unchanged_on_error(self):
+            self._validate_params()
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+            return self._learn(X, y, first=True)
 
     def partial_fit(self, X, y):
         """Extend the forest with new training points (same law as fitting all at once).
@@ -157,12 +159,13 @@ class _BaseMondrianRegressor(
         -------
         self : object
         """
-        first = not hasattr(self, "_trees")
-        if first:
-            self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
-                             reset=first)
-        return self._learn(X, y, first)
+        with unchanged_on_error(self):
+            first = not hasattr(self, "_trees")
+            if first:
+                self._validate_params()
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
+                                 reset=first)
+            return self._learn(X, y, first)
 
     # ----------------------------------------------------------------- hyperparameters
 
