@@ -11,7 +11,7 @@ Targets are centred by the caller. Predictions of training and validation points
 """
 
 from libc.math cimport exp, log, sqrt, M_PI
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
@@ -19,6 +19,10 @@ from mondrian._typedefs cimport float64_t, intp_t
 
 import numpy as np
 from scipy import sparse
+
+
+# Cuts whose rank-3 corrections are gathered before one BLAS-3 update of the inverse.
+cdef intp_t PENDING_CUTS = 32
 
 
 cdef class RidgeInverse:
@@ -36,7 +40,12 @@ cdef class RidgeInverse:
     cdef float64_t[::1] zty         # Z'y of the live features
     cdef float64_t[::1] weights     # A^{-1} Z'y
     cdef float64_t[::1] work        # scratch vector
-    cdef float64_t[:, ::1] panel    # (6, capacity) scratch: the factors of a rank-3 update
+    # Pending low-rank corrections of split(): the true inverse is inv + P W' (columns of P
+    # and W are rows of these buffers, zero past their feature count), added in one BLAS-3
+    # product every PENDING_CUTS cuts instead of one rank-3 pass over the matrix per cut.
+    cdef float64_t[:, ::1] pending_w
+    cdef float64_t[:, ::1] pending_p
+    cdef intp_t n_pending
     cdef readonly intp_t n_features
     cdef readonly intp_t capacity
     cdef readonly float64_t delta2
@@ -47,7 +56,9 @@ cdef class RidgeInverse:
         self.zty = np.zeros(capacity)
         self.weights = np.zeros(capacity)
         self.work = np.zeros(capacity)
-        self.panel = np.zeros((6, capacity))
+        self.pending_w = np.zeros((3 * PENDING_CUTS, capacity))
+        self.pending_p = np.zeros((3 * PENDING_CUTS, capacity))
+        self.n_pending = 0
         self.n_features = 0
         self.capacity = capacity
         self.delta2 = delta2
@@ -61,11 +72,24 @@ cdef class RidgeInverse:
         sign, logdet = np.linalg.slogdet(A)
         if sign <= 0:
             raise ValueError("A must be positive definite")
+        self.n_pending = 0
         np.asarray(self.inv)[:C, :C] = np.linalg.inv(A)
         np.asarray(self.zty)[:C] = zty
         self.n_features = C
         self.logdet = logdet
         self.solve()
+
+    cdef void _flush(self) noexcept nogil:
+        """Add the pending corrections to the stored inverse: ``inv += P W'``."""
+        cdef int C = <int>self.n_features, K = <int>self.n_pending
+        cdef int lda = <int>self.capacity
+        cdef float64_t unit = 1.0
+        if K == 0:
+            return
+        if C > 0:
+            dgemm(b"N", b"T", &C, &C, &K, &unit, &self.pending_p[0, 0], &lda,
+                  &self.pending_w[0, 0], &lda, &unit, &self.inv[0, 0], &lda)
+        self.n_pending = 0
 
     cdef void _swap(self, intp_t a, intp_t b) noexcept nogil:
         """Exchange features ``a`` and ``b`` (rows and columns of the inverse)."""
@@ -110,6 +134,7 @@ cdef class RidgeInverse:
 
     cdef void remove(self, intp_t c) noexcept nogil:
         """Remove feature ``c``; the last feature takes its index."""
+        self._flush()
         self._swap(c, self.n_features - 1)
         self._drop_last()
 
@@ -123,6 +148,7 @@ cdef class RidgeInverse:
         cdef int lda = <int>self.capacity, one = 1
         cdef float64_t zero = 0.0, unit = 1.0, s, alpha, w_new
         cdef intp_t k
+        self._flush()
         if C > 0:
             # inv is symmetric, so the row-major block can be handed to Fortran BLAS as is.
             dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b, &one, &zero,
@@ -149,29 +175,35 @@ cdef class RidgeInverse:
                     float64_t* b_right, float64_t diag_right,
                     float64_t zty_right) noexcept nogil:
         """Split feature ``c`` (a cell) into two: the left part keeps index ``c``, the right
-        part is appended. One matrix-vector product and one rank-3 update, O(C^2).
+        part is appended. O(C^2): one product with the inverse and a rank-3 correction.
 
         ``b_left``, ``b_right`` are the cross products of the parts with the current features
         (zero at ``c`` and at every feature of the same tree), ``diag_*`` their ``z'z + delta2``.
         Since ``z_c = z_left + z_right``, replacing ``c`` by the left part changes row and
         column ``c`` of ``A`` by ``d = -b_right + d_c e_c`` with ``d_c = delta2 - diag_right``:
         ``A1 = A + U S U'`` with ``U = [e_c, d]``, ``S = [[-d_c, 1], [1, 0]]`` (Woodbury, with
-        ``K = S^-1 + U' A^-1 U``). The right part is then bordered on (Lemma 4.4).
+        ``K = S^-1 + U' A^-1 U``). The right part is then bordered on (Lemma 4.4). The rank-3
+        correction ``W M W'`` is kept pending (see ``_flush``); the border is written at once.
         """
-        cdef int C = <int>self.n_features, lda = <int>self.capacity, one = 1, three = 3
+        cdef int C = <int>self.n_features, lda = <int>self.capacity, one = 1
         cdef float64_t zero = 0.0, unit = 1.0
-        cdef float64_t d_c = self.delta2 - diag_right, b_cc = self.inv[c, c]
+        cdef float64_t d_c = self.delta2 - diag_right, b_cc
         cdef float64_t v_c, h_c, dh, k11, k12, k22, det, i11, i12, i22, s, t1, t2
-        cdef float64_t gz, hz, e1, e2, w_new, zty_old = self.zty[c]
-        cdef float64_t* g = &self.panel[0, 0]
-        cdef float64_t* h = &self.panel[1, 0]
-        cdef float64_t* u = &self.panel[2, 0]
-        cdef float64_t* p = &self.panel[3, 0]
+        cdef float64_t gz, hz, e1, e2, w_new, zty_old = self.zty[c], t
         cdef float64_t* v = &self.work[0]
-        cdef intp_t k, nnz
-        # v = A^-1 b_right; g = A^-1 e_c; h = A^-1 d. A small cell meets few features, so
-        # b_right is sparse late in the path: add up the rows of the (symmetric) inverse it
-        # selects instead of reading the whole matrix.
+        cdef float64_t* g
+        cdef float64_t* h
+        cdef float64_t* u
+        cdef intp_t k, nnz, K, tail
+        if self.n_pending + 3 > self.pending_w.shape[0]:
+            self._flush()
+        K = self.n_pending
+        g = &self.pending_w[K, 0]
+        h = &self.pending_w[K + 1, 0]
+        u = &self.pending_w[K + 2, 0]
+        # v = A^-1 b_right; g = A^-1 e_c; h = A^-1 d, with A^-1 = inv + P W'. A small cell
+        # meets few features, so b_right is sparse late in the path: add up the rows of the
+        # (symmetric) stored inverse it selects instead of reading the whole matrix.
         nnz = 0
         for k in range(C):
             if b_right[k] != 0.0:
@@ -183,8 +215,13 @@ cdef class RidgeInverse:
                     daxpy(&C, &b_right[k], &self.inv[k, 0], &one, v, &one)
         else:
             dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b_right, &one, &zero, v, &one)
+        memcpy(g, &self.inv[c, 0], C * sizeof(float64_t))
+        for k in range(K):
+            t = ddot(&C, &self.pending_w[k, 0], &one, b_right, &one)
+            daxpy(&C, &t, &self.pending_p[k, 0], &one, v, &one)
+            daxpy(&C, &self.pending_p[k, c], &self.pending_w[k, 0], &one, g, &one)
+        b_cc = g[c]
         for k in range(C):
-            g[k] = self.inv[c, k]
             h[k] = d_c * g[k] - v[k]
         v_c = v[c]
         h_c = h[c]
@@ -215,13 +252,16 @@ cdef class RidgeInverse:
             self.weights[k] += ((zty_left - zty_old) * (g[k] - g[k] * t1 - h[k] * t2)
                                 - g[k] * e1 - h[k] * e2)
         w_new = (zty_right - ddot(&C, b_right, &one, &self.weights[0], &one)) / s
-        # A^-1 += W M W' with W = [g, h, u] and M = blockdiag(-K^-1, 1/s): one rank-3 pass.
+        # Pending correction W M W' with W = [g, h, u], M = blockdiag(-K^-1, 1/s): P = W M.
         for k in range(C):
-            p[k] = -(i11 * g[k] + i12 * h[k])
-            p[self.capacity + k] = -(i12 * g[k] + i22 * h[k])
-            p[2 * self.capacity + k] = u[k] / s
-        dgemm(b"N", b"T", &C, &C, &three, &unit, g, &lda, p, &lda, &unit,
-              &self.inv[0, 0], &lda)
+            self.pending_p[K, k] = -(i11 * g[k] + i12 * h[k])
+            self.pending_p[K + 1, k] = -(i12 * g[k] + i22 * h[k])
+            self.pending_p[K + 2, k] = u[k] / s
+        # Entries of features appended before the next flush must read as zero.
+        tail = min(self.capacity, C + self.pending_w.shape[0]) - C
+        for k in range(K, K + 3):
+            memset(&self.pending_w[k, C], 0, tail * sizeof(float64_t))
+            memset(&self.pending_p[k, C], 0, tail * sizeof(float64_t))
         for k in range(C):
             self.inv[C, k] = -u[k] / s
             self.inv[k, C] = -u[k] / s
@@ -231,6 +271,7 @@ cdef class RidgeInverse:
         self.zty[c] = zty_left
         self.zty[C] = zty_right
         self.logdet += log(-det) + log(s)
+        self.n_pending = K + 3
         self.n_features += 1
 
     cdef void merge(self, intp_t i, intp_t j) noexcept nogil:
@@ -242,6 +283,7 @@ cdef class RidgeInverse:
         cdef intp_t C = self.n_features, k, last
         cdef int n, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha
+        self._flush()
         for k in range(C):
             self.inv[k, j] -= self.inv[k, i]
         for k in range(C):
@@ -265,6 +307,7 @@ cdef class RidgeInverse:
 
     cdef void solve(self) noexcept nogil:
         """``weights = A^{-1} Z'y``."""
+        self._flush()
         cdef int C = <int>self.n_features
         cdef int lda = <int>self.capacity, one = 1
         cdef float64_t zero = 0.0, unit = 1.0
@@ -277,6 +320,7 @@ cdef class RidgeInverse:
         cdef intp_t C = self.n_features, new_capacity
         if n <= self.capacity:
             return 0
+        self._flush()
         new_capacity = max(n, 2 * self.capacity)
         inv = np.zeros((new_capacity, new_capacity))
         inv[:C, :C] = self.inv[:C, :C]
@@ -284,8 +328,12 @@ cdef class RidgeInverse:
         zty = np.zeros(new_capacity)
         zty[:C] = self.zty[:C]
         self.zty = zty
-        self.weights = np.zeros(new_capacity)
+        weights = np.zeros(new_capacity)
+        weights[:C] = self.weights[:C]
+        self.weights = weights
         self.work = np.zeros(new_capacity)
+        self.pending_w = np.zeros((self.pending_w.shape[0], new_capacity))
+        self.pending_p = np.zeros((self.pending_p.shape[0], new_capacity))
         self.capacity = new_capacity
         return 0
 
@@ -293,6 +341,7 @@ cdef class RidgeInverse:
         """Append a feature no training point has yet (diagonal delta2, no cross terms)."""
         cdef intp_t C = self.n_features, k
         self._reserve(C + 1)
+        self._flush()
         for k in range(C):
             self.inv[C, k] = 0.0
             self.inv[k, C] = 0.0
@@ -310,6 +359,7 @@ cdef class RidgeInverse:
         cdef intp_t C = self.n_features, k, c
         cdef int n = <int>C, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha, quad = 0.0
+        self._flush()
         for k in range(C):
             self.work[k] = 0.0
         for c in columns:
@@ -324,6 +374,7 @@ cdef class RidgeInverse:
         self.logdet += log(denom)
 
     def __reduce__(self):
+        self._flush()
         return (_rebuild_ridge, (self.delta2, self.inverse, self.zty_vector, self.coef,
                                  self.logdet))
 
@@ -339,6 +390,7 @@ cdef class RidgeInverse:
     @property
     def inverse(self):
         """Copy of the live inverse."""
+        self._flush()
         return np.array(self.inv[:self.n_features, :self.n_features])
 
     @property
