@@ -3,8 +3,10 @@
 All the Mondrian trees are sampled once up to a terminal lifetime. Sweeping the lifetime from 0
 up adds their cuts in birth-time order (forward path); sweeping down removes them (backward
 path). Each cut replaces one feature (a cell) by two, or merges two back into one, and the
-inverse of ``A = Z'Z + delta2 I`` follows with O(C^2) rank-one updates, so the whole path costs
-about as much as one solve at the terminal lifetime.
+inverse of ``A = Z'Z + delta2 I`` follows with O(C^2) low-rank updates: forward, a product with
+the inverse (sparse when the new cell meets few features) and a rank-3 correction, gathered
+over 32 cuts into one BLAS-3 product; the weights follow in O(C) per cut. The whole forward
+path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act).
 
 Targets are centred by the caller. Predictions of training and validation points are
 ``sum_m w[col[m, i]] / sqrt(M)``.
