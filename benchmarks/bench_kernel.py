@@ -49,8 +49,18 @@ fig8
     *Path vs one fit.* The terminal path is compared with one ``MondrianKernelRidge(lifetime=
     terminal lifetime of the path).fit`` on the fit rows.
 
-Plots go to ``benchmarks/results/kernel_fig6_rmse_vs_nonzeros.png`` and
-``kernel_fig8_search_time.png`` (``*_quick.png`` in quick mode) when matplotlib imports.
+    *Fig. 8 with SGD training (the paper's protocol).* The same experiment with every model
+    trained by SGD, as in the paper, in its own section after the ridge one: the Mondrian
+    kernel by ``MondrianKernelSGDRegressor.lifetime_path`` (``SGD_START_EPOCHS`` epochs on the
+    root cells, ``SGD_STEPS_PER_CUT`` steps after every cut, validation loss every M cuts; time
+    axis from capped re-runs as above), random Fourier features and random binning by
+    ``sklearn.linear_model.SGDRegressor`` refits (``BASELINE_SGD_EPOCHS`` epochs, constant step
+    ``BASELINE_SGD_ETA0``) under the same search. L2 constant ``alpha / n_fit`` per sample (the
+    ridge objective divided by ``2 n_fit``), no intercept, targets standardised on the fit part.
+
+Plots go to ``benchmarks/results/kernel_fig6_rmse_vs_nonzeros.png``,
+``kernel_fig8_search_time.png`` and ``kernel_fig8_sgd_search_time.png`` (``*_quick.png`` in quick
+mode) when matplotlib imports.
 
 Run from the repository root::
 
@@ -67,7 +77,7 @@ from dataclasses import dataclass
 import common
 import numpy as np
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import Ridge, SGDRegressor
 from sklearn.metrics.pairwise import laplacian_kernel, manhattan_distances
 from sklearn.preprocessing import MinMaxScaler
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -88,6 +98,12 @@ MAX_EXPANSIONS = 16
 BISECTION_STEPS = 3
 SPEEDUP_TARGET = 10.0
 PATH_COST_TARGET = 3.0
+SGD_LEARNING_RATE = 0.2
+SGD_STEPS_PER_CUT = 20
+SGD_START_EPOCHS = 3
+BASELINE_SGD_EPOCHS = 10
+BASELINE_SGD_SCHEDULE = "constant"
+BASELINE_SGD_ETA0 = 0.2
 MONDRIAN, BINNING, FOURIER, EXACT = (
     "Mondrian kernel", "random binning", "random Fourier", "exact Laplace kernel",
 )
@@ -288,17 +304,24 @@ def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max
 
 
 def width_search(method: str, problem: Problem, n_components: int, alpha: float, seed: int,
-                 steps: int) -> dict:
-    """Doubling/halving then bisection search of the lifetime, refitting every time."""
-    common.log(f"  {method}: width search")
+                 steps: int, trainer=None) -> dict:
+    """Doubling/halving then bisection search of the lifetime, refitting every time.
+
+    ``trainer(transformer, X, y, X_eval)`` returns the predictions on ``X_eval`` (default: the
+    ridge of :func:`feature_ridge`).
+    """
+    common.log(f"  {method}: width search" + ("" if trainer is None else " (SGD)"))
     tried: dict[float, float] = {}
     records: list[dict] = []
     start = time.perf_counter()
 
     def evaluate(lifetime: float, phase: str) -> None:
         transformer = make_features(method, n_components, lifetime, seed)
-        prediction, _ = feature_ridge(transformer, problem.X_fit, problem.y_fit, problem.X_val,
-                                      alpha)
+        if trainer is None:
+            prediction, _ = feature_ridge(transformer, problem.X_fit, problem.y_fit,
+                                          problem.X_val, alpha)
+        else:
+            prediction = trainer(transformer, problem.X_fit, problem.y_fit, problem.X_val)
         tried[lifetime] = rmse(problem.y_val, prediction)
         records.append({
             "step": len(records) + 1, "phase": phase, "lifetime": lifetime,
@@ -420,6 +443,181 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
         ratio <= PATH_COST_TARGET,
         f"{mondrian_result['path_s']:.3f} s vs {mondrian_result['fit_s']:.3f} s ({ratio:.2f}x)"))
     common.print_checks("Targets (Fig. 8)", checks)
+    return {"mondrian": mondrian_result, "searches": searches, "level": level}
+
+
+# --------------------------------------------------------------------------------------------
+# Fig. 8 with SGD training (the paper's protocol)
+# --------------------------------------------------------------------------------------------
+
+
+def sgd_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap: int):
+    """The SGD lifetime path with at most ``cap`` features, evaluated every ``n_trees`` cuts."""
+    import mondrian
+
+    model = mondrian.MondrianKernelSGDRegressor(
+        n_estimators=n_trees, lifetime=1.0, alpha=alpha / len(problem.y_fit),
+        learning_rate=SGD_LEARNING_RATE, steps_per_cut=SGD_STEPS_PER_CUT,
+        n_epochs=SGD_START_EPOCHS, max_lifetime=np.inf, max_features=cap, feature_scaling=None,
+        random_state=seed)
+    return model.lifetime_path(problem.X_fit, problem.y_fit, problem.X_val, problem.y_val,
+                               eval_every=n_trees)
+
+
+def mondrian_sgd_search(problem: Problem, n_trees: int, alpha: float, seed: int,
+                        max_features: int, repeats: int) -> dict:
+    """Terminal SGD path and capped re-runs for the time axis (as :func:`mondrian_search`)."""
+    common.log(f"  Mondrian SGD path: {n_trees} trees, up to {max_features} features")
+    path_s, path = common.time_callable(
+        lambda: sgd_path(problem, n_trees, alpha, seed, max_features), repeats)
+    best = int(np.argmin(path.validation_loss))
+    last = len(path.lifetimes) - 1
+    # Evaluation k < last is after k * n_trees cuts, i.e. with n_trees * (k + 1) features.
+    terminal_cap = max_features
+    best_cap = terminal_cap if best == last else n_trees * (best + 1)
+    caps = {best_cap, terminal_cap}
+    cap = 2 * n_trees
+    while cap < terminal_cap:
+        caps.add(cap)
+        cap *= 2
+    runs, mismatches = [], []
+    for cap in sorted(caps):
+        if cap == terminal_cap:
+            seconds, prefix = path_s, path
+        else:
+            common.log(f"  Mondrian SGD path capped at {cap} features")
+            seconds, prefix = common.time_callable(
+                lambda cap=cap: sgd_path(problem, n_trees, alpha, seed, cap), repeats)
+            n = len(prefix.validation_loss)
+            if n > len(path.validation_loss) or not np.allclose(
+                prefix.validation_loss, path.validation_loss[:n], rtol=1e-7, atol=1e-9
+            ):
+                mismatches.append(cap)
+        k = int(np.argmin(prefix.validation_loss))
+        runs.append({
+            "max_features cap": cap,
+            "evaluations": len(prefix.lifetimes),
+            "lifetime reached": float(prefix.lifetimes[-1]),
+            "time (s)": seconds,
+            "best val RMSE so far": float(np.sqrt(prefix.validation_loss[k])),
+            "best lifetime so far": float(prefix.lifetimes[k]),
+        })
+    time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == best_cap)
+    return {
+        "path": path, "path_s": path_s, "runs": runs, "mismatches": mismatches,
+        "best_lifetime": float(path.best_lifetime),
+        "best_rmse": float(np.sqrt(path.validation_loss[best])),
+        "time_to_best": time_to_best, "evaluations": len(path.lifetimes),
+    }
+
+
+def feature_sgd(transformer, X: np.ndarray, y: np.ndarray, X_eval: np.ndarray, alpha: float,
+                seed: int) -> np.ndarray:
+    """Fit ``transformer`` and an ``SGDRegressor`` on standardised targets; predict ``X_eval``.
+
+    The L2 constant is ``alpha / n`` (sklearn minimises the mean loss plus ``alpha/2 ||w||²``
+    per sample, the ridge objective divided by ``2 n``); no intercept, as in the ridge.
+    """
+    Z = transformer.fit_transform(X)
+    offset, scale = float(np.mean(y)), float(np.std(y)) or 1.0
+    model = SGDRegressor(loss="squared_error", penalty="l2", alpha=alpha / len(y),
+                         fit_intercept=False, max_iter=BASELINE_SGD_EPOCHS, tol=None,
+                         learning_rate=BASELINE_SGD_SCHEDULE, eta0=BASELINE_SGD_ETA0,
+                         random_state=seed)
+    model.fit(Z, (y - offset) / scale)
+    return model.predict(transformer.transform(X_eval)) * scale + offset
+
+
+def sgd_width_search(method: str, problem: Problem, n_components: int, alpha: float, seed: int,
+                     steps: int) -> dict:
+    """:func:`width_search` with ``SGDRegressor`` training instead of the ridge solve."""
+    return width_search(method, problem, n_components, alpha, seed, steps,
+                        trainer=lambda t, X, y, X_eval: feature_sgd(t, X, y, X_eval, alpha, seed))
+
+
+def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
+    """Fig. 8 again, every method trained by SGD; prints its tables and returns the plot data."""
+    common.log(f"fig8 (SGD): width search with {args.n_trees} non-zeros per point")
+    n_fit = len(problem.y_fit)
+    print("\n## Fig. 8 with SGD training (the paper's protocol)")
+    print(f"\nEvery method trained by SGD on squared error with L2 constant alpha / n_fit = "
+          f"{alpha:g} / {n_fit} = {alpha / n_fit:.3g} per sample, no intercept, targets "
+          "centred and divided by their fit-part std (RMSE reported in the units of y). "
+          f"Mondrian: `MondrianKernelSGDRegressor(learning_rate={SGD_LEARNING_RATE:g}, "
+          f"steps_per_cut={SGD_STEPS_PER_CUT}, n_epochs={SGD_START_EPOCHS})` "
+          f"({SGD_START_EPOCHS} epochs on the root cells, then {SGD_STEPS_PER_CUT} SGD steps "
+          f"on random fit points after every cut, weights inherited by both halves of a cut "
+          f"cell), validation loss every {args.n_trees} cuts; its time axis comes from capped "
+          f"re-runs from scratch (caps {2 * args.n_trees}, {4 * args.n_trees}, ..., the cap of "
+          "the best evaluation, the terminal cap), each timed on its own, as above. Refits: "
+          f"`SGDRegressor(max_iter={BASELINE_SGD_EPOCHS}, tol=None, "
+          f"learning_rate='{BASELINE_SGD_SCHEDULE}', eta0={BASELINE_SGD_ETA0:g}, "
+          f"random_state={args.seed})` on the same features and under the same "
+          "doubling-then-bisection search as above.")
+    mondrian_result = mondrian_sgd_search(problem, args.n_trees, alpha, args.seed,
+                                          args.max_features, args.repeats)
+    steps = 2 if args.quick else BISECTION_STEPS
+    searches = {
+        method: sgd_width_search(method, problem, args.n_trees, alpha, args.seed, steps)
+        for method in (FOURIER, BINNING)
+    }
+    level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
+    mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
+                       for r in mondrian_result["runs"]]
+
+    common.print_markdown_table(
+        mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
+                                          "best val RMSE so far": ".4f",
+                                          "best lifetime so far": ".4g"},
+        title=f"Fig. 8 (SGD): Mondrian SGD lifetime path, {args.n_trees} trees, each cap run "
+              "from scratch")
+    if mondrian_result["mismatches"]:
+        print(f"\n**Warning**: the capped SGD paths {mondrian_result['mismatches']} did not "
+              "reproduce the prefix of the terminal path.")
+    for method, search in searches.items():
+        common.print_markdown_table(
+            search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
+                                        "val RMSE": ".4f", "best so far": ".4f"},
+            title=f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD refit "
+                  "per lifetime")
+
+    summary = [{
+        "method": MONDRIAN + " (SGD path)", "evaluations / fits": mondrian_result["evaluations"],
+        "best lifetime": mondrian_result["best_lifetime"],
+        "best val RMSE": mondrian_result["best_rmse"],
+        "time to best (s)": mondrian_result["time_to_best"],
+        "whole search (s)": mondrian_result["path_s"],
+        "time to common level (s)": time_to_level(mondrian_points, level),
+    }]
+    for method, search in searches.items():
+        points = [(r["elapsed (s)"], r["best so far"]) for r in search["records"]]
+        summary.append({
+            "method": f"{method} (SGD refits)", "evaluations / fits": search["evaluations"],
+            "best lifetime": search["best_lifetime"], "best val RMSE": search["best_rmse"],
+            "time to best (s)": search["time_to_best"], "whole search (s)": search["total_s"],
+            "time to common level (s)": time_to_level(points, level),
+        })
+    for row in summary:
+        row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
+    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. "
+          "`evaluations / fits` counts validation evaluations of the path (one every "
+          f"{args.n_trees} cuts, plus the start and the end) or lifetimes refitted. The path's "
+          "best lifetime is the midpoint of the interval between its best evaluation and the "
+          "next cut.")
+    common.print_markdown_table(
+        summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
+                          "time to best (s)": ".3f", "whole search (s)": ".3f",
+                          "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
+        title="Fig. 8 (SGD) summary")
+    checks = []
+    for method, search in searches.items():
+        ratio = search["time_to_best"] / mondrian_result["time_to_best"]
+        checks.append((
+            f"Mondrian path reaches its best width at least {SPEEDUP_TARGET:g}x sooner than the "
+            f"{method} SGD search", ratio >= SPEEDUP_TARGET,
+            f"{mondrian_result['time_to_best']:.3f} s vs {search['time_to_best']:.3f} s "
+            f"({ratio:.2f}x)"))
+    common.print_checks("Targets (Fig. 8, SGD)", checks)
     return {"mondrian": mondrian_result, "searches": searches, "level": level}
 
 
@@ -550,7 +748,33 @@ def plot_fig8(fig8: dict, quick: bool, plt) -> None:
     print(f"Saved {out.relative_to(common.REPO_ROOT)}")
 
 
-def save_plots(fig6: dict | None, fig8: dict | None, args) -> None:
+def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> None:
+    """Validation RMSE against time for the three SGD-trained methods."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    runs = fig8["mondrian"]["runs"]
+    ax.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
+            marker="o", drawstyle="steps-post", label=MONDRIAN + " SGD path")
+    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
+        records = fig8["searches"][method]["records"]
+        line, = ax.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
+                        drawstyle="steps-post", label=f"{method} SGD search (best so far)")
+        ax.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
+                linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
+    ax.axhline(fig8["level"], color="k", linestyle=":", label="common level")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("wall-clock time (s)")
+    ax.set_ylabel("validation RMSE")
+    ax.set_title("Kernel width search, SGD training")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = plot_path(quick, "kernel_fig8_sgd_search_time")
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    print(f"Saved {out.relative_to(common.REPO_ROOT)}")
+
+
+def save_plots(fig6: dict | None, fig8: dict | None, fig8_sgd: dict | None, args) -> None:
     """Write the PNG files, or say why not."""
     try:
         import matplotlib
@@ -565,6 +789,8 @@ def save_plots(fig6: dict | None, fig8: dict | None, args) -> None:
         plot_fig6(fig6, args.grid, args.quick, plt)
     if fig8 is not None:
         plot_fig8(fig8, args.quick, plt)
+    if fig8_sgd is not None:
+        plot_fig8_sgd(fig8_sgd, args.quick, plt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,6 +890,7 @@ def run(args, parts: list[str]) -> None:
         print(f"\nalpha = {alpha:g} (given).")
 
     fig8 = run_fig8(problem, args, alpha) if "fig8" in parts else None
+    fig8_sgd = run_fig8_sgd(problem, args, alpha) if "fig8" in parts else None
     fig6 = None
     if "fig6" in parts:
         lifetime = args.lifetime
@@ -678,7 +905,7 @@ def run(args, parts: list[str]) -> None:
                   f"{args.n_trees} trees and {args.max_features} features.")
         fig6 = run_fig6(problem, args, alpha, lifetime)
     if not args.no_plots:
-        save_plots(fig6, fig8, args)
+        save_plots(fig6, fig8, fig8_sgd, args)
     print(f"\nTotal wall time: {time.perf_counter() - wall:.1f} s.")
 
 
