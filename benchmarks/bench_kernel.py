@@ -355,6 +355,35 @@ def width_search(method: str, problem: Problem, n_components: int, alpha: float,
     }
 
 
+def print_search_summary(mondrian_result, searches, level, mondrian_points, path_label,
+                         refit_label, count_column, count_note, title):
+    """The Fig. 8 summary table: the Mondrian path against the refitting width searches."""
+    summary = [{
+        "method": f"{MONDRIAN} ({path_label})", count_column: mondrian_result["evaluations"],
+        "best lifetime": mondrian_result["best_lifetime"],
+        "best val RMSE": mondrian_result["best_rmse"],
+        "time to best (s)": mondrian_result["time_to_best"],
+        "whole search (s)": mondrian_result["path_s"],
+        "time to common level (s)": time_to_level(mondrian_points, level),
+    }]
+    for method, search in searches.items():
+        points = [(r["elapsed (s)"], r["best so far"]) for r in search["records"]]
+        summary.append({
+            "method": f"{method} ({refit_label})", count_column: search["evaluations"],
+            "best lifetime": search["best_lifetime"], "best val RMSE": search["best_rmse"],
+            "time to best (s)": search["time_to_best"], "whole search (s)": search["total_s"],
+            "time to common level (s)": time_to_level(points, level),
+        })
+    for row in summary:
+        row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
+    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. {count_note}")
+    common.print_markdown_table(
+        summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
+                          "time to best (s)": ".3f", "whole search (s)": ".3f",
+                          "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
+        title=title)
+
+
 def time_to_level(points: list[tuple[float, float]], level: float) -> float:
     """First time at which the best-so-far error of ``(time, error)`` points is <= ``level``."""
     for seconds, err in sorted(points):
@@ -391,31 +420,9 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
                                         "val RMSE": ".4f", "best so far": ".4f"},
             title=f"Fig. 8: {method} width search, {args.n_trees} components, refit per lifetime")
 
-    summary = [{
-        "method": MONDRIAN + " (path)", "fits / runs": mondrian_result["evaluations"],
-        "best lifetime": mondrian_result["best_lifetime"],
-        "best val RMSE": mondrian_result["best_rmse"],
-        "time to best (s)": mondrian_result["time_to_best"],
-        "whole search (s)": mondrian_result["path_s"],
-        "time to common level (s)": time_to_level(mondrian_points, level),
-    }]
-    for method, search in searches.items():
-        points = [(r["elapsed (s)"], r["best so far"]) for r in search["records"]]
-        summary.append({
-            "method": f"{method} (refits)", "fits / runs": search["evaluations"],
-            "best lifetime": search["best_lifetime"], "best val RMSE": search["best_rmse"],
-            "time to best (s)": search["time_to_best"], "whole search (s)": search["total_s"],
-            "time to common level (s)": time_to_level(points, level),
-        })
-    for row in summary:
-        row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
-    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. "
-          "`fits / runs` counts lifetimes evaluated (for the path: intervals between cuts).")
-    common.print_markdown_table(
-        summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
-                          "time to best (s)": ".3f", "whole search (s)": ".3f",
-                          "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
-        title="Fig. 8 summary")
+    print_search_summary(mondrian_result, searches, level, mondrian_points, "path", "refits",
+                         "fits / runs", "`fits / runs` counts lifetimes evaluated (for the "
+                         "path: intervals between cuts).", "Fig. 8 summary")
     cost = [{
         "terminal lifetime": mondrian_result["terminal"],
         "path features": int(mondrian_result["path"].n_features[-1]),
@@ -581,34 +588,13 @@ def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
             title=f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD refit "
                   "per lifetime")
 
-    summary = [{
-        "method": MONDRIAN + " (SGD path)", "evaluations / fits": mondrian_result["evaluations"],
-        "best lifetime": mondrian_result["best_lifetime"],
-        "best val RMSE": mondrian_result["best_rmse"],
-        "time to best (s)": mondrian_result["time_to_best"],
-        "whole search (s)": mondrian_result["path_s"],
-        "time to common level (s)": time_to_level(mondrian_points, level),
-    }]
-    for method, search in searches.items():
-        points = [(r["elapsed (s)"], r["best so far"]) for r in search["records"]]
-        summary.append({
-            "method": f"{method} (SGD refits)", "evaluations / fits": search["evaluations"],
-            "best lifetime": search["best_lifetime"], "best val RMSE": search["best_rmse"],
-            "time to best (s)": search["time_to_best"], "whole search (s)": search["total_s"],
-            "time to common level (s)": time_to_level(points, level),
-        })
-    for row in summary:
-        row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
-    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. "
-          "`evaluations / fits` counts validation evaluations of the path (one every "
-          f"{args.n_trees} cuts, plus the start and the end) or lifetimes refitted. The path's "
-          "best lifetime is the midpoint of the interval between its best evaluation and the "
-          "next cut.")
-    common.print_markdown_table(
-        summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
-                          "time to best (s)": ".3f", "whole search (s)": ".3f",
-                          "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
-        title="Fig. 8 (SGD) summary")
+    print_search_summary(
+        mondrian_result, searches, level, mondrian_points, "SGD path", "SGD refits",
+        "evaluations / fits",
+        "`evaluations / fits` counts validation evaluations of the path (one every "
+        f"{args.n_trees} cuts, plus the start and the end) or lifetimes refitted. The path's "
+        "best lifetime is the midpoint of the interval between its best evaluation and the "
+        "next cut.", "Fig. 8 (SGD) summary")
     checks = []
     for method, search in searches.items():
         ratio = search["time_to_best"] / mondrian_result["time_to_best"]

@@ -143,15 +143,12 @@ cdef class FullCellTree(MondrianTree):
         """
         cdef intp_t D = self.n_features
         cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, count, root, max_index = 0
+        cdef intp_t j, k, d, i, mid, count, root
         cdef StackRecord rec
 
         if n <= 0:
             return 0
-        for k in range(n):
-            if idx[k] > max_index:
-                max_index = idx[k]
-        self._ensure_samples(max_index + 1)
+        self._ensure_indices(idx, n)
         if self.node_count == 0:
             root = self._new_node()
             for d in range(D):

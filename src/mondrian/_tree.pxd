@@ -58,6 +58,7 @@ cdef class MondrianTree:
 
     cdef int _resize(self, intp_t capacity) except -1 nogil
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
+    cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
     cdef bint _should_pause(self, intp_t node) noexcept nogil
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil

@@ -165,6 +165,14 @@ cdef class MondrianTree:
             self.n_samples_seen = n
         return 0
 
+    cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil:
+        """Make the sample lists long enough for the store indices ``idx[:n]``."""
+        cdef intp_t k, largest = 0
+        for k in range(n):
+            if idx[k] > largest:
+                largest = idx[k]
+        return self._ensure_samples(largest + 1)
+
     cdef intp_t _new_node(self) except -1 nogil:
         """Append a blank leaf and return its id; may move every buffer."""
         cdef intp_t node
@@ -334,7 +342,7 @@ cdef class MondrianTree:
         cdef intp_t S = self.value_stride
         cdef intp_t top = 1
         cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
-        cdef intp_t copy, fresh, child, count, cut_dim, max_index = 0
+        cdef intp_t copy, fresh, child, count, cut_dim
         cdef float64_t* lo
         cdef float64_t* hi
         cdef float64_t* val
@@ -349,10 +357,7 @@ cdef class MondrianTree:
 
         if n <= 0:
             return 0
-        for k in range(n):
-            if idx[k] > max_index:
-                max_index = idx[k]
-        self._ensure_samples(max_index + 1)
+        self._ensure_indices(idx, n)
         if self.node_count == 0:
             j = self._new_node()
             return self._grow(j, idx, 0, n, 0.0, X, rows)
