@@ -253,6 +253,80 @@ def validation_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap
     return model.lifetime_path(problem.X_fit, problem.y_fit, problem.X_val, problem.y_val)
 
 
+def capped_runs(run_path, curve, path, path_s: float, terminal_cap: int, best_cap: int,
+                n_trees: int, repeats: int, label: str, count) -> tuple[list[dict], list[int]]:
+    """The time axis of a path: re-runs from scratch capped at doubling feature counts (and at
+    the best and terminal caps), each checked to reproduce the start of the terminal ``path``.
+
+    ``curve(path)`` is the validation MSE of each recorded model, ``count(path)`` the column
+    counting them.
+    """
+    caps = {best_cap, terminal_cap}
+    cap = 2 * n_trees
+    while cap < terminal_cap:
+        caps.add(cap)
+        cap *= 2
+    runs, mismatches = [], []
+    for cap in sorted(caps):
+        if cap == terminal_cap:
+            seconds, prefix = path_s, path
+        else:
+            common.log(f"  {label} capped at {cap} features")
+            seconds, prefix = common.time_callable(lambda cap=cap: run_path(cap), repeats)
+            n = len(curve(prefix))
+            if n > len(curve(path)) or not np.allclose(
+                curve(prefix), curve(path)[:n], rtol=1e-7, atol=1e-9
+            ):
+                mismatches.append(cap)
+        values = curve(prefix)
+        k = int(np.argmin(values))
+        runs.append({
+            "max_features cap": cap,
+            **count(prefix),
+            "lifetime reached": float(prefix.lifetimes[-1]),
+            "time (s)": seconds,
+            "best val RMSE so far": float(np.sqrt(values[k])),
+            "best lifetime so far": float(prefix.lifetimes[k]),
+        })
+    return runs, mismatches
+
+
+def search_tables(mondrian_result: dict, searches: dict, runs_title: str, search_title,
+                  mismatch_label: str) -> tuple[float, list]:
+    """Print the path's capped runs and every refit search; return the common level (worst of
+    the best RMSEs) and the path's (time, best RMSE so far) points."""
+    level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
+    mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
+                       for r in mondrian_result["runs"]]
+    common.print_markdown_table(
+        mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
+                                          "best val RMSE so far": ".4f",
+                                          "best lifetime so far": ".4g"},
+        title=runs_title)
+    if mondrian_result["mismatches"]:
+        print(f"\n**Warning**: the capped {mismatch_label} {mondrian_result['mismatches']} did "
+              "not reproduce the prefix of the terminal path.")
+    for method, search in searches.items():
+        common.print_markdown_table(
+            search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
+                                        "val RMSE": ".4f", "best so far": ".4f"},
+            title=search_title(method))
+    return level, mondrian_points
+
+
+def speedup_checks(mondrian_result: dict, searches: dict, search_label: str) -> list:
+    """The target lines: the path reaches its best width 10x sooner than each search."""
+    checks = []
+    for method, search in searches.items():
+        ratio = search["time_to_best"] / mondrian_result["time_to_best"]
+        checks.append((
+            f"Mondrian path reaches its best width at least {SPEEDUP_TARGET:g}x sooner than the "
+            f"{method} {search_label}", ratio >= SPEEDUP_TARGET,
+            f"{mondrian_result['time_to_best']:.3f} s vs {search['time_to_best']:.3f} s "
+            f"({ratio:.2f}x)"))
+    return checks
+
+
 def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max_features: int,
                     repeats: int) -> dict:
     """Terminal path, capped re-runs for the time axis, and one fit at the terminal lifetime."""
@@ -260,40 +334,17 @@ def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max
     path_s, path = common.time_callable(
         lambda: validation_path(problem, n_trees, alpha, seed, max_features), repeats)
     best = path.best_index()
-    caps = {int(path.n_features[best]), int(path.n_features[-1])}
-    cap = 2 * n_trees
-    while cap < path.n_features[-1]:
-        caps.add(cap)
-        cap *= 2
-    runs, mismatches = [], []
-    for cap in sorted(caps):
-        if cap == path.n_features[-1]:
-            seconds, prefix = path_s, path
-        else:
-            common.log(f"  Mondrian path capped at {cap} features")
-            seconds, prefix = common.time_callable(
-                lambda cap=cap: validation_path(problem, n_trees, alpha, seed, cap), repeats)
-            expected = path.validation_error[: len(prefix.validation_error)]
-            if len(prefix.validation_error) > len(path.validation_error) or not np.allclose(
-                prefix.validation_error, expected, rtol=1e-7, atol=1e-9
-            ):
-                mismatches.append(cap)
-        k = int(np.argmin(prefix.validation_error))
-        runs.append({
-            "max_features cap": cap,
-            "cuts": len(prefix.lifetimes) - 1,
-            "lifetime reached": float(prefix.lifetimes[-1]),
-            "time (s)": seconds,
-            "best val RMSE so far": float(np.sqrt(prefix.validation_error[k])),
-            "best lifetime so far": float(prefix.lifetimes[k]),
-        })
+    best_cap = int(path.n_features[best])
+    runs, mismatches = capped_runs(
+        lambda cap: validation_path(problem, n_trees, alpha, seed, cap),
+        lambda p: p.validation_error, path, path_s, int(path.n_features[-1]), best_cap,
+        n_trees, repeats, "Mondrian path", lambda p: {"cuts": len(p.lifetimes) - 1})
     terminal = float(path.lifetimes[-1])
     common.log(f"  MondrianKernelRidge.fit at the terminal lifetime {terminal:.4g}")
     fit_s, fitted = common.time_callable(
         lambda: mondrian_ridge(n_trees, terminal, alpha, seed).fit(problem.X_fit, problem.y_fit),
         repeats)
-    time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == path.n_features[
-        best])
+    time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == best_cap)
     return {
         "path": path, "path_s": path_s, "runs": runs, "mismatches": mismatches,
         "fit_s": fit_s, "fit_features": int(fitted.coef_.shape[0]), "terminal": terminal,
@@ -402,23 +453,11 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
         method: width_search(method, problem, args.n_trees, alpha, args.seed, steps)
         for method in (FOURIER, BINNING)
     }
-    level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
-    mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
-                       for r in mondrian_result["runs"]]
-
-    common.print_markdown_table(
-        mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
-                                          "best val RMSE so far": ".4f",
-                                          "best lifetime so far": ".4g"},
-        title=f"Fig. 8: Mondrian lifetime path, {args.n_trees} trees, each cap run from scratch")
-    if mondrian_result["mismatches"]:
-        print(f"\n**Warning**: the capped paths {mondrian_result['mismatches']} did not "
-              "reproduce the prefix of the terminal path.")
-    for method, search in searches.items():
-        common.print_markdown_table(
-            search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
-                                        "val RMSE": ".4f", "best so far": ".4f"},
-            title=f"Fig. 8: {method} width search, {args.n_trees} components, refit per lifetime")
+    level, mondrian_points = search_tables(
+        mondrian_result, searches,
+        f"Fig. 8: Mondrian lifetime path, {args.n_trees} trees, each cap run from scratch",
+        lambda method: f"Fig. 8: {method} width search, {args.n_trees} components, refit per "
+                       "lifetime", "paths")
 
     print_search_summary(mondrian_result, searches, level, mondrian_points, "path", "refits",
                          "fits / runs", "`fits / runs` counts lifetimes evaluated (for the "
@@ -436,14 +475,7 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
                        "path / fit": ".2f"},
         title="Whole path vs one MondrianKernelRidge.fit at the terminal lifetime (fit rows)")
 
-    checks = []
-    for method, search in searches.items():
-        ratio = search["time_to_best"] / mondrian_result["time_to_best"]
-        checks.append((
-            f"Mondrian path reaches its best width at least {SPEEDUP_TARGET:g}x sooner than the "
-            f"{method} search", ratio >= SPEEDUP_TARGET,
-            f"{mondrian_result['time_to_best']:.3f} s vs {search['time_to_best']:.3f} s "
-            f"({ratio:.2f}x)"))
+    checks = speedup_checks(mondrian_result, searches, "search")
     ratio = mondrian_result["path_s"] / mondrian_result["fit_s"]
     checks.append((
         f"the whole path costs at most {PATH_COST_TARGET:g}x one fit at the terminal lifetime",
@@ -482,33 +514,10 @@ def mondrian_sgd_search(problem: Problem, n_trees: int, alpha: float, seed: int,
     # Evaluation k < last is after k * n_trees cuts, i.e. with n_trees * (k + 1) features.
     terminal_cap = max_features
     best_cap = terminal_cap if best == last else n_trees * (best + 1)
-    caps = {best_cap, terminal_cap}
-    cap = 2 * n_trees
-    while cap < terminal_cap:
-        caps.add(cap)
-        cap *= 2
-    runs, mismatches = [], []
-    for cap in sorted(caps):
-        if cap == terminal_cap:
-            seconds, prefix = path_s, path
-        else:
-            common.log(f"  Mondrian SGD path capped at {cap} features")
-            seconds, prefix = common.time_callable(
-                lambda cap=cap: sgd_path(problem, n_trees, alpha, seed, cap), repeats)
-            n = len(prefix.validation_loss)
-            if n > len(path.validation_loss) or not np.allclose(
-                prefix.validation_loss, path.validation_loss[:n], rtol=1e-7, atol=1e-9
-            ):
-                mismatches.append(cap)
-        k = int(np.argmin(prefix.validation_loss))
-        runs.append({
-            "max_features cap": cap,
-            "evaluations": len(prefix.lifetimes),
-            "lifetime reached": float(prefix.lifetimes[-1]),
-            "time (s)": seconds,
-            "best val RMSE so far": float(np.sqrt(prefix.validation_loss[k])),
-            "best lifetime so far": float(prefix.lifetimes[k]),
-        })
+    runs, mismatches = capped_runs(
+        lambda cap: sgd_path(problem, n_trees, alpha, seed, cap), lambda p: p.validation_loss,
+        path, path_s, terminal_cap, best_cap, n_trees, repeats, "Mondrian SGD path",
+        lambda p: {"evaluations": len(p.lifetimes)})
     time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == best_cap)
     return {
         "path": path, "path_s": path_s, "runs": runs, "mismatches": mismatches,
@@ -568,25 +577,12 @@ def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
         method: sgd_width_search(method, problem, args.n_trees, alpha, args.seed, steps)
         for method in (FOURIER, BINNING)
     }
-    level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
-    mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
-                       for r in mondrian_result["runs"]]
-
-    common.print_markdown_table(
-        mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
-                                          "best val RMSE so far": ".4f",
-                                          "best lifetime so far": ".4g"},
-        title=f"Fig. 8 (SGD): Mondrian SGD lifetime path, {args.n_trees} trees, each cap run "
-              "from scratch")
-    if mondrian_result["mismatches"]:
-        print(f"\n**Warning**: the capped SGD paths {mondrian_result['mismatches']} did not "
-              "reproduce the prefix of the terminal path.")
-    for method, search in searches.items():
-        common.print_markdown_table(
-            search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
-                                        "val RMSE": ".4f", "best so far": ".4f"},
-            title=f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD refit "
-                  "per lifetime")
+    level, mondrian_points = search_tables(
+        mondrian_result, searches,
+        f"Fig. 8 (SGD): Mondrian SGD lifetime path, {args.n_trees} trees, each cap run "
+        "from scratch",
+        lambda method: f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD "
+                       "refit per lifetime", "SGD paths")
 
     print_search_summary(
         mondrian_result, searches, level, mondrian_points, "SGD path", "SGD refits",
@@ -595,15 +591,8 @@ def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
         f"{args.n_trees} cuts, plus the start and the end) or lifetimes refitted. The path's "
         "best lifetime is the midpoint of the interval between its best evaluation and the "
         "next cut.", "Fig. 8 (SGD) summary")
-    checks = []
-    for method, search in searches.items():
-        ratio = search["time_to_best"] / mondrian_result["time_to_best"]
-        checks.append((
-            f"Mondrian path reaches its best width at least {SPEEDUP_TARGET:g}x sooner than the "
-            f"{method} SGD search", ratio >= SPEEDUP_TARGET,
-            f"{mondrian_result['time_to_best']:.3f} s vs {search['time_to_best']:.3f} s "
-            f"({ratio:.2f}x)"))
-    common.print_checks("Targets (Fig. 8, SGD)", checks)
+    common.print_checks("Targets (Fig. 8, SGD)",
+                        speedup_checks(mondrian_result, searches, "SGD search"))
     return {"mondrian": mondrian_result, "searches": searches, "level": level}
 
 
@@ -694,22 +683,27 @@ def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> None:
     print(f"\nSaved {path.relative_to(common.REPO_ROOT)}")
 
 
+def plot_time_axis(ax, fig8: dict, path_label: str, search_label: str) -> None:
+    """Best validation RMSE so far against wall-clock time: the path and each search."""
+    runs = fig8["mondrian"]["runs"]
+    ax.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
+            marker="o", drawstyle="steps-post", label=f"{MONDRIAN} {path_label}")
+    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
+        records = fig8["searches"][method]["records"]
+        line, = ax.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
+                        drawstyle="steps-post", label=f"{method} {search_label} (best so far)")
+        ax.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
+                linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("wall-clock time (s)")
+    ax.set_ylabel("validation RMSE")
+
+
 def plot_fig8(fig8: dict, quick: bool, plt) -> None:
     """Validation RMSE against time (left) and against the lifetime (right)."""
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(11, 4.2))
-    runs = fig8["mondrian"]["runs"]
-    ax_t.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
-              marker="o", drawstyle="steps-post", label=MONDRIAN + " path")
-    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
-        records = fig8["searches"][method]["records"]
-        line, = ax_t.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
-                          drawstyle="steps-post", label=f"{method} search (best so far)")
-        ax_t.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
-                  linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
-    ax_t.set_xscale("log")
-    ax_t.set_yscale("log")
-    ax_t.set_xlabel("wall-clock time (s)")
-    ax_t.set_ylabel("validation RMSE")
+    plot_time_axis(ax_t, fig8, "path", "search")
     ax_t.set_title("Kernel width search")
     ax_t.legend(fontsize=8)
 
@@ -737,20 +731,8 @@ def plot_fig8(fig8: dict, quick: bool, plt) -> None:
 def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> None:
     """Validation RMSE against time for the three SGD-trained methods."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    runs = fig8["mondrian"]["runs"]
-    ax.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
-            marker="o", drawstyle="steps-post", label=MONDRIAN + " SGD path")
-    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
-        records = fig8["searches"][method]["records"]
-        line, = ax.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
-                        drawstyle="steps-post", label=f"{method} SGD search (best so far)")
-        ax.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
-                linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
+    plot_time_axis(ax, fig8, "SGD path", "SGD search")
     ax.axhline(fig8["level"], color="k", linestyle=":", label="common level")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("wall-clock time (s)")
-    ax.set_ylabel("validation RMSE")
     ax.set_title("Kernel width search, SGD training")
     ax.legend(fontsize=8)
     fig.tight_layout()
