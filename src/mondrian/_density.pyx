@@ -13,7 +13,6 @@ Everything is computed in log space.
 """
 
 from libc.math cimport INFINITY, exp, log
-from libc.stdlib cimport realloc
 from libc.string cimport memcpy
 
 from mondrian._random cimport (
@@ -30,27 +29,11 @@ from mondrian._tree cimport (
     Node,
     StackRecord,
     _partition,
+    _start_stack,
 )
 from mondrian._typedefs cimport float64_t, intp_t, uint64_t
 
 import numpy as np
-
-
-cdef int _reserve(StackRecord** stack, intp_t* capacity, intp_t needed) except -1 nogil:
-    """Grow an explicit stack to hold at least ``needed`` records (doubling)."""
-    cdef intp_t new_capacity = capacity[0] if capacity[0] > 0 else 8
-    cdef StackRecord* new_stack
-    if needed <= capacity[0]:
-        return 0
-    while new_capacity < needed:
-        new_capacity *= 2
-    new_stack = <StackRecord*> realloc(stack[0], new_capacity * sizeof(StackRecord))
-    if new_stack == NULL:
-        with gil:
-            raise MemoryError("could not grow the stack of a density tree")
-    stack[0] = new_stack
-    capacity[0] = new_capacity
-    return 0
 
 
 cdef class FullCellTree(MondrianTree):
@@ -91,11 +74,7 @@ cdef class FullCellTree(MondrianTree):
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
 
-        _reserve(&self.grow_stack, &self.grow_stack_capacity, 1)
-        self.grow_stack[0].node = node
-        self.grow_stack[0].start = start
-        self.grow_stack[0].end = end
-        self.grow_stack[0].tau_parent = tau_parent
+        _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
         while top > 0:
             top -= 1
             rec = self.grow_stack[top]
@@ -156,11 +135,7 @@ cdef class FullCellTree(MondrianTree):
                 self.bounds[D + d] = 1.0
             return self._grow_cells(root, idx, 0, n, 0.0, X)
 
-        _reserve(&self.extend_stack, &self.extend_stack_capacity, 1)
-        self.extend_stack[0].node = 0
-        self.extend_stack[0].start = 0
-        self.extend_stack[0].end = n
-        self.extend_stack[0].tau_parent = 0.0
+        _start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
         while top > 0:
             top -= 1
             rec = self.extend_stack[top]

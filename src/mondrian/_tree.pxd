@@ -110,3 +110,7 @@ cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float
             idx[j] = tmp
             j -= 1
     return i
+
+
+cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
+                      intp_t end, float64_t tau_parent) except -1 nogil

@@ -51,6 +51,19 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
     return 0
 
 
+cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
+                      intp_t end, float64_t tau_parent) except -1 nogil:
+    """Make ``stack`` hold one record: ``node`` with the points ``[start, end)``."""
+    if capacity[0] < 8:
+        _realloc(<void**>stack, 8, sizeof(StackRecord))
+        capacity[0] = 8
+    stack[0][0].node = node
+    stack[0][0].start = start
+    stack[0][0].end = end
+    stack[0][0].tau_parent = tau_parent
+    return 0
+
+
 cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
                           intp_t n_features) noexcept nogil:
     """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
@@ -286,13 +299,7 @@ cdef class MondrianTree:
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
 
-        if self.grow_stack_capacity < 8:
-            _realloc(<void**>&self.grow_stack, 8, sizeof(StackRecord))
-            self.grow_stack_capacity = 8
-        self.grow_stack[0].node = node
-        self.grow_stack[0].start = start
-        self.grow_stack[0].end = end
-        self.grow_stack[0].tau_parent = tau_parent
+        _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
 
         while top > 0:
             top -= 1
@@ -362,13 +369,7 @@ cdef class MondrianTree:
             j = self._new_node()
             return self._grow(j, idx, 0, n, 0.0, X, rows)
 
-        if self.extend_stack_capacity < 8:
-            _realloc(<void**>&self.extend_stack, 8, sizeof(StackRecord))
-            self.extend_stack_capacity = 8
-        self.extend_stack[0].node = 0
-        self.extend_stack[0].start = 0
-        self.extend_stack[0].end = n
-        self.extend_stack[0].tau_parent = 0.0
+        _start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
 
         while top > 0:
             top -= 1
