@@ -143,12 +143,16 @@ class LifetimePathMixin:
         check_is_fitted(self, "_trees")
         if direction not in ("forward", "backward"):
             raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        forest, leaves, reader = self._path_setup(X, y)
+        times, metrics = run_path(forest._trees, leaves, reader, forward=direction == "forward")
+        return self._path_result(forest, times, metrics, direction)
+
+    def _path_setup(self, X, y):
+        """Validated inputs, the transductive forest, the leaves of ``X`` and a fresh reader."""
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
         targets = self._path_targets(X, y)
         forest, leaves = self._path_forest(X)
-        reader = forest._path_reader(targets)
-        times, metrics = run_path(forest._trees, leaves, reader, forward=direction == "forward")
-        return self._path_result(forest, times, metrics, direction)
+        return forest, leaves, forest._path_reader(targets)
 
     def _path_result(self, forest, times, metrics, direction):
         names, criterion, maximize = self._path_metrics()
@@ -171,10 +175,7 @@ class LifetimePathMixin:
 
     def _path_stop(self, X, y, lifetime):
         """Path reader state at ``lifetime`` and the forest it ran on (for tests)."""
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-        targets = self._path_targets(X, y)
-        forest, leaves = self._path_forest(X)
-        reader = forest._path_reader(targets)
+        forest, leaves, reader = self._path_setup(X, y)
         run_path(forest._trees, leaves, reader, forward=True, stop=float(lifetime))
         return reader, forest
 
