@@ -18,13 +18,23 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-MODULES = ["_tree", "_hnsp", "_gaussian", "_kernel", "_path", "_lifetime_path", "_density"]
+# Compiled modules, by subpackage: the tree core, the forests' posteriors, the density's
+# full-cell trees, the kernel features and ridge path, and the lifetime-path engine.
+MODULES = [
+    "core._tree",
+    "forest._hnsp",
+    "forest._gaussian",
+    "density._full_cell",
+    "kernel._features",
+    "kernel._ridge_path",
+    "path._engine",
+]
 
 
 def extension(name):
     return Extension(
         f"mondrian.{name}",
-        [f"src/mondrian/{name}.pyx"],
+        [f"src/mondrian/{name.replace('.', '/')}.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
         extra_compile_args=["-O3"] if os.name != "nt" else [],

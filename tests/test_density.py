@@ -14,7 +14,7 @@ from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import MondrianForestDensity
-from mondrian._density import (
+from mondrian.density._full_cell import (
     FullCellTree,
     _loo_log_density_trees,
     leaf_log_masses,
@@ -589,7 +589,7 @@ def test_held_out_likelihood_on_a_gaussian_mixture():
 
 
 def test_auto_concentration_maximises_the_leave_one_out_likelihood():
-    from mondrian.density import CONCENTRATIONS
+    from mondrian.density.estimator import CONCENTRATIONS
 
     X = _blobs(120, seed=8)
     model = MondrianForestDensity(n_estimators=3, lifetime=10.0, random_state=0).fit(X)

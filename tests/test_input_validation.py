@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier
-from mondrian._base import STATE_VERSION
+from mondrian.core.base import STATE_VERSION
 
 
 @pytest.fixture

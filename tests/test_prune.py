@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian._gaussian import predict_moments_trees, upward_messages
+from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 
 
 def _data(seed=0, n=150):

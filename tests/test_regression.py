@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian import MondrianForestRegressor, MondrianTreeRegressor
-from mondrian._gaussian import node_posteriors, upward_messages
-from mondrian._tree import MondrianTree
+from mondrian.core._tree import MondrianTree
+from mondrian.forest._gaussian import node_posteriors, upward_messages
 
 
 def _tree_on(X, y, lifetime, seed, min_samples_split=1):
@@ -244,7 +244,7 @@ def test_properties_std_positive_finite_and_shift_invariant(n, d, shift, seed, l
 def test_held_out_choice_of_the_hyperparameters():
     """On the first batch, noise share and rate come from a held-out probe; fixed values and
     small batches skip it; the choice is reproducible and survives online updates."""
-    from mondrian.regressor import HELD_OUT_NOISE_SHARES, HELD_OUT_RATE_MULTIPLIERS
+    from mondrian.forest.regressor import HELD_OUT_NOISE_SHARES, HELD_OUT_RATE_MULTIPLIERS
 
     rng = np.random.RandomState(3)
     X = rng.uniform(size=(300, 2))

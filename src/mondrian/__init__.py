@@ -4,17 +4,24 @@ Online Mondrian forests (Lakshminarayanan, Roy & Teh, 2014) as scikit-learn esti
 learn from streams, built on one Mondrian tree core shared by every model of the package.
 """
 
-from mondrian._base import MondrianTreeStructure
+from mondrian.core.structure import MondrianTreeStructure
 from mondrian.density import MondrianForestDensity
-from mondrian.forest import MondrianForestClassifier, MondrianTreeClassifier
-from mondrian.kernel import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
-from mondrian.kernel_sgd import (
+from mondrian.forest import (
+    MondrianForestClassifier,
+    MondrianForestRegressor,
+    MondrianTreeClassifier,
+    MondrianTreeRegressor,
+)
+from mondrian.kernel import (
+    LaplaceRandomFourierFeatures,
+    LifetimePath,
+    MondrianKernelFeatures,
+    MondrianKernelRidge,
     MondrianKernelSGDClassifier,
     MondrianKernelSGDRegressor,
+    RandomBinningFeatures,
     SGDLifetimePath,
 )
-from mondrian.laplace_features import LaplaceRandomFourierFeatures, RandomBinningFeatures
-from mondrian.regressor import MondrianForestRegressor, MondrianTreeRegressor
 
 __version__ = "0.1.0"
 

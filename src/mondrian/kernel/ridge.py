@@ -16,9 +16,9 @@ from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import BaseMondrianEnsemble
-from mondrian._kernel import extension_leaves, subtree_order
-from mondrian._path import RidgeInverse, kernel_ridge_path
+from mondrian.core.base import BaseMondrianEnsemble
+from mondrian.kernel._features import extension_leaves, subtree_order
+from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
 
 __all__ = ["LifetimePath", "MondrianKernelFeatures", "MondrianKernelRidge"]
 

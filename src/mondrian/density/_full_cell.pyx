@@ -15,7 +15,7 @@ Everything is computed in log space.
 from libc.math cimport INFINITY, exp, log
 from libc.string cimport memcpy
 
-from mondrian._random cimport (
+from mondrian.core._random cimport (
     RandomState,
     rng_exponential,
     rng_seed,
@@ -23,7 +23,7 @@ from mondrian._random cimport (
     rng_uniform_open,
     rng_weighted,
 )
-from mondrian._tree cimport (
+from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
     Node,
@@ -31,7 +31,7 @@ from mondrian._tree cimport (
     _partition,
     _start_stack,
 )
-from mondrian._typedefs cimport float64_t, intp_t, uint64_t
+from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 
 import numpy as np
 
@@ -48,7 +48,7 @@ cdef class FullCellTree(MondrianTree):
     time, when a first point lands in it; the result has the law of batch sampling on all the
     points, since the full-cell partition does not depend on the data.
 
-    The constructor is the one of :class:`mondrian._tree.MondrianTree`; use
+    The constructor is the one of :class:`mondrian.core._tree.MondrianTree`; use
     ``value_stride=0``. Points must lie in ``[0, 1]^D``.
     """
 

@@ -19,7 +19,7 @@ import numpy as np
 
 cimport numpy as cnp
 
-from mondrian._random cimport (
+from mondrian.core._random cimport (
     rng_exponential,
     rng_seed,
     rng_uniform,

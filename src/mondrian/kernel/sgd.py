@@ -14,9 +14,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._kernel import extension_leaves
-from mondrian._path import kernel_sgd_path
-from mondrian.kernel import _MondrianKernelBase
+from mondrian.kernel._features import extension_leaves
+from mondrian.kernel._ridge_path import kernel_sgd_path
+from mondrian.kernel.ridge import _MondrianKernelBase
 
 __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLifetimePath"]
 

@@ -17,7 +17,7 @@ from libc.string cimport memcpy, memset
 
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 import numpy as np
 from scipy import sparse
@@ -489,7 +489,7 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
     Parameters
     ----------
     orders, starts, ends : lists of ndarray, one per tree
-        From :func:`mondrian._kernel.subtree_order` over all points (training first).
+        From :func:`mondrian.kernel._features.subtree_order` over all points (training first).
     children : list of ndarray of shape (node_count, 2), one per tree
         Left and right child of every node.
     cells : list of ndarray, one per tree

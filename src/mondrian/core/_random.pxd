@@ -4,7 +4,7 @@
 # spread over threads, and the state is saved with the model so that training can
 # resume exactly after unpickling.
 from libc.math cimport INFINITY, log
-from mondrian._typedefs cimport float64_t, intp_t, uint64_t
+from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 
 cdef struct RandomState:
     uint64_t s0  # the four words of xoshiro256** state

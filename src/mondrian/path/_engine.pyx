@@ -12,12 +12,12 @@ The traversal is shared; what a model keeps per point and which losses it record
 
 from libc.math cimport INFINITY, M_PI, exp, log
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 import numpy as np
 
-from mondrian._kernel import subtree_order
+from mondrian.kernel._features import subtree_order
 
 
 cdef class PathReader:

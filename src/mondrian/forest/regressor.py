@@ -10,16 +10,16 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import (
+from mondrian.core.base import (
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
     unchanged_on_error,
 )
-from mondrian._forest_path import LifetimePathMixin
-from mondrian._gaussian import predict_moments_trees, upward_messages
-from mondrian._lifetime_path import GaussianLeafReader, inherit_unlabelled
+from mondrian.forest._gaussian import predict_moments_trees, upward_messages
+from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
+from mondrian.path.forest import LifetimePathMixin
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 

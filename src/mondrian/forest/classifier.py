@@ -8,16 +8,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import (
+from mondrian.core.base import (
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
     unchanged_on_error,
 )
-from mondrian._forest_path import LifetimePathMixin
-from mondrian._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
-from mondrian._lifetime_path import DirichletLeafReader, inherit_unlabelled
+from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
+from mondrian.path.forest import LifetimePathMixin
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 

@@ -1,5 +1,5 @@
 # Lifetime paths of Mondrian forests: one traversal of the cuts, many statistics readers.
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 
 cdef class PathReader:

@@ -9,7 +9,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._base import (
+from mondrian.core._tree import extend_trees
+from mondrian.core.base import (
     TREES_PER_CHUNK,
     VersionedStateMixin,
     _chunks,
@@ -17,17 +18,16 @@ from mondrian._base import (
     pruned_copy,
     unchanged_on_error,
 )
-from mondrian._density import (
+from mondrian.core.store import DataStore
+from mondrian.density._full_cell import (
     FullCellTree,
     leaf_log_masses,
     log_density_trees,
     path_edges,
     sample_trees,
 )
-from mondrian._forest_path import make_lifetime_path
-from mondrian._lifetime_path import LogDensityReader, plan_path, run_path
-from mondrian._store import DataStore
-from mondrian._tree import extend_trees
+from mondrian.path._engine import LogDensityReader, plan_path, run_path
+from mondrian.path.forest import make_lifetime_path
 
 __all__ = ["MondrianForestDensity"]
 

@@ -3,7 +3,7 @@
 A forest fitted at a terminal lifetime Λ, read at any λ < Λ, is a forest of lifetime λ. The path
 walks the cuts of all trees in order of birth time and keeps the validation predictions and
 losses up to date, so every lifetime at which the model changes is scored for about the cost of
-one fit. The traversal lives in :mod:`mondrian._lifetime_path`; this module holds the estimator
+one fit. The traversal lives in :mod:`mondrian.path._engine`; this module holds the estimator
 side: the transductive copy of the forest the path runs on, the result object and the automatic
 choice of the lifetime.
 """
@@ -17,8 +17,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._lifetime_path import run_path
-from mondrian._tree import extend_trees
+from mondrian.core._tree import extend_trees
+from mondrian.path._engine import run_path
 
 __all__ = ["ForestLifetimePath", "LifetimePathMixin", "best_interval", "make_lifetime_path"]
 

@@ -21,8 +21,8 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 from libc.math cimport INFINITY, exp, expm1, log, log1p, M_PI
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 import numpy as np
 

@@ -11,15 +11,16 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian._store import DataStore, FeatureScaler
-from mondrian._tree import NODE_DTYPE, MondrianTree, extend_trees
+from mondrian.core._tree import NODE_DTYPE, MondrianTree, extend_trees
+from mondrian.core.feature_map import FeatureScaler
+from mondrian.core.store import DataStore
+from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
     "BaseMondrianEnsemble",
     "VersionedStateMixin",
     "pruned_copy",
     "unchanged_on_error",
-    "MondrianTreeStructure",
     "PruneMixin",
     "SingleTreeMixin",
 ]
@@ -30,8 +31,6 @@ STATE_VERSION = 2
 # Trees per unit of threaded prediction work (fixed, so results do not depend on n_jobs).
 TREES_PER_CHUNK = 16
 
-TREE_LEAF = -1
-TREE_UNDEFINED = -2
 
 
 def _n_jobs(n_jobs, n_tasks):
@@ -61,131 +60,6 @@ def unchanged_on_error(estimator):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
-
-
-def _read_only(array):
-    array = np.array(array)
-    array.flags.writeable = False
-    return array
-
-
-class MondrianTreeStructure:
-    """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
-
-    Every attribute is computed on access and returned as a fresh, read-only copy, since online
-    training reallocates the underlying buffers. Thresholds and bounds are mapped back to the
-    original feature units (exact up to the rounding of that map: the trees route points in the
-    scaled space); split times are in the scaled units in which the lifetime is measured.
-
-    Attributes
-    ----------
-    node_count : int
-        Number of nodes. The root is node 0.
-    children_left, children_right : ndarray of int
-        Child ids, ``-1`` for leaves. A point goes left iff ``x[feature] <= threshold``.
-    parent : ndarray of int
-        Parent ids, ``-1`` for the root.
-    feature : ndarray of int
-        Split dimension, ``-2`` for leaves.
-    threshold : ndarray of float
-        Split location in original units, ``-2`` for leaves.
-    split_time : ndarray of float
-        Birth time τ of each cut; the lifetime (possibly ``inf``) for leaves.
-    lower_bounds, upper_bounds : ndarray of shape (node_count, n_features)
-        Data bounding box of every node, in original units.
-    n_node_samples : ndarray of int
-        Number of training points below each node.
-    value : ndarray of shape (node_count, n_outputs)
-        Node statistics: class counts (classifier).
-    paused : ndarray of bool
-        Whether each node is a paused leaf.
-    max_depth : int
-        Depth of the deepest leaf (the root has depth 0).
-    """
-
-    def __init__(self, tree, scaler, value_transform=None):
-        self._tree = tree
-        self._scaler = scaler
-        self._value_transform = value_transform
-
-    @property
-    def node_count(self):
-        return self._tree.node_count
-
-    @property
-    def n_features(self):
-        return self._tree.n_features
-
-    def _field(self, name):
-        return _read_only(self._tree.nodes_array[name])
-
-    @property
-    def children_left(self):
-        return self._field("left_child")
-
-    @property
-    def children_right(self):
-        return self._field("right_child")
-
-    @property
-    def parent(self):
-        return self._field("parent")
-
-    @property
-    def feature(self):
-        return self._field("feature")
-
-    @property
-    def threshold(self):
-        nodes = self._tree.nodes_array
-        out = np.array(nodes["threshold"])
-        internal = nodes["left_child"] != TREE_LEAF
-        out[internal] = self._scaler.inverse_thresholds(
-            out[internal], nodes["feature"][internal]
-        )
-        return _read_only(out)
-
-    @property
-    def split_time(self):
-        return self._field("split_time")
-
-    def _bounds(self, row):
-        scaled = self._tree.bounds_array[:, row, :]
-        return _read_only(scaled * self._scaler.scale + self._scaler.offset)
-
-    @property
-    def lower_bounds(self):
-        return self._bounds(0)
-
-    @property
-    def upper_bounds(self):
-        return self._bounds(1)
-
-    @property
-    def n_node_samples(self):
-        return self._field("n_node_samples")
-
-    @property
-    def value(self):
-        value = self._tree.value_array
-        if self._value_transform is not None:
-            value = self._value_transform(value)
-        return _read_only(value)
-
-    @property
-    def paused(self):
-        return _read_only(self._field("paused").astype(bool))
-
-    @property
-    def max_depth(self):
-        return int(self._tree.node_depths().max(initial=0))
-
-    @property
-    def lifetime(self):
-        return self._tree.lifetime
-
-    def __repr__(self):
-        return f"MondrianTreeStructure(node_count={self.node_count})"
 
 
 class VersionedStateMixin:

@@ -15,8 +15,8 @@ keeping, for every pair of a new and a training point, the kernel's law.
 from libc.math cimport INFINITY, exp
 from libc.string cimport memcpy
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
-from mondrian._typedefs cimport float64_t, intp_t, uint64_t
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 
 import numpy as np
 

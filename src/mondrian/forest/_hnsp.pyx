@@ -9,8 +9,8 @@ online update stays O(depth) per training point and prediction costs O(depth * (
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
-from mondrian._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,

@@ -1,6 +1,6 @@
 # The Mondrian tree core: a packed node array with side buffers, shared by every model.
-from mondrian._random cimport RandomState
-from mondrian._typedefs cimport float64_t, intp_t
+from mondrian.core._random cimport RandomState
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 cdef enum:
     # Sentinels of the node array, as in scikit-learn's trees.

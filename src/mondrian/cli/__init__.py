@@ -1,0 +1,1 @@
+"""The command line of the package (``python -m mondrian``); not imported by ``mondrian``."""

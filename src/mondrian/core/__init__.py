@@ -1,0 +1,7 @@
+"""The model-agnostic Mondrian tree core.
+
+``_tree`` holds the packed node array and its side buffers (sampling, online extension, paused
+leaves, routing, pickling); ``store`` the training points kept once per ensemble;
+``feature_map`` the fixed map applied before the process; ``structure`` the read-only view of a
+fitted tree; ``base`` the estimator machinery shared by every model.
+"""

@@ -1,0 +1,21 @@
+"""The Mondrian kernel: random features, ridge regression and SGD along the lifetime, and the
+Laplace-kernel baselines (random binning, random Fourier features)."""
+
+from mondrian.kernel.laplace import LaplaceRandomFourierFeatures, RandomBinningFeatures
+from mondrian.kernel.ridge import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
+from mondrian.kernel.sgd import (
+    MondrianKernelSGDClassifier,
+    MondrianKernelSGDRegressor,
+    SGDLifetimePath,
+)
+
+__all__ = [
+    "LaplaceRandomFourierFeatures",
+    "LifetimePath",
+    "MondrianKernelFeatures",
+    "MondrianKernelRidge",
+    "MondrianKernelSGDClassifier",
+    "MondrianKernelSGDRegressor",
+    "RandomBinningFeatures",
+    "SGDLifetimePath",
+]

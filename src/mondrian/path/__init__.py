@@ -1,0 +1,1 @@
+"""Lifetime paths: one engine walks cut events in birth order and hands them to a visitor."""
