@@ -723,6 +723,28 @@ cdef class MondrianTree:
                 out.nodes[new].right_child = ids[self.nodes[j].right_child]
         return out
 
+    def shift_samples(self, intp_t offset):
+        """Add ``offset`` to the store index of every point the tree holds.
+
+        Used when this tree's store is appended after ``offset`` other points (merging the
+        ensembles of two data shards); the tree itself is unchanged.
+        """
+        if offset < 0:
+            raise ValueError(f"offset must be non-negative, got {offset}")
+        cdef intp_t n = self.n_samples_seen, i, j
+        old = np.empty(n, dtype=np.intp)
+        cdef intp_t[::1] nxt = old
+        for i in range(n):
+            nxt[i] = self.sample_next[i]
+        self._ensure_samples(n + offset)
+        memset(self.sample_next, 0xFF, (n + offset) * sizeof(intp_t))
+        for i in range(n):
+            if nxt[i] != TREE_LEAF:
+                self.sample_next[i + offset] = nxt[i] + offset
+        for j in range(self.node_count):
+            if self.nodes[j].first_sample != TREE_LEAF:
+                self.nodes[j].first_sample += offset
+
     def _subtree_samples(self, intp_t node):
         """Stored points below ``node`` (leaf lists of its subtree)."""
         out = []

@@ -1,51 +1,32 @@
-"""Estimator machinery shared by every Mondrian forest: validation, scaling, seeding, threads."""
+"""Estimator machinery shared by every Mondrian model: the ensemble it holds, validation,
+warm-start rules, tree views, pruning and versioned pickles."""
 
 import copy
 import numbers
 from contextlib import contextmanager
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core._tree import NODE_DTYPE, MondrianTree, extend_trees
-from mondrian.core.feature_map import FeatureScaler
-from mondrian.core.store import DataStore
+from mondrian.core._tree import NODE_DTYPE
+from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
     "BaseMondrianEnsemble",
+    "EnsembleMixin",
     "VersionedStateMixin",
     "pruned_copy",
     "unchanged_on_error",
     "PruneMixin",
+    "TreeEnsemble",
     "SingleTreeMixin",
 ]
 
-# Version of the pickled estimator state (the trees carry their own version too).
-STATE_VERSION = 2
-
-# Trees per unit of threaded prediction work (fixed, so results do not depend on n_jobs).
-TREES_PER_CHUNK = 16
-
-
-
-def _n_jobs(n_jobs, n_tasks):
-    if n_jobs is None:
-        return 1
-    if n_jobs < 0:
-        from joblib import cpu_count
-
-        n_jobs = max(cpu_count() + 1 + n_jobs, 1)
-    return max(1, min(n_jobs, n_tasks))
-
-
-def _chunks(items, n_chunks):
-    bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
-    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+# Version of the pickled estimator state (the ensemble and the trees carry their own too).
+STATE_VERSION = 3
 
 
 @contextmanager
@@ -83,12 +64,143 @@ class VersionedStateMixin:
         super().__setstate__(state)
 
 
-class BaseMondrianEnsemble(VersionedStateMixin, BaseEstimator):
+def _same_param(a, b):
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b or (a != a and b != b)  # NaN equals NaN here
+    return type(a) is type(b) and a == b
+
+
+class EnsembleMixin:
+    """The estimator side of a :class:`TreeEnsemble` held in ``self._ensemble``.
+
+    Read-only ``_trees``, ``_store``, ``_scaler`` and ``_seeds``; scikit-learn's warm-start
+    rules for ``partial_fit`` (:meth:`_warm_start`); and ``estimators_``, read-only single-tree
+    views built by one factory from ``_tree_view_class`` and the fitted attributes named in
+    ``_tree_view_attributes``.
+    """
+
+    # Parameters that shape the fitted trees: changing one after fit asks for a new fit.
+    _refit_params = ()
+    # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).
+    _can_add_trees = True
+    # The single-tree estimator of a forest, and the fitted attributes its views share.
+    _tree_view_class = None
+    _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
+
+    @property
+    def _trees(self):
+        return self._ensemble.trees
+
+    @property
+    def _store(self):
+        return self._ensemble.store
+
+    @property
+    def _scaler(self):
+        return self._ensemble.feature_map
+
+    @property
+    def _seeds(self):
+        return self._ensemble.seeds
+
+    def _n_trees(self):
+        return self.n_estimators
+
+    def _remember_params(self):
+        """Record the tree-shaping parameters of a fit (checked by :meth:`_warm_start`)."""
+        self._fit_params = {name: getattr(self, name) for name in self._refit_params}
+        self.__dict__.pop("_read_only_view", None)  # a fit replaces a view's state
+
+    def _check_writable(self):
+        if getattr(self, "_read_only_view", False):
+            raise ValueError(
+                "estimators_[i] is a read-only view of the forest; it shares the forest's trees "
+                "and stored points, so online updates are refused. Train the forest instead, "
+                "or call fit on the view to make it an independent model."
+            )
+
+    def _warm_start_check(self):
+        """Check the parameter changes made since fit before an online update (scikit-learn's
+        warm-start rules); return the number of trees to add.
+
+        A larger ``n_estimators`` asks for new trees, grown on the stored points by
+        :meth:`_grow_new_trees` (which gives the law of a forest that had them from the start);
+        a smaller one, or a change of a tree-shaping parameter, raises a ``ValueError``.
+        """
+        self._check_writable()
+        fitted = getattr(self, "_fit_params", {})
+        for name, before in fitted.items():
+            now = getattr(self, name)
+            if _same_param(now, before):
+                continue
+            hint = "call fit to refit the model"
+            smaller = (name == "lifetime" and isinstance(now, numbers.Real)
+                       and isinstance(before, numbers.Real) and now < before)
+            if smaller and hasattr(self, "prune"):
+                hint += f", or use prune({now!r}) for a smaller lifetime"
+            raise ValueError(
+                f"{name} was set to {now!r} after the model was fitted with {before!r}; "
+                f"online updates cannot change the fitted trees: {hint}"
+            )
+        wanted, have = int(self._n_trees()), len(self._trees)
+        if wanted < have:
+            raise ValueError(
+                f"n_estimators={wanted} is smaller than the {have} fitted trees; online updates "
+                "never remove trees: call fit to refit with fewer"
+            )
+        if wanted > have and not self._can_add_trees:
+            raise ValueError(
+                f"n_estimators={wanted} is larger than the {have} fitted trees; "
+                f"{type(self).__name__} cannot add trees online: call fit to refit"
+            )
+        return wanted - have
+
+    def _grow_new_trees(self, n_trees, n_jobs=None):
+        """Add ``n_trees`` trees sampled on the stored points (seeds continue the sequence)."""
+        if n_trees <= 0:
+            return
+        have = len(self._trees)
+        seeds = draw_seeds(self.random_state, have + n_trees, start=have)
+        self._ensemble.grow_trees(seeds, n_jobs, getattr(self, "verbose", 0))
+        self._after_growth(seeds)
+
+    def _after_growth(self, seeds):
+        """Update what depends on the set of trees after ``seeds`` were added (subclasses)."""
+
+    # ----------------------------------------------------------------- tree views
+
+    @property
+    def estimators_(self):
+        """The fitted trees, as single-tree estimators on the forest's data (read-only views:
+        ``partial_fit`` and ``learn_one`` on them raise; ``fit`` makes one independent)."""
+        if self._tree_view_class is None:
+            raise AttributeError(f"{type(self).__name__} has no estimators_")
+        check_is_fitted(self, "_trees")
+        cls = self._tree_view_class
+        params = {name: getattr(self, name) for name in cls().get_params()
+                  if name != "random_state"}
+        views = []
+        for k in range(len(self._trees)):
+            view = cls(**params)
+            view._ensemble = self._ensemble.single_tree(k)
+            for name in self._tree_view_attributes:
+                if name in self.__dict__:
+                    view.__dict__[name] = self.__dict__[name]
+            view._read_only_view = True
+            view._init_view()
+            views.append(view)
+        return views
+
+    def _init_view(self):
+        """Fresh caches of a single-tree view (subclasses)."""
+
+
+class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     """Common machinery of the Mondrian estimators (not for direct use).
 
-    Subclasses set the width of the statistics rows (``_row_width``), turn targets into rows
-    (``_make_rows``) and choose the pause rule (``_pause_pure``). The trees live in
-    ``self._trees`` and share one :class:`DataStore` and one :class:`FeatureScaler`.
+    Subclasses set the width of the statistics rows, turn targets into rows and choose the
+    pause rule (``_pause_pure``). The trees live in a :class:`TreeEnsemble`
+    (``self._ensemble``) with one :class:`DataStore` and one :class:`FeatureScaler`.
     """
 
     _parameter_constraints = {
@@ -99,6 +211,7 @@ class BaseMondrianEnsemble(VersionedStateMixin, BaseEstimator):
     }
 
     _pause_pure = False
+    _refit_params = ("lifetime", "min_samples_split", "feature_scaling")
 
     # ----------------------------------------------------------------- validation
 
@@ -116,79 +229,34 @@ class BaseMondrianEnsemble(VersionedStateMixin, BaseEstimator):
     # ----------------------------------------------------------------- growing
 
     def _tree_seeds(self, n_trees):
-        rng = check_random_state(self.random_state)
-        return rng.randint(0, np.iinfo(np.int64).max, size=n_trees, dtype=np.int64)
+        return draw_seeds(self.random_state, n_trees)
 
     def _init_trees(self, X, n_trees, width, lifetime=None):
-        """Fresh scaler, store and trees for the first batch ``X`` (original units).
+        """A fresh ensemble (feature map, store, trees) for the first batch ``X`` (original
+        units; checked, not stored).
 
         ``lifetime`` (default: the parameter) becomes the fitted ``lifetime_``.
         """
         self._validate_lifetime()
         self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
-        self._scaler = FeatureScaler(self.feature_scaling == "minmax")
-        self._scaler.check(X)
-        self._store = DataStore(X.shape[1], width)
-        self._seeds = self._tree_seeds(n_trees)
-        self._trees = self._new_trees(X.shape[1], width)
-
-    def _new_trees(self, n_features, width):
-        return [
-            MondrianTree(
-                n_features,
-                width,
-                self.lifetime_,
-                int(self.min_samples_split),
-                self._pause_pure,
-                int(seed),
-            )
-            for seed in self._seeds
-        ]
+        self._ensemble = TreeEnsemble.start(
+            X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
+            feature_scaling=self.feature_scaling == "minmax",
+            min_samples_split=int(self.min_samples_split), pause_pure=self._pause_pure,
+        )
+        self._remember_params()
 
     def _add_points(self, X, rows, n_jobs=None):
         """Store the new points (original units) and extend every tree with them."""
-        seen = self._scaler.update(X)
-        indices = self._store.append(self._scaler.transform(X), rows)
-        if seen is not None:
-            # The feature map changed during its warm-up: re-sample the trees from scratch on
-            # the few points stored, under the new map (same law as growing them online).
-            self._store.replace_X(self._scaler.transform(seen))
-            self._trees = self._new_trees(X.shape[1], self._store.rows.shape[1])
-            indices = np.arange(self._store.n_samples, dtype=np.intp)
-        X_store, rows_store = self._store.X, self._store.rows
-        n_jobs = _n_jobs(n_jobs, len(self._trees))
-        if n_jobs == 1:
-            extend_trees(self._trees, X_store, rows_store, indices)
-        else:
-            Parallel(n_jobs=n_jobs, prefer="threads", verbose=getattr(self, "verbose", 0))(
-                delayed(extend_trees)(chunk, X_store, rows_store, indices)
-                for chunk in _chunks(self._trees, n_jobs)
-            )
+        self._ensemble.add_points(X, rows, n_jobs, getattr(self, "verbose", 0))
 
     def _accumulate(self, function, X, n_outputs, n_jobs=None):
-        """Sum ``function(trees, X, out)`` over fixed chunks of trees, run in threads.
-
-        The chunks do not depend on ``n_jobs`` and their results are added in order, so the
-        output is bit-identical for any number of threads.
-        """
-        out = np.zeros((X.shape[0], n_outputs), dtype=np.float64)
-        if X.shape[0] == 1 or len(self._trees) <= TREES_PER_CHUNK:
-            function(self._trees, X, out)
-            return out
-        chunks = [self._trees[i : i + TREES_PER_CHUNK]
-                  for i in range(0, len(self._trees), TREES_PER_CHUNK)]
-
-        def run(chunk):
-            partial = np.zeros_like(out)
-            function(chunk, X, partial)
-            return partial
-
-        n_jobs = _n_jobs(n_jobs, len(chunks))
-        for partial in Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(run)(chunk) for chunk in chunks
-        ):
-            out += partial
-        return out
+        """Sum ``function(trees, X, out)`` over fixed chunks of trees, run in threads
+        (:meth:`TreeEnsemble.accumulate`: bit-identical for any number of threads)."""
+        return self._ensemble.accumulate(
+            lambda trees, out: function(trees, X, out), (X.shape[0], n_outputs), n_jobs,
+            whole=X.shape[0] == 1,
+        )
 
     # ----------------------------------------------------------------- public helpers
 
@@ -255,14 +323,13 @@ class PruneMixin:
             A new estimator of the same class, with ``lifetime`` set.
         """
         pruned = pruned_copy(self, lifetime, allow_zero=True)
-        pruned._scaler = copy.deepcopy(self._scaler)
         pruned._after_prune()
         return pruned
 
 
 def pruned_copy(estimator, lifetime, allow_zero):
-    """A shallow copy of a fitted estimator whose trees (and stored points) are its own,
-    restricted to ``lifetime`` (validated against the fitted ``lifetime_``)."""
+    """A shallow copy of a fitted estimator whose ensemble (trees, stored points, feature map)
+    is its own, restricted to ``lifetime`` (validated against the fitted ``lifetime_``)."""
     check_is_fitted(estimator, "_trees")
     number = isinstance(lifetime, numbers.Real) and not isinstance(lifetime, bool)
     if not (number and (0 <= lifetime if allow_zero else 0 < lifetime)
@@ -274,10 +341,11 @@ def pruned_copy(estimator, lifetime, allow_zero):
         )
     pruned = copy.copy(estimator)
     pruned.__dict__.pop("lifetime_path_", None)  # it described the unpruned model
+    pruned.__dict__.pop("_read_only_view", None)  # its trees and store are its own
     pruned.lifetime = float(lifetime)
     pruned.lifetime_ = float(lifetime)
-    pruned._trees = [tree.pruned(float(lifetime)) for tree in estimator._trees]
-    pruned._store = copy.deepcopy(estimator._store)
+    pruned._ensemble = estimator._ensemble.pruned(float(lifetime))
+    pruned._fit_params = {**getattr(estimator, "_fit_params", {}), "lifetime": pruned.lifetime}
     return pruned
 
 

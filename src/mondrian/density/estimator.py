@@ -3,22 +3,19 @@
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core._tree import extend_trees
 from mondrian.core.base import (
-    TREES_PER_CHUNK,
+    EnsembleMixin,
     VersionedStateMixin,
-    _chunks,
-    _n_jobs,
     pruned_copy,
     unchanged_on_error,
 )
-from mondrian.core.store import DataStore
+from mondrian.core.ensemble import TreeEnsemble, draw_seeds
+from mondrian.core.feature_map import FeatureScaler
 from mondrian.density._full_cell import (
     FullCellTree,
     leaf_log_masses,
@@ -32,7 +29,7 @@ from mondrian.path.forest import make_lifetime_path
 __all__ = ["MondrianForestDensity"]
 
 # Version of the pickled estimator state (the trees carry their own version too).
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 # Default terminal lifetime: MAX_LIFETIME_FACTOR * max(1, n ** (1 / D)). Cells of a Mondrian at
 # time t have sides of about 1/t, so n ** (1 / D) is the lifetime at which the cube holds about
@@ -46,7 +43,17 @@ CONCENTRATIONS = np.geomspace(1e-5, 10.0, 7)
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
 
 
-class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
+def _domain_map(lower, width):
+    """The fixed feature map of ``B_0``: ``u = (x - lower) / width`` (what two ensembles must
+    share to be merged)."""
+    feature_map = FeatureScaler(True, warm_up=0)
+    feature_map.offset = np.asarray(lower, dtype=np.float64).copy()
+    feature_map.scale = np.asarray(width, dtype=np.float64).copy()
+    feature_map.frozen = np.ones(len(feature_map.offset), dtype=bool)
+    return feature_map
+
+
+class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, BaseEstimator):
     """Density estimation with a forest of Mondrian trees and a Polya-tree Beta prior.
 
     **Domain.** The first call to :meth:`fit` (or :meth:`partial_fit`) fixes the box ``B_0``:
@@ -155,6 +162,7 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
     """
 
     _state_version = STATE_VERSION
+    _refit_params = ("lifetime", "concentration", "margin", "max_lifetime")
 
     _parameter_constraints = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -216,18 +224,16 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
                     terminal = float(self.max_lifetime)
             else:
                 terminal = float(self.lifetime)
-            seeds = check_random_state(self.random_state).randint(
-                0, np.iinfo(np.int64).max, size=self.n_estimators, dtype=np.int64
-            )
+            seeds = draw_seeds(self.random_state, self.n_estimators)
             self._lower = lower
             self._width = width
             auto_concentration = isinstance(self.concentration, str)
             self._concentration = 1.0 if auto_concentration else float(self.concentration)
             self.concentration_ = self._concentration
-            self._store = DataStore(n_features, 0)
-            self._trees = [FullCellTree(n_features, 0, terminal, 1, False, int(seed))
-                           for seed in seeds]
-            self._grow(self._store.append(U, np.zeros((n, 0))))
+            self._ensemble = TreeEnsemble(n_features, 0, terminal, _domain_map(lower, width),
+                                          seeds, tree_class=FullCellTree)
+            self._ensemble.add_scaled(U, np.zeros((n, 0)), self.n_jobs)
+            self._remember_params()
             self.lifetime_ = terminal
             self.domain_ = np.vstack([lower, lower + width])
             self.n_samples_seen_ = n
@@ -257,12 +263,15 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         if not hasattr(self, "_trees"):
             return self.fit(X)
         with unchanged_on_error(self):
+            # Parameter changes since fit are refused before anything changes.
+            n_new_trees = self._warm_start_check()
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
             U, inside = self._to_unit(X)
             n_inside = int(inside.sum())
+            self._grow_new_trees(n_new_trees, self.n_jobs)
             if n_inside:
-                self._grow(self._store.append(np.ascontiguousarray(U[inside]),
-                                              np.zeros((n_inside, 0))))
+                self._ensemble.add_scaled(np.ascontiguousarray(U[inside]),
+                                          np.zeros((n_inside, 0)), self.n_jobs)
             self._n_outside += X.shape[0] - n_inside
             self.n_samples_seen_ += X.shape[0]
             self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
@@ -292,19 +301,6 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         inside = np.all((U >= 0.0) & (U <= 1.0), axis=1)
         return U, inside
 
-    def _grow(self, indices):
-        """Extend every tree with the stored points ``indices``, in threads over trees."""
-        X_store, rows = self._store.X, self._store.rows
-        n_jobs = _n_jobs(self.n_jobs, len(self._trees))
-        if n_jobs == 1:
-            extend_trees(self._trees, X_store, rows, indices)
-        else:
-            # The Cython growth releases the GIL: threads run the trees in parallel.
-            Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(extend_trees)(chunk, X_store, rows, indices)
-                for chunk in _chunks(self._trees, n_jobs)
-            )
-
     def _select_hyperparameters(self, auto_concentration):
         """Choose the lifetime and/or the concentration by leave-one-out log-likelihood.
 
@@ -332,7 +328,7 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
             return  # only the concentration was chosen; the trees keep their lifetime
         lifetime = min(0.5 * (path.lifetimes[k] + path.upper_lifetimes[k]), self.lifetime_)
         if lifetime < self.lifetime_:
-            self._trees = [tree.pruned(lifetime) for tree in self._trees]
+            self._ensemble = self._ensemble.pruned(lifetime)
         self.lifetime_ = lifetime
 
     def _loo_path(self, concentration, forward=True, leaves=None, plan=None):
@@ -417,25 +413,12 @@ class MondrianForestDensity(VersionedStateMixin, DensityMixin, BaseEstimator):
         depend on ``n_jobs``.
         """
         U = np.ascontiguousarray(U, dtype=np.float64)
-        chunks = [self._trees[i : i + TREES_PER_CHUNK]
-                  for i in range(0, len(self._trees), TREES_PER_CHUNK)]
-        shape = (U.shape[0],) + np.shape(lifetime)
-
-        def run(chunk):
-            out = np.empty(shape)
-            kernel(chunk, U, lifetime, self._concentration, out)
-            return out
-
-        n_jobs = _n_jobs(self.n_jobs, len(chunks))
-        if n_jobs == 1 or U.shape[0] <= 1:
-            parts = [run(chunk) for chunk in chunks]
-        else:
-            parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(run)(chunk) for chunk in chunks
-            )
-        total = parts[0]
-        for part in parts[1:]:
-            total = np.logaddexp(total, part)
+        total = self._ensemble.accumulate(
+            lambda trees, out: kernel(trees, U, lifetime, self._concentration, out),
+            (U.shape[0],) + np.shape(lifetime),
+            1 if U.shape[0] <= 1 else self.n_jobs,
+            combine=np.logaddexp,
+        )
         return total - np.log(len(self._trees))
 
     def _log_background(self, X):

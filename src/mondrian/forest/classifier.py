@@ -181,6 +181,7 @@ class _BaseMondrianClassifier(
 
     def _partial_fit(self, X, y, classes):
         first = not hasattr(self, "_trees")
+        self._check_writable()
         if first:
             self._validate_params()
         _reject_mixed_labels(y)
@@ -204,6 +205,8 @@ class _BaseMondrianClassifier(
             self._classes_fixed = classes is not None
             self._init_trees(X, self._n_trees(), len(start), lifetime)
         else:
+            # Parameter changes since fit are refused before anything changes.
+            n_new_trees = self._warm_start_check()
             self._scaler.check(X)  # may reject X: before any class is added
             self._check_label_kind(y)
             if classes is not None:
@@ -229,6 +232,8 @@ class _BaseMondrianClassifier(
                     self._add_classes(extra)
                 self._classes_fixed = True
         codes = self._encode(y)
+        if not first:
+            self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(X, self._rows(codes), self._n_jobs())
         return self
 
@@ -353,9 +358,17 @@ class _BaseMondrianClassifier(
                 if names is None:
                     names = self._dict_keys = list(x)
             try:
-                x = [x[name] for name in names]
+                values = [x[name] for name in names]
             except KeyError as exc:
                 raise ValueError(f"feature {exc.args[0]!r} is missing from x") from None
+            if len(x) > len(values):
+                known = set(names)
+                unknown = [key for key in x if key not in known]
+                raise ValueError(
+                    f"x has features {unknown} that the model never saw (it reads "
+                    f"{list(names)}); growing the feature set is not supported"
+                )
+            x = values
         row = np.asarray(x, dtype=np.float64).reshape(1, -1)
         if hasattr(self, "n_features_in_") and row.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -373,7 +386,8 @@ class _BaseMondrianClassifier(
         ----------
         x : dict or 1-D array-like
             One sample. Dicts are read in the order of ``feature_names_in_`` when the model was
-            trained on named features, else in the key order of the first dict seen.
+            trained on named features, else in the key order of the first dict seen; a key
+            outside those features raises a ``ValueError``.
         y : label
             Its class.
 
@@ -381,8 +395,10 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
+        self._check_writable()
         row = self._one_row(x)
-        if not hasattr(self, "_trees"):
+        first = not hasattr(self, "_trees")
+        if first:
             self._validate_params()
             self._validate_lifetime()
             if isinstance(self.lifetime, str):
@@ -394,12 +410,16 @@ class _BaseMondrianClassifier(
             self.classes_ = np.asarray([y])
             self._classes_fixed = False
             self._init_trees(row, self._n_trees(), 1)
+        else:
+            n_new_trees = self._warm_start_check()
         code = self._class_codes().get(y)
         if code is None:
             self._scaler.check(row)
             self._check_label_kind([y])
             self._encode(np.asarray([y]))
             code = self._class_codes()[y]
+        if not first and n_new_trees:
+            self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(row, self._one_hot[code : code + 1], 1)
         return self
 
@@ -566,6 +586,10 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
+    _tree_view_attributes = (
+        *_BaseMondrianClassifier._tree_view_attributes, "classes_", "_classes_fixed"
+    )
+
     def _n_trees(self):
         return self.n_estimators
 
@@ -574,28 +598,6 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         """Number of classes seen (or fixed by ``classes=``)."""
         check_is_fitted(self, "_trees")
         return len(self.classes_)
-
-    @property
-    def estimators_(self):
-        """The fitted trees, as :class:`MondrianTreeClassifier` views on the forest's data."""
-        check_is_fitted(self, "_trees")
-        return [self._tree_estimator(tree) for tree in self._trees]
-
-    def _tree_estimator(self, tree):
-        est = MondrianTreeClassifier(**{
-            name: getattr(self, name) for name in MondrianTreeClassifier().get_params()
-            if name != "random_state"
-        })
-        est.lifetime_ = self.lifetime_
-        est._trees = [tree]
-        est._store = self._store
-        est._scaler = self._scaler
-        est.classes_ = self.classes_
-        est._classes_fixed = self._classes_fixed
-        est.n_features_in_ = self.n_features_in_
-        if hasattr(self, "feature_names_in_"):
-            est.feature_names_in_ = self.feature_names_in_
-        return est
 
 
 class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
@@ -661,3 +663,6 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
         return MondrianTreeStructure(self._trees[0], self._scaler)
+
+
+MondrianForestClassifier._tree_view_class = MondrianTreeClassifier

@@ -98,6 +98,14 @@ class _BaseMondrianRegressor(
     def _n_jobs(self):
         return getattr(self, "n_jobs", None)
 
+    _tree_view_attributes = (
+        *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
+    )
+
+    def _init_view(self):
+        self._version = 0
+        self._posterior_cache = _PosteriorCache()
+
     def _after_prune(self):
         self._posterior_cache = _PosteriorCache()
         self._y_sums = self._y_sums.copy()
@@ -109,7 +117,7 @@ class _BaseMondrianRegressor(
         y_std = self._y_scaler.transform(y)
         return np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
 
-    def _learn(self, X, y, first):
+    def _learn(self, X, y, first, n_new_trees=0):
         if first:
             self._validate_lifetime()
             lifetime = self._fit_lifetime(X, y)
@@ -123,6 +131,7 @@ class _BaseMondrianRegressor(
         self._y_scaler.update(y)
         rows = self._rows(y)
         self._y_sums += rows.sum(axis=0)
+        self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(X, rows, self._n_jobs())
         self._version += 1
         self._posterior()
@@ -161,11 +170,15 @@ class _BaseMondrianRegressor(
         """
         with unchanged_on_error(self):
             first = not hasattr(self, "_trees")
+            # Parameter changes since fit are refused before anything changes.
+            n_new_trees = 0 if first else self._warm_start_check()
             if first:
                 self._validate_params()
             X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                                  reset=first)
-            return self._learn(X, y, first)
+            if not first:
+                self._scaler.check(X)  # before the target map and sums change
+            return self._learn(X, y, first, n_new_trees)
 
     # ----------------------------------------------------------------- hyperparameters
 
@@ -540,26 +553,6 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
     def _n_trees(self):
         return self.n_estimators
 
-    @property
-    def estimators_(self):
-        """The fitted trees, as :class:`MondrianTreeRegressor` views on the forest's data."""
-        check_is_fitted(self, "_trees")
-        out = []
-        for tree in self._trees:
-            est = MondrianTreeRegressor(**{
-                name: getattr(self, name) for name in MondrianTreeRegressor().get_params()
-                if name != "random_state"
-            })
-            for name in ("_store", "_scaler", "_y_scaler", "_y_sums", "n_features_in_",
-                         "feature_names_in_", "lifetime_", "_hyper_choice"):
-                if hasattr(self, name):
-                    setattr(est, name, getattr(self, name))
-            est._trees = [tree]
-            est._version = 0
-            est._posterior_cache = _PosteriorCache()
-            out.append(est)
-        return out
-
 
 class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
     __doc__ = f"""A single Mondrian tree regressor; see :class:`MondrianForestRegressor`.
@@ -621,3 +614,6 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         return MondrianTreeStructure(
             self._trees[0], self._scaler, value_transform=self._value_in_units
         )
+
+
+MondrianForestRegressor._tree_view_class = MondrianTreeRegressor

@@ -16,7 +16,7 @@ from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble
+from mondrian.core.base import BaseMondrianEnsemble, unchanged_on_error
 from mondrian.kernel._features import extension_leaves, subtree_order
 from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
 
@@ -44,28 +44,26 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
 
     # Leaves pause only when all their points coincide: the kernel needs the pure process.
     min_samples_split = 1
-
-    def _grow(self, X):
-        self._init_trees(X, self.n_estimators, 0)
-        self._keys = self._tree_seeds(self.n_estimators).astype(np.uint64) ^ np.uint64(
-            0x5DEECE66D
-        )
-        self._add_points(X, np.zeros((X.shape[0], 0)))
+    _refit_params = ("lifetime", "feature_scaling")
 
     def _validate_lifetime(self):
         if self.lifetime != "auto":
             super()._validate_lifetime()
 
     def _sample(self, X, lifetime):
-        """Sample the trees at ``lifetime`` on ``X`` (the tree core reads ``self.lifetime``,
-        which may be "auto" for the estimators that choose it)."""
-        saved = self.lifetime
-        self.lifetime = lifetime
-        try:
-            self._grow(X)
-        finally:
-            self.lifetime = saved
-        self.lifetime_ = lifetime
+        """Sample the trees at ``lifetime`` on ``X`` (``self.lifetime`` may be "auto" for the
+        estimators that choose it)."""
+        self._init_trees(X, self.n_estimators, 0, lifetime)
+        self._keys = self._extension_keys(self._tree_seeds(self.n_estimators))
+        self._add_points(X, np.zeros((X.shape[0], 0)))
+
+    @staticmethod
+    def _extension_keys(seeds):
+        """Keys of the hashed uniform draws that place new points (one per tree)."""
+        return np.asarray(seeds).astype(np.uint64) ^ np.uint64(0x5DEECE66D)
+
+    def _after_growth(self, seeds):
+        self._keys = np.concatenate([self._keys, self._extension_keys(seeds)])
 
     def _lifetime(self, lifetime):
         lam = self.lifetime if lifetime is None else lifetime
@@ -197,10 +195,11 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         -------
         self : object
         """
-        self._validate_params()
-        X = validate_data(self, X, dtype=np.float64, order="C")
-        self._validate_lifetime()
-        self._grow(X)
+        with unchanged_on_error(self):
+            self._validate_params()
+            X = validate_data(self, X, dtype=np.float64, order="C")
+            self._validate_lifetime()
+            self._sample(X, float(self.lifetime))
         return self
 
     def partial_fit(self, X, y=None):
@@ -217,8 +216,12 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         """
         if not hasattr(self, "_trees"):
             return self.fit(X)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        self._add_points(X, np.zeros((X.shape[0], 0)))
+        with unchanged_on_error(self):
+            n_new_trees = self._warm_start_check()
+            X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+            self._scaler.check(X)
+            self._grow_new_trees(n_new_trees)
+            self._add_points(X, np.zeros((X.shape[0], 0)))
         return self
 
     def transform(self, X, lifetime=None):
@@ -375,6 +378,10 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
     }
 
+    _refit_params = (*_MondrianKernelBase._refit_params, "alpha")
+    # New trees change every feature (and their 1/sqrt(M) weight): the ridge solve needs a fit.
+    _can_add_trees = False
+
     def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1.0, max_lifetime=np.inf,
                  max_features=4000, lifetime_selection="validation", validation_fraction=0.2,
                  feature_scaling="minmax", random_state=None):
@@ -402,17 +409,18 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        if self.lifetime == "auto":
-            self.path_ = self._select_lifetime(X, y)
-            lifetime = self.path_.best_lifetime
-        else:
-            self._validate_lifetime()
-            lifetime = float(self.lifetime)
-        self._sample(X, lifetime)
-        self._y_offset = float(np.mean(y))
-        self._solve(y)
+        with unchanged_on_error(self):
+            self._validate_params()
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+            if self.lifetime == "auto":
+                self.path_ = self._select_lifetime(X, y)
+                lifetime = self.path_.best_lifetime
+            else:
+                self._validate_lifetime()
+                lifetime = float(self.lifetime)
+            self._sample(X, lifetime)
+            self._y_offset = float(np.mean(y))
+            self._solve(y)
         return self
 
     def _solve(self, y):
@@ -526,8 +534,14 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         if not hasattr(self, "_ridge"):
             # The first call fits (and, with lifetime="auto", chooses the lifetime on it).
             return self.fit(X, y)
+        with unchanged_on_error(self):
+            return self._partial_fit(X, y)
+
+    def _partial_fit(self, X, y):
+        self._warm_start_check()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
+        self._scaler.check(X)
         start = self._store.n_samples
         self._add_points(X, np.zeros((X.shape[0], 0)))
         new_points = np.arange(start, self._store.n_samples)

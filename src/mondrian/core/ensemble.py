@@ -1,0 +1,350 @@
+"""The tree ensemble shared by every Mondrian model: trees, their data store, feature map, seeds.
+
+:class:`TreeEnsemble` is model-agnostic: the forests, the density and the kernel models hold one
+(``self._ensemble``) and add what their model reads on top of the trees. It owns growth and
+online extension (in threads over trees, whatever joblib backend the caller configured),
+the deterministic chunked accumulation of per-tree quantities, pruning, single-tree views,
+growing more trees on the stored points, merging, and pickling.
+"""
+
+import copy
+
+import numpy as np
+from joblib import Parallel, cpu_count, delayed
+from sklearn.utils import check_random_state
+
+from mondrian.core._tree import MondrianTree, extend_trees
+from mondrian.core.feature_map import FeatureScaler
+from mondrian.core.store import DataStore
+
+__all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "n_threads", "run_threads"]
+
+# Trees per unit of accumulated work (fixed, so results do not depend on n_jobs).
+TREES_PER_CHUNK = 16
+
+# Version of the pickled ensemble state.
+ENSEMBLE_STATE_VERSION = 1
+
+# Largest seed of a tree's random stream (exclusive).
+_SEED_HIGH = np.iinfo(np.int64).max
+
+
+def draw_seeds(random_state, n_trees, start=0):
+    """Seeds ``start .. n_trees - 1`` of the sequence drawn from ``random_state``.
+
+    With an integer ``random_state`` the sequence does not depend on its length, so trees added
+    later (``start > 0``) continue the seeds of the first ones.
+    """
+    rng = check_random_state(random_state)
+    return rng.randint(0, _SEED_HIGH, size=n_trees, dtype=np.int64)[start:]
+
+
+def n_threads(n_jobs, n_tasks):
+    """Number of threads for ``n_tasks`` tasks (``None``: 1, negative: counted from the cores)."""
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        n_jobs = max(cpu_count() + 1 + n_jobs, 1)
+    return max(1, min(n_jobs, n_tasks))
+
+
+def run_threads(function, tasks, n_jobs, verbose=0):
+    """``[function(task) for task in tasks]``, in up to ``n_jobs`` threads.
+
+    The tasks share the caller's trees and arrays, so they always run in threads of this
+    process (``require="sharedmem"``): an outer ``joblib.parallel_config`` with a process
+    backend (loky, dask) would otherwise pickle the trees and every change would be lost.
+    """
+    n_jobs = n_threads(n_jobs, len(tasks))
+    if n_jobs == 1:
+        return [function(task) for task in tasks]
+    return Parallel(n_jobs=n_jobs, require="sharedmem", verbose=verbose)(
+        delayed(function)(task) for task in tasks
+    )
+
+
+def _split(items, n_parts):
+    bounds = np.linspace(0, len(items), n_parts + 1).astype(int)
+    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+def _same_map(a, b):
+    """Name of the first difference between two feature maps, or None."""
+    if a.enabled != b.enabled:
+        return "feature scaling (on/off)"
+    if a.warm_up != b.warm_up:
+        return "warm-up length"
+    for name in ("offset", "scale", "frozen"):
+        x, y = getattr(a, name), getattr(b, name)
+        if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
+            return f"feature map {name}"
+    return None
+
+
+class TreeEnsemble:
+    """Mondrian trees that share one store of training points and one feature map.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features.
+    width : int
+        Width of the contribution rows the trees sum (0 for the label-free models).
+    lifetime : float
+        Lifetime of the trees.
+    feature_map : FeatureScaler
+        Map from original units to the trees' coordinates.
+    seeds : array-like of int64
+        One seed per tree.
+    min_samples_split : int, default=1
+        Leaves holding fewer points pause.
+    pause_pure : bool, default=False
+        Leaves whose statistics have a single non-zero column pause (classification).
+    tree_class : type, default=MondrianTree
+        Tree type (``MondrianTree`` or a subclass such as the density's ``FullCellTree``).
+
+    Attributes
+    ----------
+    trees : list of MondrianTree
+    store : DataStore
+        The stored points (in the trees' coordinates) and their contribution rows.
+    feature_map : FeatureScaler
+    seeds : ndarray of int64
+    read_only : bool
+        True for a view (:meth:`single_tree`): every method that would change it raises.
+    """
+
+    def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
+                 pause_pure=False, tree_class=MondrianTree):
+        self.n_features = int(n_features)
+        self.lifetime = float(lifetime)
+        self.min_samples_split = int(min_samples_split)
+        self.pause_pure = bool(pause_pure)
+        self.tree_class = tree_class
+        self.feature_map = feature_map
+        self.store = DataStore(self.n_features, int(width))
+        self.seeds = np.asarray(seeds, dtype=np.int64).copy()
+        self.trees = self._new_trees(self.seeds)
+        self.read_only = False
+
+    @classmethod
+    def start(cls, X, seeds, *, width, lifetime, feature_scaling=True, **tree_params):
+        """An empty ensemble for a first batch ``X`` (original units; validated, not stored).
+
+        Raises a ``ValueError`` if ``X`` could not be stored under a fresh feature map.
+        """
+        feature_map = FeatureScaler(bool(feature_scaling))
+        feature_map.check(X)
+        return cls(X.shape[1], width, lifetime, feature_map, seeds, **tree_params)
+
+    # ----------------------------------------------------------------- description
+
+    @property
+    def width(self):
+        """Width of the contribution rows."""
+        return self.store.rows.shape[1]
+
+    @property
+    def n_trees(self):
+        return len(self.trees)
+
+    def __len__(self):
+        return len(self.trees)
+
+    def _new_trees(self, seeds):
+        return [
+            self.tree_class(self.n_features, self.width, self.lifetime, self.min_samples_split,
+                            self.pause_pure, int(seed))
+            for seed in seeds
+        ]
+
+    def _check_writable(self):
+        if self.read_only:
+            raise ValueError("this tree ensemble is a read-only view; copy it to change it")
+
+    # ----------------------------------------------------------------- growth
+
+    def add_points(self, X, rows, n_jobs=None, verbose=0):
+        """Store new points (original units) and extend every tree with them.
+
+        During the warm-up of the feature map a change of map re-samples every tree from its
+        seed on all the stored points under the new map (the same law as growing online).
+
+        Returns
+        -------
+        ndarray of intp
+            Store indices of the points added to the trees (all of them after a re-sampling).
+        """
+        self._check_writable()
+        seen = self.feature_map.update(X)
+        indices = self.store.append(self.feature_map.transform(X), rows)
+        if seen is not None:
+            self.store.replace_X(self.feature_map.transform(seen))
+            self.trees = self._new_trees(self.seeds)
+            indices = np.arange(self.store.n_samples, dtype=np.intp)
+        self.extend(indices, n_jobs, verbose)
+        return indices
+
+    def add_scaled(self, U, rows, n_jobs=None, verbose=0):
+        """Store points already in the trees' coordinates and extend every tree with them."""
+        self._check_writable()
+        indices = self.store.append(U, rows)
+        self.extend(indices, n_jobs, verbose)
+        return indices
+
+    def extend(self, indices, n_jobs=None, verbose=0, trees=None):
+        """Extend ``trees`` (default: all) with the stored points ``indices``, in threads."""
+        self._check_writable()
+        trees = self.trees if trees is None else trees
+        X, rows = self.store.X, self.store.rows
+        n_jobs = n_threads(n_jobs, len(trees))
+        # The Cython extension releases the GIL: threads run the trees in parallel.
+        run_threads(lambda chunk: extend_trees(chunk, X, rows, indices),
+                    _split(trees, n_jobs), n_jobs, verbose)
+
+    def grow_trees(self, seeds, n_jobs=None, verbose=0):
+        """Add trees with ``seeds``, sampled on every stored point.
+
+        A tree sampled on all the points at once has the law of one grown with them online, so
+        the ensemble has the law it would have had with these trees from the start.
+        """
+        self._check_writable()
+        seeds = np.asarray(seeds, dtype=np.int64)
+        new = self._new_trees(seeds)
+        self.extend(np.arange(self.store.n_samples, dtype=np.intp), n_jobs, verbose, new)
+        self.trees = self.trees + new
+        self.seeds = np.concatenate([self.seeds, seeds])
+
+    # ----------------------------------------------------------------- reading
+
+    def chunks(self):
+        """The trees in fixed chunks of ``TREES_PER_CHUNK`` (independent of any n_jobs)."""
+        return [self.trees[i : i + TREES_PER_CHUNK]
+                for i in range(0, len(self.trees), TREES_PER_CHUNK)]
+
+    def accumulate(self, function, shape, n_jobs=None, combine=None, whole=False):
+        """Combine ``function(trees, out)`` over fixed chunks of trees, in order.
+
+        ``out`` starts at zeros of ``shape``. By default ``function`` adds into it and the
+        chunks' results are summed; ``combine(total, part)`` combines them otherwise (e.g.
+        ``np.logaddexp``). With ``whole=True``, or at most ``TREES_PER_CHUNK`` trees, one call
+        covers every tree. Chunks do not depend on ``n_jobs`` and are combined in order, so the
+        output is bit-identical for any number of threads.
+        """
+        if whole or len(self.trees) <= TREES_PER_CHUNK:
+            out = np.zeros(shape, dtype=np.float64)
+            function(self.trees, out)
+            return out
+
+        def run(chunk):
+            part = np.zeros(shape, dtype=np.float64)
+            function(chunk, part)
+            return part
+
+        parts = run_threads(run, self.chunks(), n_jobs)
+        if combine is None:
+            total = np.zeros(shape, dtype=np.float64)
+            for part in parts:
+                total += part
+            return total
+        total = parts[0]
+        for part in parts[1:]:
+            total = combine(total, part)
+        return total
+
+    # ----------------------------------------------------------------- derived ensembles
+
+    def _like(self, trees, seeds, store, feature_map, lifetime=None):
+        out = copy.copy(self)
+        out.trees = list(trees)
+        out.seeds = np.asarray(seeds, dtype=np.int64).copy()
+        out.store = store
+        out.feature_map = feature_map
+        out.read_only = False
+        if lifetime is not None:
+            out.lifetime = float(lifetime)
+        return out
+
+    def pruned(self, lifetime):
+        """An independent ensemble: every tree restricted to ``lifetime`` (<= the lifetime)."""
+        return self._like([tree.pruned(float(lifetime)) for tree in self.trees], self.seeds,
+                          copy.deepcopy(self.store), copy.deepcopy(self.feature_map), lifetime)
+
+    def subset(self, index, read_only=True):
+        """The trees ``index`` (a slice or list of positions) over this ensemble's store.
+
+        The trees, store and feature map are shared, not copied: the result is read-only unless
+        ``read_only=False`` (then the caller must not change both).
+        """
+        positions = np.arange(len(self.trees))[index]
+        positions = np.atleast_1d(positions)
+        out = self._like([self.trees[k] for k in positions], self.seeds[positions], self.store,
+                         self.feature_map)
+        out.read_only = read_only
+        return out
+
+    def single_tree(self, k):
+        """A read-only view of tree ``k`` over the shared store and feature map."""
+        return self.subset([k])
+
+    def merge(self, other):
+        """One ensemble holding the trees of ``self`` then those of ``other``.
+
+        Both must use the same feature map and tree parameters. Fitted on the same stored
+        points, the trees share one store; otherwise the stores are concatenated and the points
+        held by ``other``'s trees are renumbered. The inputs are left unchanged.
+
+        Raises
+        ------
+        ValueError
+            Naming the first difference that makes the ensembles incompatible.
+        """
+        for name in ("tree_class", "n_features", "width", "lifetime", "min_samples_split",
+                     "pause_pure"):
+            a, b = getattr(self, name), getattr(other, name)
+            if a != b:
+                raise ValueError(f"cannot merge tree ensembles with different {name}: "
+                                 f"{a!r} and {b!r}")
+        difference = _same_map(self.feature_map, other.feature_map)
+        if difference is not None:
+            raise ValueError(
+                f"cannot merge tree ensembles fitted with different feature maps ({difference} "
+                "differs): fit both with the same fixed feature map"
+            )
+        trees = [copy.deepcopy(tree) for tree in self.trees]
+        other_trees = [copy.deepcopy(tree) for tree in other.trees]
+        same_data = (self.store.n_samples == other.store.n_samples
+                     and np.array_equal(self.store.X, other.store.X)
+                     and np.array_equal(self.store.rows, other.store.rows))
+        store = copy.deepcopy(self.store)
+        feature_map = copy.deepcopy(self.feature_map)
+        if not same_data:
+            offset = self.store.n_samples
+            for tree in other_trees:
+                tree.shift_samples(offset)
+            store.append(other.store.X, other.store.rows)
+            feature_map.n_seen += other.feature_map.n_seen
+            if feature_map.originals is not None and other.feature_map.originals is not None:
+                feature_map.originals = np.vstack([feature_map.originals,
+                                                   other.feature_map.originals])
+            if feature_map.n_seen >= feature_map.warm_up:
+                feature_map.originals = None
+        return self._like(trees + other_trees, np.concatenate([self.seeds, other.seeds]),
+                          store, feature_map)
+
+    # ----------------------------------------------------------------- pickling
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["version"] = ENSEMBLE_STATE_VERSION
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        version = state.pop("version", None)
+        if version != ENSEMBLE_STATE_VERSION:
+            raise ValueError(
+                f"cannot load a TreeEnsemble saved with state version {version}; this version "
+                f"of the package reads version {ENSEMBLE_STATE_VERSION}"
+            )
+        self.__dict__.update(state)
