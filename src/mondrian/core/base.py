@@ -65,6 +65,8 @@ class VersionedStateMixin:
 
 
 def _same_param(a, b):
+    if a is b:
+        return True
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
         return a == b or (a != a and b != b)  # NaN equals NaN here
     return type(a) is type(b) and a == b

@@ -198,6 +198,9 @@ class TreeEnsemble:
         trees = self.trees if trees is None else trees
         X, rows = self.store.X, self.store.rows
         n_jobs = n_threads(n_jobs, len(trees))
+        if n_jobs == 1:  # the one-point online path: no thread machinery
+            extend_trees(trees, X, rows, indices)
+            return
         # The Cython extension releases the GIL: threads run the trees in parallel.
         run_threads(lambda chunk: extend_trees(chunk, X, rows, indices),
                     _split(trees, n_jobs), n_jobs, verbose)
