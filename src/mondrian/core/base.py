@@ -2,6 +2,7 @@
 warm-start rules, tree views, pruning and versioned pickles."""
 
 import copy
+import functools
 import numbers
 from contextlib import contextmanager
 
@@ -20,6 +21,7 @@ __all__ = [
     "VersionedStateMixin",
     "pruned_copy",
     "unchanged_on_error",
+    "atomic_fit",
     "PruneMixin",
     "TreeEnsemble",
     "SingleTreeMixin",
@@ -41,6 +43,17 @@ def unchanged_on_error(estimator):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
+
+
+def atomic_fit(method):
+    """Decorator: run a fitting method under :func:`unchanged_on_error`."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with unchanged_on_error(self):
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class VersionedStateMixin:

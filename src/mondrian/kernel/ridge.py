@@ -16,7 +16,7 @@ from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble, unchanged_on_error
+from mondrian.core.base import BaseMondrianEnsemble, atomic_fit
 from mondrian.kernel._features import extension_leaves, subtree_order
 from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
 
@@ -183,6 +183,7 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         self.feature_scaling = feature_scaling
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y=None):
         """Sample the Mondrian trees on ``X``.
 
@@ -195,13 +196,13 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         -------
         self : object
         """
-        with unchanged_on_error(self):
-            self._validate_params()
-            X = validate_data(self, X, dtype=np.float64, order="C")
-            self._validate_lifetime()
-            self._sample(X, float(self.lifetime))
+        self._validate_params()
+        X = validate_data(self, X, dtype=np.float64, order="C")
+        self._validate_lifetime()
+        self._sample(X, float(self.lifetime))
         return self
 
+    @atomic_fit
     def partial_fit(self, X, y=None):
         """Extend the trees with new points (same law as sampling them on all points).
 
@@ -216,12 +217,11 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         """
         if not hasattr(self, "_trees"):
             return self.fit(X)
-        with unchanged_on_error(self):
-            n_new_trees = self._warm_start_check()
-            X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-            self._scaler.check(X)
-            self._grow_new_trees(n_new_trees)
-            self._add_points(X, np.zeros((X.shape[0], 0)))
+        n_new_trees = self._warm_start_check()
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        self._scaler.check(X)
+        self._grow_new_trees(n_new_trees)
+        self._add_points(X, np.zeros((X.shape[0], 0)))
         return self
 
     def transform(self, X, lifetime=None):
@@ -397,6 +397,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
 
     # ------------------------------------------------------------------ fitting
 
+    @atomic_fit
     def fit(self, X, y):
         """Sample the trees and solve the ridge problem (choosing the lifetime if "auto").
 
@@ -409,18 +410,17 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         -------
         self : object
         """
-        with unchanged_on_error(self):
-            self._validate_params()
-            X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-            if self.lifetime == "auto":
-                self.path_ = self._select_lifetime(X, y)
-                lifetime = self.path_.best_lifetime
-            else:
-                self._validate_lifetime()
-                lifetime = float(self.lifetime)
-            self._sample(X, lifetime)
-            self._y_offset = float(np.mean(y))
-            self._solve(y)
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        if self.lifetime == "auto":
+            self.path_ = self._select_lifetime(X, y)
+            lifetime = self.path_.best_lifetime
+        else:
+            self._validate_lifetime()
+            lifetime = float(self.lifetime)
+        self._sample(X, lifetime)
+        self._y_offset = float(np.mean(y))
+        self._solve(y)
         return self
 
     def _solve(self, y):
@@ -515,6 +515,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
 
     # ------------------------------------------------------------------ online
 
+    @atomic_fit
     def partial_fit(self, X, y):
         """Exact online update (Supplement C of the paper).
 
@@ -534,10 +535,6 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         if not hasattr(self, "_ridge"):
             # The first call fits (and, with lifetime="auto", chooses the lifetime on it).
             return self.fit(X, y)
-        with unchanged_on_error(self):
-            return self._partial_fit(X, y)
-
-    def _partial_fit(self, X, y):
         self._warm_start_check()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)

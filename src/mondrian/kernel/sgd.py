@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import unchanged_on_error
+from mondrian.core.base import atomic_fit
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import kernel_sgd_path
 from mondrian.kernel.ridge import _MondrianKernelBase
@@ -98,6 +98,7 @@ class _MondrianKernelSGD(_MondrianKernelBase):
         upper = np.r_[times, terminal][cuts]
         return weights, records[:, 1:], errors, columns, lifetimes, upper
 
+    @atomic_fit
     def fit(self, X, y):
         """Sample the trees and train along their cuts up to the lifetime.
 
@@ -110,10 +111,9 @@ class _MondrianKernelSGD(_MondrianKernelBase):
         -------
         self : object
         """
-        with unchanged_on_error(self):
-            self._validate_params()
-            X, y = self._validate_training(X, y)
-            return self._fit_targets(X, self._targets(y))
+        self._validate_params()
+        X, y = self._validate_training(X, y)
+        return self._fit_targets(X, self._targets(y))
 
     def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
         """Train along every cut up to ``max_lifetime`` and record losses (and error rates).
