@@ -2,6 +2,8 @@
 
 ``_tree`` holds the packed node array and its side buffers (sampling, online extension, paused
 leaves, routing, pickling); ``store`` the training points kept once per ensemble;
-``feature_map`` the fixed map applied before the process; ``structure`` the read-only view of a
-fitted tree; ``base`` the estimator machinery shared by every model.
+``feature_map`` the fixed map applied before the process; ``ensemble`` the trees of a model with
+their store, feature map and seeds (growth, threads, accumulation, pruning, views, merging);
+``structure`` the read-only view of a fitted tree; ``base`` the estimator machinery shared by
+every model.
 """

@@ -249,6 +249,11 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         Points inside ``B_0`` extend the trees, with the law of a forest fitted on all the
         points at once; points outside only raise the weight of the background density.
 
+        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
+        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
+        ``concentration``, ``margin`` or ``max_lifetime``, raises a ``ValueError`` (call
+        ``fit``).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)

@@ -161,6 +161,10 @@ class _BaseMondrianClassifier(
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
         fitted on all the points at once.
 
+        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
+        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
+        ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)

@@ -159,6 +159,10 @@ class _BaseMondrianRegressor(
     def partial_fit(self, X, y):
         """Extend the forest with new training points (same law as fitting all at once).
 
+        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
+        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
+        ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)

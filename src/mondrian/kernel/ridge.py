@@ -206,6 +206,10 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
     def partial_fit(self, X, y=None):
         """Extend the trees with new points (same law as sampling them on all points).
 
+        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
+        of a forest that had them from the start); a smaller one, or a changed ``lifetime`` or
+        ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -522,6 +526,8 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         The trees are extended with the new points; old points keep their cells, and each tree
         gains at most one new cell per point, appended as a feature with ``δ²`` on the diagonal
         of ``A``. Each point then adds ``z z'`` to ``A`` by a rank-one update of its inverse.
+        ``n_estimators``, ``lifetime``, ``alpha`` or ``feature_scaling`` changed since fit raise a
+        ``ValueError`` (call ``fit``).
 
         Parameters
         ----------
