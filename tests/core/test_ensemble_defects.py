@@ -93,6 +93,25 @@ def test_outer_dask_backend_changes_nothing(make):
         _check_backend(make, "dask")
 
 
+def test_grid_search_under_dask_scores_like_without_it():
+    distributed = pytest.importorskip(
+        "dask.distributed", reason="dask.distributed is not installed: dask backend not tested"
+    )
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _data(120)
+
+    def scores():
+        search = GridSearchCV(MondrianForestClassifier(8, n_jobs=2, random_state=0),
+                              {"lifetime": [1.0, 5.0]}, cv=3, n_jobs=2)
+        return search.fit(X, y).cv_results_["mean_test_score"]
+
+    expected = scores()
+    with distributed.Client(processes=True, n_workers=2, threads_per_worker=1):
+        with joblib.parallel_config(backend="dask"):
+            assert_array_equal(scores(), expected)
+
+
 # ----------------------------------------------------------------- (b) set_params after fit
 
 
