@@ -146,10 +146,17 @@ class TreeEnsemble:
 
     @property
     def n_trees(self):
+        """Number of trees."""
         return len(self.trees)
 
     def __len__(self):
         return len(self.trees)
+
+    def __repr__(self):
+        view = ", read-only view" if self.read_only else ""
+        return (f"TreeEnsemble({len(self.trees)} {self.tree_class.__name__}, "
+                f"{self.store.n_samples} stored points, {self.n_features} features, "
+                f"lifetime={self.lifetime:g}{view})")
 
     def _new_trees(self, seeds):
         return [
