@@ -197,8 +197,9 @@ class LifetimePath:
     def plot(self, ax=None, metric=None):
         """Plot a metric against the lifetime (log axis), the best lifetime marked.
 
-        Each interval's value is drawn as a step ending at its upper lifetime; the unbounded
-        last interval of a model grown to ``inf`` is drawn to twice the largest finite lifetime.
+        Each interval's value is drawn as a step ending at its upper lifetime (the first one
+        starts at half its upper lifetime: 0 has no place on a log axis); the unbounded last
+        interval of a model grown to ``inf`` ends at twice the largest finite lifetime.
 
         Parameters
         ----------
@@ -228,7 +229,9 @@ class LifetimePath:
         x[~np.isfinite(x)] = top
         x = np.maximum(x, top * 1e-12)  # lifetime 0 has no place on a log axis
         values = self.metrics[metric]
-        ax.plot(x, values, drawstyle="steps-pre", label=metric)
+        # Start the first interval half-way to its upper end, so that it shows as a step too.
+        ax.plot(np.r_[0.5 * x[0], x], np.r_[values[:1], values], drawstyle="steps-pre",
+                label=metric)
         best_x = x[self.best_index] if not np.isfinite(self.best_lifetime) else max(
             self.best_lifetime, top * 1e-12)
         ax.axvline(best_x, color="0.5", linestyle="--", linewidth=1)
