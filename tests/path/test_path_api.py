@@ -8,11 +8,10 @@ from numpy.testing import assert_array_equal
 from sklearn.model_selection import train_test_split
 
 import mondrian
+from _path_cases import ESTIMATORS, make_case, make_estimator, training_data
 from mondrian import LifetimePath, MondrianKernelRidge, SGDLifetimePath
 from mondrian.path.holdout import holdout_split
 from mondrian.path.result import best_interval
-
-from _path_cases import ESTIMATORS, make_case, make_estimator, training_data
 
 FIELDS = ("lifetimes", "upper_lifetimes", "metrics", "criterion", "maximize", "best_index",
           "best_lifetime", "direction")
