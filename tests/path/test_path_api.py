@@ -183,7 +183,8 @@ class TestHoldout:
     def test_reproduces_train_test_split(self):
         X, y = training_data("forest_regressor", n=101)
         parts = holdout_split(X, y, 0.2, 7)
-        expected = train_test_split(X, y, test_size=20, random_state=7)
+        assert len(parts[1]) == 21  # ceil(0.2 n), as train_test_split
+        expected = train_test_split(X, y, test_size=0.2, random_state=7)
         for part, ref in zip(parts, expected, strict=True):
             assert_array_equal(part, ref)
 
@@ -204,10 +205,10 @@ class TestHoldout:
 
     def test_rejects_an_empty_side(self):
         X, y = training_data("forest_regressor", n=4)
-        with pytest.raises(ValueError, match="leaves 0 validation"):
-            holdout_split(X, y, 0.1, 0)
-        with pytest.raises(ValueError, match="training"):
+        with pytest.raises(ValueError, match="leaves 4 validation and 0 training"):
             holdout_split(X, y, 0.9, 0)
+        with pytest.raises(ValueError, match="validation"):
+            holdout_split(X[:0], y[:0], 0.5, 0)
         with pytest.raises(ValueError, match="training"):
             holdout_split(X, y, 0.5, 0, min_fit=3)
 
@@ -215,6 +216,6 @@ class TestHoldout:
                                       "forest_classifier"])
     def test_every_auto_fit_rejects_an_empty_side(self, name):
         X, y = training_data(name, n=4)
-        model = make_estimator(name, lifetime="auto", validation_fraction=0.05)
+        model = make_estimator(name, lifetime="auto", validation_fraction=0.9)
         with pytest.raises(ValueError, match="validation_fraction"):
             model.fit(X, y)

@@ -1,6 +1,7 @@
 """The one hold-out split of the package: every ``lifetime="auto"`` and the regressor's
 held-out hyperparameter probe carve their validation part with :func:`holdout_split`."""
 
+import math
 import numbers
 
 import numpy as np
@@ -14,11 +15,11 @@ def holdout_split(X, y, fraction, random_state, *, stratify=False, min_fit=1,
                   name="validation_fraction"):
     """Split ``(X, y)`` into a fit part and a validation part.
 
-    The validation part has ``round(fraction * n)`` rows, drawn by
-    :func:`sklearn.model_selection.train_test_split` with the generator of ``random_state``
-    (so ``train_test_split(X, y, test_size=round(fraction * n), random_state=seed)`` reproduces
-    it). With ``stratify``, the split keeps the class proportions when every class has at least
-    two rows and each side can hold one row of every class; otherwise it is plain random.
+    The split is ``train_test_split(X, y, test_size=fraction, random_state=random_state)``
+    (:func:`sklearn.model_selection.train_test_split`): the validation part has
+    ``ceil(fraction * n)`` rows. With ``stratify``, the split keeps the class proportions when
+    every class has at least two rows and each side can hold one row of every class;
+    otherwise it is plain random.
 
     Parameters
     ----------
@@ -50,7 +51,7 @@ def holdout_split(X, y, fraction, random_state, *, stratify=False, min_fit=1,
             or not 0 < fraction < 1):
         raise ValueError(f"{name} must be a number in (0, 1), got {fraction!r}")
     n = len(y)
-    n_val = int(round(fraction * n))
+    n_val = int(math.ceil(fraction * n))  # train_test_split's rule for a float test_size
     if n_val < 1 or n - n_val < min_fit:
         raise ValueError(
             f"holding out {name}={fraction} of the {n} samples leaves {n_val} validation and "
@@ -58,7 +59,7 @@ def holdout_split(X, y, fraction, random_state, *, stratify=False, min_fit=1,
         )
     rng = check_random_state(random_state)
     strata = y if stratify and _can_stratify(y, n_val) else None
-    return train_test_split(X, y, test_size=n_val, random_state=rng, stratify=strata)
+    return train_test_split(X, y, test_size=fraction, random_state=rng, stratify=strata)
 
 
 def _can_stratify(y, n_val):
