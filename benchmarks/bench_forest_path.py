@@ -4,7 +4,8 @@ On power_plant and kin8nm (regression, standard split 0, ``common.load_uci_regre
 satimage and letter (classification, their usual train/test splits), with 100 trees:
 
 Validation part
-    20% of the training rows (``round(0.2 n)``, ``train_test_split(random_state=seed)``,
+    20% of the training rows (``ceil(0.2 n)``, ``mondrian.path.holdout.holdout_split``, i.e.
+    ``train_test_split(test_size=0.2, random_state=seed)``,
     stratified for classification) are held out; the remaining 80% are the *fit part*. This is
     the split ``lifetime="auto"`` makes internally with the same seed, so its path is ours.
 Fit and path
@@ -59,7 +60,6 @@ from pathlib import Path
 import common
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-from sklearn.model_selection import train_test_split
 
 REGRESSION = ("power_plant", "kin8nm")
 CLASSIFICATION = ("satimage", "letter")
@@ -149,9 +149,9 @@ class Outcome:
 def load_split(name: str, quick: bool, seed: int) -> Split:
     """Load a dataset (standard split 0 for regression), subsample in quick mode, carve validation.
 
-    The validation part has ``round(VALIDATION_FRACTION * n)`` rows, drawn by
-    ``train_test_split(random_state=seed)`` (stratified for classification): the same rows that
-    ``lifetime="auto"`` holds out with ``random_state=seed``.
+    The validation part is drawn by the package's hold-out helper (``train_test_split(
+    test_size=VALIDATION_FRACTION, random_state=seed)``, stratified for classification): the
+    same rows that ``lifetime="auto"`` holds out with ``random_state=seed``.
     """
     task = CLF_TASK if name in CLASSIFICATION else REG_TASK
     if task.classification:
@@ -160,11 +160,11 @@ def load_split(name: str, quick: bool, seed: int) -> Split:
         data = common.load_uci_regression(name, 0)
     if quick:
         data = common.subsample_train(data, QUICK_TRAIN_ROWS, seed)
-    n_val = int(round(VALIDATION_FRACTION * len(data.y_train)))
-    X_fit, X_val, y_fit, y_val = train_test_split(
-        data.X_train, data.y_train, test_size=n_val, random_state=seed,
-        stratify=data.y_train if task.classification else None)
-    note = f"{data.note}; validation = {n_val} random training rows"
+    from mondrian.path.holdout import holdout_split  # after common.import_mondrian() succeeded
+
+    X_fit, X_val, y_fit, y_val = holdout_split(
+        data.X_train, data.y_train, VALIDATION_FRACTION, seed, stratify=task.classification)
+    note = f"{data.note}; validation = {len(y_val)} random training rows"
     return Split(name, task, data.X_train, data.y_train, X_fit, y_fit, X_val, y_val,
                  data.X_test, data.y_test, note)
 
@@ -468,8 +468,8 @@ def method_text(args) -> list[str]:
         f"- Data: regression sets on standard split 0 (`common.load_uci_regression`), "
         f"classification sets on their usual train/test split. {VALIDATION_FRACTION:.0%} of the "
         f"training rows are held out as the validation part (`train_test_split(test_size="
-        f"round(0.2 n), random_state={args.seed})`, stratified for classification; the same "
-        "rows `lifetime=\"auto\"` holds out), the rest is the fit part.",
+        f"{VALIDATION_FRACTION}, random_state={args.seed})`, stratified for classification; "
+        "the same rows `lifetime=\"auto\"` holds out), the rest is the fit part.",
         f"- `MondrianForest*(n_estimators={args.n_estimators}, lifetime=inf, n_jobs=1, "
         f"random_state={args.seed}).fit` on the fit part, then `lifetime_path(X_val, y_val, "
         "direction=...)`. Times: wall clock, median of "

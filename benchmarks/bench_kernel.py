@@ -23,9 +23,11 @@ fig8
     Validation RMSE against wall-clock time while searching the kernel width, with M =
     ``--n-trees`` non-zeros per point for every method.
 
-    *Mondrian path.* One ``lifetime_path`` call (trees sampled once on the fit and validation
-    inputs up to ``max_lifetime=inf``, every cut swept in birth-time order, stopping at
-    ``--max-features`` features) gives the validation error of every lifetime. Its time is
+    *Mondrian path.* One path (trees sampled once on the fit inputs up to ``max_lifetime=inf``
+    with no ridge solve, as ``lifetime="auto"`` does, then ``lifetime_path(X_val, y_val)``:
+    copies of the trees extended with the validation inputs, every cut swept in birth-time
+    order, stopping at ``--max-features`` features) gives the validation error of every
+    lifetime. Its time is
     measured honestly: the forward path with a cap of ``c`` features computes exactly the first
     ``c - M`` cuts of the terminal path (same trees, same sweep), so the path is re-run from
     scratch with caps ``2M, 4M, 8M, ...``, with the cap at which the terminal path's best
@@ -250,7 +252,9 @@ def choose_alpha(problem: Problem, seed: int) -> tuple[float, float, list[dict]]
 def validation_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap: int):
     """The forward lifetime path with at most ``cap`` features (timed by the caller)."""
     model = mondrian_ridge(n_trees, 1.0, alpha, seed, max_lifetime=np.inf, max_features=cap)
-    return model.lifetime_path(problem.X_fit, problem.y_fit, problem.X_val, problem.y_val)
+    # Trees up to max_lifetime on the fit part, no solve: the model lifetime="auto" sweeps.
+    probe = model._path_probe(problem.X_fit, problem.y_fit)
+    return probe.lifetime_path(problem.X_val, problem.y_val)
 
 
 def capped_runs(run_path, curve, path, path_s: float, terminal_cap: int, best_cap: int,
@@ -333,7 +337,7 @@ def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max
     common.log(f"  Mondrian path: {n_trees} trees, up to {max_features} features")
     path_s, path = common.time_callable(
         lambda: validation_path(problem, n_trees, alpha, seed, max_features), repeats)
-    best = path.best_index()
+    best = path.best_index
     best_cap = int(path.n_features[best])
     runs, mismatches = capped_runs(
         lambda cap: validation_path(problem, n_trees, alpha, seed, cap),
@@ -499,8 +503,8 @@ def sgd_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap: int):
         learning_rate=SGD_LEARNING_RATE, steps_per_cut=SGD_STEPS_PER_CUT,
         n_epochs=SGD_START_EPOCHS, max_lifetime=np.inf, max_features=cap, feature_scaling=None,
         random_state=seed)
-    return model.lifetime_path(problem.X_fit, problem.y_fit, problem.X_val, problem.y_val,
-                               eval_every=n_trees)
+    probe = model._path_probe(problem.X_fit, problem.y_fit)  # as for lifetime="auto"
+    return probe.lifetime_path(problem.X_val, problem.y_val, eval_every=n_trees)
 
 
 def mondrian_sgd_search(problem: Problem, n_trees: int, alpha: float, seed: int,

@@ -83,19 +83,24 @@ def _path_problem(seed=0, n=120, n_val=60):
 def test_path_equals_ridge_solves_from_scratch(direction):
     X, y, X_val, y_val = _path_problem()
     alpha, M, terminal = 0.3, 6, 4.0
-    model = MondrianKernelRidge(M, alpha=alpha, max_lifetime=terminal, random_state=0)
-    path = model.lifetime_path(X, y, X_val, y_val, direction=direction)
-    # The same trees, sampled by the feature map with the same seeds on the same inputs.
-    features = MondrianKernelFeatures(M, lifetime=terminal, random_state=0).fit(
-        np.vstack([X, X_val])
-    )
+    model = MondrianKernelRidge(M, lifetime=terminal, alpha=alpha, random_state=0).fit(X, y)
+    path = model.lifetime_path(X_val, y_val, direction=direction)
+    assert path.direction == direction and path.criterion == "validation_error"
+    # The trees the path reads: copies of the fitted trees that also hold the validation inputs
+    # (every cut of the fitted trees is still there, with its time).
+    copy = model._path_copy(X_val)
+    for ours, theirs in zip(model._trees, copy._trees, strict=True):
+        cuts = ours.nodes_array["left_child"] != -1
+        kept = theirs.nodes_array["split_time"][theirs.nodes_array["left_child"] != -1]
+        assert set(ours.nodes_array["split_time"][cuts]) <= set(kept)
+    np.testing.assert_array_equal(copy._store.X[: len(X)], model._store.X)
     np.testing.assert_array_equal(path.upper_lifetimes[:-1], path.lifetimes[1:])
     assert path.upper_lifetimes[-1] == terminal
     mean = y.mean()
     for k in [*range(0, len(path.lifetimes), 7), len(path.lifetimes) - 1]:
         # The model with k cuts is the model at every lifetime in (t_k, t_k+1], ends included.
         lifetime = path.upper_lifetimes[k]
-        Z = features.transform(np.vstack([X, X_val]), lifetime=lifetime)
+        Z = copy._features(copy._store.X, lifetime)
         Z_train, Z_val = Z[: len(X)], Z[len(X) :]
         A = (Z_train.T @ Z_train).toarray() + alpha * np.eye(Z.shape[1])
         w = np.linalg.solve(A, Z_train.T @ (y - mean))
@@ -113,6 +118,22 @@ def test_path_equals_ridge_solves_from_scratch(direction):
         np.testing.assert_allclose(path.log_marginal_likelihood[k], direct, rtol=1e-8)
 
 
+def test_path_ends_at_the_fitted_model():
+    """The last interval of a path is the fitted model: its training error and evidence (cells
+    holding only validation points add nothing to either), with or without validation data."""
+    X, y, X_val, y_val = _path_problem(seed=8)
+    model = MondrianKernelRidge(6, lifetime=3.0, alpha=0.3, random_state=0).fit(X, y)
+    model.partial_fit(X_val[:20], y_val[:20])  # the path reads every stored training point
+    X_all, y_all = np.vstack([X, X_val[:20]]), np.r_[y, y_val[:20]]
+    train_mse = np.mean((model.predict(X_all) - y_all) ** 2)
+    for path in (model.lifetime_path(), model.lifetime_path(X_val[20:], y_val[20:])):
+        np.testing.assert_allclose(path.training_error[-1], train_mse, rtol=1e-9)
+        np.testing.assert_allclose(path.log_marginal_likelihood[-1],
+                                   model.log_marginal_likelihood(), rtol=1e-9)
+    assert model.lifetime_path().criterion == "log_marginal_likelihood"
+    assert "validation_error" not in model.lifetime_path().metrics
+
+
 @pytest.mark.slow
 def test_long_path_stays_accurate():
     """Thousands of rank-one updates: forward, backward and a direct solve still agree."""
@@ -120,8 +141,10 @@ def test_long_path_stays_accurate():
     model = MondrianKernelRidge(
         20, alpha=1.0, max_lifetime=np.inf, max_features=3000, random_state=0
     )
-    forward = model.lifetime_path(X, y, X_val, y_val, direction="forward")
-    backward = model.lifetime_path(X, y, X_val, y_val, direction="backward")
+    # Trees sampled up to max_lifetime with no ridge solve: what lifetime="auto" sweeps.
+    probe = model._path_probe(X, y)
+    forward = probe.lifetime_path(X_val, y_val, direction="forward")
+    backward = probe.lifetime_path(X_val, y_val, direction="backward")
     assert len(forward.lifetimes) > 1900
     np.testing.assert_allclose(forward.validation_error, backward.validation_error, rtol=1e-7)
     np.testing.assert_allclose(
@@ -140,11 +163,13 @@ def test_recovers_the_lifetime_of_a_laplace_gaussian_process():
     y = np.linalg.cholesky(K + 1e-8 * np.eye(len(X))) @ rng.normal(size=len(X))
     y += 0.1 * rng.normal(size=len(X))
     model = MondrianKernelRidge(
-        50, alpha=0.01, max_lifetime=200.0, max_features=3000, feature_scaling=None, random_state=0
-    )
-    path = model.lifetime_path(X, y)
-    assert path.criterion == "marginal_likelihood"
+        50, lifetime="auto", alpha=0.01, max_lifetime=200.0, max_features=3000,
+        lifetime_selection="marginal_likelihood", feature_scaling=None, random_state=0
+    ).fit(X, y)
+    path = model.lifetime_path_
+    assert path.criterion == "log_marginal_likelihood"
     assert 0.5 <= path.best_lifetime <= 50.0, path.best_lifetime
+    assert model.lifetime_ == path.best_lifetime
 
 
 def test_partial_fit_is_exact():
@@ -173,16 +198,20 @@ def test_auto_lifetime_and_prediction():
         20, lifetime="auto", alpha=0.1, max_features=1500, random_state=0
     ).fit(X, y)
     assert 0 < model.lifetime_ < np.inf
-    assert model.path_.criterion == "validation"
+    assert model.lifetime_path_.criterion == "validation_error"
+    assert model.path_ is model.lifetime_path_
+    assert model.lifetime_ == model.lifetime_path_.best_lifetime
     mean, std = model.predict(X_val, return_std=True)
     assert np.sqrt(np.mean((mean - y_val) ** 2)) < 0.3
     assert np.all(std > 0)
+    model.set_params(lifetime=1.0).fit(X, y)
+    assert not hasattr(model, "lifetime_path_") and not hasattr(model, "path_")
 
 
 def test_lifetime_posterior_and_mixture():
     X, y, X_val, y_val = _path_problem(seed=5)
-    model = MondrianKernelRidge(10, alpha=0.3, max_lifetime=20.0, random_state=0)
-    path = model.lifetime_path(X, y)
+    model = MondrianKernelRidge(10, lifetime=20.0, alpha=0.3, random_state=0).fit(X, y)
+    path = model.lifetime_path()
     probs = path.lifetime_posterior()
     np.testing.assert_allclose(probs.sum(), 1.0)
     # With a uniform prior the posterior is the marginal likelihood times the interval length.
@@ -192,12 +221,28 @@ def test_lifetime_posterior_and_mixture():
     mean, std = model.predict_lifetime_mixture(X_val, path, n_components=5)
     assert np.all(std > 0)
     assert np.sqrt(np.mean((mean - y_val) ** 2)) < 0.5
-    # One component equals the ridge predictive at the most probable lifetime.
+    # The default path is the marginal-likelihood path of the fitted model.
+    default, _ = model.predict_lifetime_mixture(X_val, n_components=5)
+    np.testing.assert_allclose(default, mean, rtol=1e-12)
+    # One component is the ridge predictive of the fitted trees at the most probable lifetime.
     best = int(np.argmax(probs))
-    single, _ = model.predict_lifetime_mixture(X_val, path, n_components=1)
-    ridge = MondrianKernelRidge(10, lifetime=path.upper_lifetimes[best], alpha=0.3,
-                                random_state=0)
-    assert single.shape == ridge.fit(X, y).predict(X_val).shape
+    single, single_std = model.predict_lifetime_mixture(X_val, path, n_components=1)
+    lifetime = path.upper_lifetimes[best]
+    Z = model._features(model._store.X, lifetime)
+    Z_val = model._features(model._validate_X_predict(X_val), lifetime)
+    A = (Z.T @ Z).toarray() + 0.3 * np.eye(Z.shape[1])
+    w = np.linalg.solve(A, Z.T @ (y - y.mean()))
+    np.testing.assert_allclose(single, Z_val @ w + y.mean(), rtol=1e-9)
+    sigma2 = ((y - y.mean()) @ (y - y.mean()) - (y - y.mean()) @ (Z @ w)) / len(y)
+    quad = np.sum(Z_val.toarray() * np.linalg.solve(A, Z_val.toarray().T).T, axis=1)
+    np.testing.assert_allclose(single_std, np.sqrt(sigma2 * (1 + quad)), rtol=1e-9)
+    # It does not depend on an earlier path call, and it refuses lifetimes the trees lack.
+    model.lifetime_path(X_val, y_val)
+    again, _ = model.predict_lifetime_mixture(X_val, path, n_components=1)
+    np.testing.assert_array_equal(again, single)
+    short = MondrianKernelRidge(10, lifetime=0.5, alpha=0.3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="lifetime_"):
+        short.predict_lifetime_mixture(X_val, path, n_components=len(path.lifetimes))
 
 
 def test_sgd_weight_splitting_leaves_predictions_unchanged():
@@ -212,14 +257,37 @@ def test_sgd_weight_splitting_leaves_predictions_unchanged():
 
 def test_sgd_models_learn_along_the_lifetime():
     X, y, X_val, y_val = _path_problem(seed=7, n=1500)
-    reg = MondrianKernelSGDRegressor(30, max_features=3000, random_state=0)
-    path = reg.lifetime_path(X, y, X_val, y_val)
+    reg = MondrianKernelSGDRegressor(30, lifetime=8.0, max_features=3000, random_state=0)
+    path = reg.fit(X, y).lifetime_path(X_val, y_val)
     assert path.validation_loss[-1] < 0.5 * path.validation_loss[0]
     fitted = MondrianKernelSGDRegressor(30, lifetime="auto", max_features=3000,
                                         random_state=0).fit(X, y)
     assert np.sqrt(np.mean((fitted.predict(X_val) - y_val) ** 2)) < 0.3
+    assert fitted.lifetime_ == fitted.lifetime_path_.best_lifetime
     labels = (y > np.median(y)).astype(int)
     clf = MondrianKernelSGDClassifier(30, lifetime=4.0, random_state=0).fit(X, labels)
     proba = clf.predict_proba(X_val)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.score(X_val, (y_val > np.median(y)).astype(int)) > 0.85
+
+
+@pytest.mark.parametrize("Estimator", [MondrianKernelSGDRegressor, MondrianKernelSGDClassifier])
+def test_sgd_path_replays_the_fit(Estimator):
+    """Without validation data the path replays the fit's SGD steps on the fitted trees: its
+    last record is the fitted model's training loss."""
+    X, y, _, _ = _path_problem(seed=9)
+    if Estimator is MondrianKernelSGDClassifier:
+        y = (y > np.median(y)).astype(int)
+    model = Estimator(8, lifetime=3.0, random_state=0).fit(X, y)
+    path = model.lifetime_path(eval_every=7)
+    assert path.criterion == "training_loss" and path.upper_lifetimes[-1] == 3.0
+    if Estimator is MondrianKernelSGDClassifier:
+        proba = model.predict_proba(X)
+        loss = -np.mean(np.log(proba[np.arange(len(y)), y]))
+        error = np.mean(model.predict(X) != y)
+        np.testing.assert_allclose(path.training_error[-1], error, rtol=1e-12)
+    else:
+        loss = np.mean((model.predict(X) - y) ** 2)
+    np.testing.assert_allclose(path.training_loss[-1], loss, rtol=1e-9)
+    with pytest.raises(ValueError, match="backward"):
+        model.lifetime_path(direction="backward")

@@ -197,7 +197,7 @@ def test_lifetime_auto_classifier_and_online_updates():
     with pytest.raises(ValueError, match="auto"):
         MondrianForestClassifier(lifetime="auto").learn_one(X[0], y[0])
     with pytest.raises(ValueError, match="validation"):
-        MondrianForestClassifier(lifetime="auto", validation_fraction=0.1).fit(X[:5], y[:5])
+        MondrianForestClassifier(lifetime="auto", validation_fraction=0.9).fit(X[:5], y[:5])
 
 
 def test_lifetime_auto_is_reproducible():

@@ -14,7 +14,6 @@ from mondrian.forest import (
 )
 from mondrian.kernel import (
     LaplaceRandomFourierFeatures,
-    LifetimePath,
     MondrianKernelFeatures,
     MondrianKernelRidge,
     MondrianKernelSGDClassifier,
@@ -22,6 +21,7 @@ from mondrian.kernel import (
     RandomBinningFeatures,
     SGDLifetimePath,
 )
+from mondrian.path.result import LifetimePath
 
 __version__ = "0.1.0"
 

@@ -275,6 +275,26 @@ class TreeEnsemble:
             out.lifetime = float(lifetime)
         return out
 
+    def with_points(self, U, n_jobs=None):
+        """An independent copy whose store and trees also hold the points ``U``.
+
+        ``U`` is in the trees' coordinates and gets zero contribution rows (inputs without
+        labels). The trees are extended, never re-sampled, and the feature map does not move,
+        so by projectivity the copy has the law of trees sampled on all the points together.
+        This is the transductive ensemble that the lifetime paths read.
+
+        Returns
+        -------
+        ensemble : TreeEnsemble
+        indices : ndarray of intp
+            Store indices of ``U`` in the copy (after the points already stored).
+        """
+        out = self._like([copy.deepcopy(tree) for tree in self.trees], self.seeds,
+                         copy.deepcopy(self.store), copy.deepcopy(self.feature_map))
+        indices = out.add_scaled(np.ascontiguousarray(U, dtype=np.float64),
+                                 np.zeros((U.shape[0], self.width)), n_jobs)
+        return out, indices
+
     def pruned(self, lifetime):
         """An independent ensemble: every tree restricted to ``lifetime`` (<= the lifetime)."""
         return self._like([tree.pruned(float(lifetime)) for tree in self.trees], self.seeds,

@@ -24,7 +24,7 @@ from mondrian.density._full_cell import (
     sample_trees,
 )
 from mondrian.path._engine import LogDensityReader, plan_path, run_path
-from mondrian.path.forest import make_lifetime_path
+from mondrian.path.result import LifetimePath
 
 __all__ = ["MondrianForestDensity"]
 
@@ -128,7 +128,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         Lifetime of the fitted trees (the selected one with ``lifetime="auto"``).
     concentration_ : float
         The concentration ``g`` in use.
-    lifetime_path_ : ForestLifetimePath
+    lifetime_path_ : LifetimePath
         The leave-one-out path that chose the lifetime (when something was chosen).
     domain_ : ndarray of shape (2, n_features)
         Lower (row 0) and upper (row 1) corners of ``B_0``.
@@ -349,7 +349,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         return times, values[:, 0]
 
     def lifetime_path(self, X=None, *, direction="forward"):
-        """Log-likelihood of the forest at every lifetime up to the fitted one.
+        """Log-likelihood of the forest at every lifetime up to the fitted one (read-only).
 
         The cuts of all trees are walked in order of birth time (section 7 of the algorithm
         notes); each one moves the points of the split cell into its children and changes their
@@ -368,7 +368,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
 
         Returns
         -------
-        ForestLifetimePath
+        LifetimePath
             ``metrics["loo_log_likelihood"]`` (mean per training point) and, with ``X``,
             ``metrics["log_likelihood"]`` (mean per validation point), in the units of ``X``;
             the best interval maximises the validation curve when there is one, else the
@@ -399,7 +399,8 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         return self._path_result(times, metrics, criterion, direction)
 
     def _path_result(self, times, metrics, criterion, direction):
-        return make_lifetime_path(times, metrics, criterion, True, self.lifetime_, direction)
+        return LifetimePath.from_cut_times(times, self.lifetime_, metrics, criterion, True,
+                                           direction=direction)
 
     def _leaves(self, U):
         """Leaf of every row of ``U`` (unit coordinates, inside ``B_0``) in every tree."""

@@ -341,11 +341,7 @@ class _BaseMondrianClassifier(
     def _path_units(self, metrics):
         return metrics
 
-    def _auto_stratify(self, y, n_val):
-        _, counts = np.unique(y, return_counts=True)
-        if counts.min() >= 2 and n_val >= len(counts) and len(y) - n_val >= len(counts):
-            return y
-        return None
+    _auto_stratified = True
 
     def _auto_validation(self, X, y):
         known = np.isin(y, self.classes_)

@@ -5,7 +5,6 @@ import numbers
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -20,6 +19,7 @@ from mondrian.core.base import (
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
+from mondrian.path.holdout import holdout_split
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 
@@ -239,9 +239,7 @@ class _BaseMondrianRegressor(
         if not (search_shares or search_rates):
             return None
         rng = check_random_state(self.random_state)
-        X_fit, X_val, y_fit, y_val = train_test_split(
-            X, y, test_size=HELD_OUT_FRACTION, random_state=rng
-        )
+        X_fit, X_val, y_fit, y_val = holdout_split(X, y, HELD_OUT_FRACTION, rng)
         X_val, y_val = X_val[:HELD_OUT_MAX_POINTS], y_val[:HELD_OUT_MAX_POINTS]
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,

@@ -2,12 +2,13 @@
 Laplace-kernel baselines (random binning, random Fourier features)."""
 
 from mondrian.kernel.laplace import LaplaceRandomFourierFeatures, RandomBinningFeatures
-from mondrian.kernel.ridge import LifetimePath, MondrianKernelFeatures, MondrianKernelRidge
+from mondrian.kernel.ridge import MondrianKernelFeatures, MondrianKernelRidge
 from mondrian.kernel.sgd import (
     MondrianKernelSGDClassifier,
     MondrianKernelSGDRegressor,
     SGDLifetimePath,
 )
+from mondrian.path.result import LifetimePath
 
 __all__ = [
     "LaplaceRandomFourierFeatures",

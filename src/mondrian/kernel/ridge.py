@@ -6,8 +6,8 @@ converge to the Laplace kernel ``exp(-lifetime * ||x - x'||_1)`` (in scaled feat
 lifetime path that evaluates every kernel width at about the cost of one fit.
 """
 
+import copy
 import numbers
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -19,8 +19,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import BaseMondrianEnsemble, atomic_fit
 from mondrian.kernel._features import extension_leaves, subtree_order
 from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
+from mondrian.path.holdout import holdout_split
+from mondrian.path.result import LifetimePath
 
-__all__ = ["LifetimePath", "MondrianKernelFeatures", "MondrianKernelRidge"]
+__all__ = ["MondrianKernelFeatures", "MondrianKernelRidge"]
 
 
 def _pruned_leaves(tree, lifetime):
@@ -131,6 +133,53 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
             parent_cut = np.r_[True, cut[nodes["parent"][1:]]]
             cells.append(np.flatnonzero(parent_cut & ~cut))
         return orders, starts, ends, children, cells
+
+
+class _KernelPathMixin:
+    """Lifetime paths of the kernel models that learn from targets (ridge and SGD).
+
+    A path reads a fitted model: its trees, its stored (scaled) training points and its
+    training targets (``_y_fit``, which the fitted model keeps for this). It never changes the
+    model: with validation data the path runs on copies of the trees extended with the
+    validation inputs (:meth:`_path_copy`). ``lifetime="auto"`` runs the same path on a probe
+    (:meth:`_path_probe`): trees sampled on the fit part up to ``max_lifetime``, with no solve.
+    Subclasses define ``_validate_training`` (validates ``X, y`` and fixes the target units).
+    """
+
+    @property
+    def path_(self):
+        """Alias of ``lifetime_path_``."""
+        return self.lifetime_path_
+
+    def _check_path_request(self, direction):
+        check_is_fitted(self, "_y_fit")
+        if direction not in ("forward", "backward"):
+            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+
+    def _path_copy(self, X_val):
+        """A shallow copy whose trees (deep copies) and store also hold the validation inputs.
+
+        Labels are not used, so by projectivity the copied trees have the law of trees sampled
+        on the training and validation inputs together; validation points come last in the
+        store. The fitted model's trees and store are left untouched.
+        """
+        model = copy.copy(self)
+        model._ensemble, _ = self._ensemble.with_points(self._scaler.transform(X_val, clip=True))
+        return model
+
+    def _path_probe(self, X, y):
+        """A copy of the estimator with trees sampled on ``(X, y)`` up to ``max_lifetime`` and
+        nothing trained: what the path of ``lifetime="auto"`` reads."""
+        probe = copy.copy(self)
+        X, y = probe._validate_training(X, y)
+        probe._sample(X, float(self.max_lifetime))
+        probe._y_fit = y
+        return probe
+
+    def _path_split(self, X, y, stratify=False):
+        """The hold-out split of ``lifetime="auto"``."""
+        return holdout_split(X, y, self.validation_fraction, self.random_state,
+                             stratify=stratify)
 
 
 class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
@@ -256,78 +305,7 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         return tags
 
 
-@dataclass
-class LifetimePath:
-    """Result of a lifetime sweep of :class:`MondrianKernelRidge`.
-
-    Entry ``k`` describes the model holding the first ``k`` cuts, which is the model at every
-    lifetime in ``(lifetimes[k], upper_lifetimes[k]]`` (a cut born at time ``t`` belongs to the
-    models of lifetime ``> t``).
-
-    Attributes
-    ----------
-    lifetimes : ndarray
-        Lower end of each interval (0, then the birth times of the cuts).
-    upper_lifetimes : ndarray
-        Upper end of each interval: the next birth time, or the terminal lifetime.
-    training_error, validation_error : ndarray
-        Mean squared errors (validation is NaN without validation data).
-    log_marginal_likelihood : ndarray
-        Log evidence of the training targets, with the noise variance profiled out.
-    n_features : ndarray
-        Number of features (cells) of each model.
-    best_lifetime : float
-        The lifetime chosen by the criterion of the sweep.
-    criterion : str
-        ``"validation"`` or ``"marginal_likelihood"``.
-    """
-
-    lifetimes: np.ndarray
-    upper_lifetimes: np.ndarray
-    training_error: np.ndarray
-    validation_error: np.ndarray
-    log_marginal_likelihood: np.ndarray
-    n_features: np.ndarray
-    best_lifetime: float
-    criterion: str
-
-    def lifetime_posterior(self, prior=None):
-        """Posterior probability of each interval of lifetimes (Supplement B of the paper).
-
-        ``pi_k ∝ ML_k * (F(upper_k) - F(lower_k))`` where ``ML_k`` is the marginal likelihood of
-        the model with ``k`` cuts (constant on its interval) and ``F`` the prior CDF.
-
-        Parameters
-        ----------
-        prior : scipy.stats frozen distribution, default=None
-            Prior of the lifetime. Default: uniform on ``[0, terminal lifetime]`` when that is
-            finite, else exponential with the median birth time as scale.
-
-        Returns
-        -------
-        ndarray
-            Probabilities of the intervals (sum to one).
-        """
-        from scipy import stats
-
-        if prior is None:
-            terminal = self.upper_lifetimes[-1]
-            if np.isfinite(terminal):
-                prior = stats.uniform(0.0, terminal)
-            else:
-                prior = stats.expon(scale=float(np.median(self.lifetimes[1:])) or 1.0)
-        with np.errstate(divide="ignore"):
-            log_mass = np.log(prior.cdf(self.upper_lifetimes) - prior.cdf(self.lifetimes))
-        log_post = self.log_marginal_likelihood + log_mass
-        log_post -= np.logaddexp.reduce(log_post)
-        return np.exp(log_post)
-
-    def best_index(self):
-        """Index of the chosen interval."""
-        return int(np.searchsorted(self.lifetimes, self.best_lifetime, side="left") - 1)
-
-
-class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
+class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase):
     """Ridge regression on Mondrian kernel features, with lifetime paths and online updates.
 
     Minimises ``||y - Z w||^2 + alpha ||w||^2`` over the leaf-indicator features ``Z`` of
@@ -340,17 +318,18 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
     n_estimators : int, default=50
         Number of Mondrian trees M.
     lifetime : float or "auto", default=1.0
-        Lifetime λ (inverse kernel width, scaled feature units). ``"auto"`` samples the trees up
-        to ``max_lifetime``, sweeps every lifetime with :meth:`lifetime_path` and keeps the best
-        one: by validation error on a random ``validation_fraction`` of the training data, or by
-        marginal likelihood (``lifetime_selection``). The trees and the ridge solve are then
-        restricted to that lifetime on all the data.
+        Lifetime λ (inverse kernel width, scaled feature units). ``"auto"`` holds out
+        ``validation_fraction`` of the data, samples trees up to ``max_lifetime`` on the rest
+        (no ridge solve), sweeps every lifetime with the path of :meth:`lifetime_path` and
+        keeps the best one, by validation error (or, with
+        ``lifetime_selection="marginal_likelihood"``, by the marginal likelihood of trees
+        sampled on all the data); the model is then fitted on all the data at that lifetime.
     alpha : float, default=1.0
         Ridge constant δ² (the noise-to-prior variance ratio).
     max_lifetime : float, default=np.inf
         Terminal lifetime of the sweep for ``lifetime="auto"``.
     max_features : int, default=4000
-        The sweep stops before the number of features exceeds this (it costs O(C²) memory).
+        Paths stop before the number of features exceeds this (they cost O(C²) memory).
     lifetime_selection : {"validation", "marginal_likelihood"}, default="validation"
         Criterion of ``lifetime="auto"``.
     validation_fraction : float, default=0.2
@@ -364,8 +343,8 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
     ----------
     lifetime_ : float
         Lifetime of the fitted model.
-    path_ : LifetimePath
-        The sweep, when ``lifetime="auto"``.
+    lifetime_path_ : LifetimePath
+        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
     coef_ : ndarray of shape (n_features_out,)
         Ridge weights.
     n_features_in_ : int
@@ -415,17 +394,26 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self : object
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        X, y = self._validate_training(X, y)
+        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
+        path = None
         if self.lifetime == "auto":
-            self.path_ = self._select_lifetime(X, y)
-            lifetime = self.path_.best_lifetime
+            path = self._auto_path(X, y)
+            lifetime = path.best_lifetime
         else:
             self._validate_lifetime()
             lifetime = float(self.lifetime)
         self._sample(X, lifetime)
-        self._y_offset = float(np.mean(y))
+        self._y_fit = y.copy()  # read by the lifetime paths
         self._solve(y)
+        if path is not None:
+            self.lifetime_path_ = path
         return self
+
+    def _validate_training(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        self._y_offset = float(np.mean(y))
+        return X, y
 
     def _solve(self, y):
         """Dense ridge solve at ``lifetime_`` on the stored (training) points."""
@@ -558,6 +546,7 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         self._ridge.update_weights()
         self._n_train += len(y)
         self._yty += float(targets @ targets)
+        self._y_fit = np.concatenate([self._y_fit, y])
         return self
 
     def _refresh_columns(self, new_points):
@@ -578,84 +567,91 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
 
     # ------------------------------------------------------------------ lifetime paths
 
-    def lifetime_path(self, X, y, X_val=None, y_val=None, direction="forward"):
-        """Evaluate every lifetime in ``[0, max_lifetime]`` in one sweep (section 8.3-8.4).
+    def lifetime_path(self, X=None, y=None, *, direction="forward"):
+        """Errors and marginal likelihood at every lifetime up to the fitted one (sections
+        8.3-8.4), in one sweep.
 
-        The trees are sampled once on the training and validation inputs (their partition does
-        not look at labels, so this is legitimate) up to ``max_lifetime``. The sweep adds the
-        cuts in birth-time order (``"forward"``) or removes them from the terminal lifetime down
-        (``"backward"``), updating ``A^{-1}`` with O(C²) rank-one updates per cut. It stops
-        before the number of features exceeds ``max_features``.
+        The sweep adds the cuts of the fitted trees in birth-time order (``"forward"``) or
+        removes them from the fitted lifetime down (``"backward"``), updating ``A^{-1}`` with
+        O(C²) rank-one updates per cut, and stops before the number of features exceeds
+        ``max_features``. Validation inputs are added to copies of the trees (their partition
+        does not look at labels, so the copies have the law of trees sampled on the training
+        and validation inputs together); the fitted model is left exactly as it was.
 
         Parameters
         ----------
-        X, y : array-like
-            Training data.
-        X_val, y_val : array-like, default=None
-            Validation data for the validation error.
+        X : array-like of shape (n_val, n_features), default=None
+            Validation inputs.
+        y : array-like of shape (n_val,), default=None
+            Validation targets (given with ``X``).
         direction : {"forward", "backward"}, default="forward"
 
         Returns
         -------
         LifetimePath
-            Errors and marginal likelihood for every interval between cuts, and the best
-            lifetime by validation error (or by marginal likelihood without validation data).
+            Intervals tiling ``[0, lifetime_]`` (the last one ends at the next birth time when
+            ``max_features`` stops the sweep); metrics ``training_error`` and (with validation
+            data) ``validation_error`` (mean squared errors), ``log_marginal_likelihood`` (of
+            the training targets, noise variance profiled out) and ``n_features``. The
+            criterion is the validation error (minimised), or without validation data the
+            marginal likelihood (maximised).
         """
-        self._validate_params()
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        has_val = X_val is not None
-        if has_val:
-            X_val, y_val = validate_data(self, X_val, y_val, dtype=np.float64, order="C",
-                                         y_numeric=True, reset=False)
-        else:
-            X_val, y_val = X[:0], y[:0]
-        X_all = np.vstack([X, X_val])
-        is_train = np.r_[np.ones(len(X), np.uint8), np.zeros(len(X_val), np.uint8)]
-        self._sample(X_all, float(self.max_lifetime))
-        offset = float(np.mean(y))
-        targets = np.r_[y, y_val] - offset
-        self._path_training = (len(X), targets[: len(X)], offset)
-        times, events, terminal = self._events(int(self.max_features))
-        orders, starts, ends, children, cells = self._path_structure(events)
+        self._check_path_request(direction)
+        if (X is None) != (y is None):
+            raise ValueError("give both validation inputs X and targets y, or neither")
+        model, y_val = self, np.zeros(0)
+        if X is not None:
+            X, y_val = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
+                                     y_numeric=True)
+            model = self._path_copy(X)
+        n_train = len(self._y_fit)
+        targets = np.concatenate([self._y_fit, y_val]) - self._y_offset
+        is_train = np.r_[np.ones(n_train, np.uint8), np.zeros(len(y_val), np.uint8)]
+        times, events, terminal = model._events(int(self.max_features))
+        orders, starts, ends, children, cells = model._path_structure(events)
         # Each cut is one matrix-vector product and one rank-3 update of the inverse (BLAS;
         # threads help once the inverse no longer fits in cache).
         results = kernel_ridge_path(
-            orders, starts, ends, children, cells, events[:, 0].copy(),
-            events[:, 1].copy(),
+            orders, starts, ends, children, cells, events[:, 0].copy(), events[:, 1].copy(),
             targets, is_train, float(self.alpha), direction == "forward",
         )
-        lifetimes = np.r_[0.0, times]
-        upper = np.r_[times, terminal]
-        criterion = "validation" if has_val else "marginal_likelihood"
-        score = results[:, 1] if has_val else -results[:, 2]
-        best = int(np.argmin(score))
-        # A lifetime strictly inside the best interval (its midpoint; inf if unbounded).
-        best_lifetime = 0.5 * (lifetimes[best] + upper[best])
-        return LifetimePath(
-            lifetimes=lifetimes,
-            upper_lifetimes=upper,
-            training_error=results[:, 0],
-            validation_error=results[:, 1],
-            log_marginal_likelihood=results[:, 2],
-            n_features=results[:, 3].astype(np.intp),
-            best_lifetime=float(best_lifetime),
-            criterion=criterion,
+        metrics = {"training_error": results[:, 0]}
+        if len(y_val):
+            metrics["validation_error"] = results[:, 1]
+        metrics["log_marginal_likelihood"] = results[:, 2]
+        metrics["n_features"] = results[:, 3].astype(np.intp)
+        criterion = "validation_error" if len(y_val) else "log_marginal_likelihood"
+        return LifetimePath.from_cut_times(
+            times, terminal, metrics, criterion, criterion == "log_marginal_likelihood",
+            direction=direction,
         )
 
-    def predict_lifetime_mixture(self, X, path, prior=None, n_components=10):
+    def _auto_path(self, X, y):
+        """The path that chooses ``lifetime="auto"``: trees sampled up to ``max_lifetime`` on
+        the fit part of a hold-out split (or on all the data for the marginal likelihood)."""
+        if self.lifetime_selection == "marginal_likelihood":
+            return self._path_probe(X, y).lifetime_path()
+        X_fit, X_val, y_fit, y_val = self._path_split(X, y)
+        return self._path_probe(X_fit, y_fit).lifetime_path(X_val, y_val)
+
+    def predict_lifetime_mixture(self, X, path=None, prior=None, n_components=10):
         """Bayesian predictive averaged over the lifetime posterior of ``path``.
 
-        Uses the trees of the last :meth:`lifetime_path` call. The ``n_components`` most probable
-        intervals are kept (their probabilities renormalised); each contributes the Gaussian
-        predictive of ridge regression at a lifetime inside it.
+        The ``n_components`` most probable intervals of ``path`` are kept (their
+        probabilities renormalised); each contributes the Gaussian predictive of ridge
+        regression on the fitted model's training data, with its trees read at the upper end
+        of the interval. The fitted trees hold every lifetime in ``[0, lifetime_]`` and no
+        more: a component beyond ``lifetime_`` raises ``ValueError``. The paths of this model
+        (:meth:`lifetime_path`) only have such intervals; the path of ``lifetime="auto"``
+        (``lifetime_path_``, sampled up to ``max_lifetime`` on the fit part of a split) may
+        not.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        path : LifetimePath
-            The result of the last :meth:`lifetime_path` call.
+        path : LifetimePath, default=None
+            A path with a ``log_marginal_likelihood`` metric. Default: ``lifetime_path()``
+            (the marginal-likelihood path of the fitted model).
         prior : scipy.stats frozen distribution, default=None
             See :meth:`LifetimePath.lifetime_posterior`.
         n_components : int, default=10
@@ -666,36 +662,31 @@ class MondrianKernelRidge(RegressorMixin, _MondrianKernelBase):
         mean, std : ndarray of shape (n_samples,)
             Moments of the mixture.
         """
-        if not hasattr(self, "_path_training"):
-            raise ValueError("call lifetime_path first")
+        check_is_fitted(self, "_ridge")
         X = self._validate_X_predict(X)
+        if path is None:
+            path = self.lifetime_path()
         probs = path.lifetime_posterior(prior)
         keep = np.argsort(probs)[::-1][:n_components]
+        lifetimes = path.upper_lifetimes[keep]
+        if np.any(lifetimes > self.lifetime_):
+            raise ValueError(
+                f"the mixture needs lifetimes up to {lifetimes.max():.6g}, beyond the fitted "
+                f"lifetime_={self.lifetime_:.6g}: the fitted trees only hold [0, lifetime_]"
+            )
         weights = probs[keep] / probs[keep].sum()
-        n_train, targets, offset = self._path_training
+        targets = self._y_fit - self._y_offset
         first = np.zeros(len(X))
         second = np.zeros(len(X))
-        for weight, k in zip(weights, keep, strict=True):
-            lifetime = path.upper_lifetimes[k]
-            if not np.isfinite(lifetime):
-                lifetime = self._trees[0].lifetime
-            Z = self._features(self._store.X[:n_train], lifetime)
+        for weight, lifetime in zip(weights, lifetimes, strict=True):
+            Z = self._features(self._store.X, lifetime)
             Z_new = self._features(X, lifetime)
             factor = cho_factor((Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1]))
             w = cho_solve(factor, Z.T @ targets)
-            sigma2 = max(targets @ targets - targets @ (Z @ w), 1e-300) / n_train
-            mean = Z_new @ w + offset
+            sigma2 = max(targets @ targets - targets @ (Z @ w), 1e-300) / len(targets)
+            mean = Z_new @ w + self._y_offset
             dense = Z_new.toarray()
             var = sigma2 * (1.0 + np.sum(dense * cho_solve(factor, dense.T).T, axis=1))
             first += weight * mean
             second += weight * (var + mean**2)
         return first, np.sqrt(np.maximum(second - first**2, 0.0))
-
-    def _select_lifetime(self, X, y):
-        if self.lifetime_selection == "marginal_likelihood":
-            return self.lifetime_path(X, y)
-        rng = np.random.RandomState(self._tree_seeds(1)[0] % (2**32))
-        val = rng.rand(len(X)) < self.validation_fraction
-        if val.all() or not val.any():
-            raise ValueError("the validation split left no training or no validation point")
-        return self.lifetime_path(X[~val], y[~val], X[val], y[val])

@@ -17,39 +17,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import atomic_fit
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import kernel_sgd_path
-from mondrian.kernel.ridge import _MondrianKernelBase
+from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
+from mondrian.path.result import LifetimePath
 
 __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLifetimePath"]
 
 
-class SGDLifetimePath:
-    """Losses along the lifetime of a kernel SGD model, every ``eval_every`` cuts.
-
-    Attributes
-    ----------
-    lifetimes : ndarray
-        Lifetime of each evaluated model (birth time of its last cut; 0 at the start).
-    training_loss, validation_loss : ndarray
-        Mean squared error (in the units of y) or mean cross-entropy.
-    training_error, validation_error : ndarray
-        Misclassification rates (classifier only, else NaN).
-    best_lifetime : float
-        Lifetime with the lowest validation loss (training loss without validation data).
-    """
-
-    def __init__(self, lifetimes, losses, errors, upper):
-        self.lifetimes = lifetimes
-        self.training_loss = losses[:, 0]
-        self.validation_loss = losses[:, 1]
-        self.training_error = errors[:, 0]
-        self.validation_error = errors[:, 1]
-        score = self.validation_loss if np.isfinite(self.validation_loss).any() else (
-            self.training_loss)
-        best = int(np.nanargmin(score))
-        self.best_lifetime = float(0.5 * (lifetimes[best] + upper[best]))
+# The SGD paths' result type before every path shared one class.
+SGDLifetimePath = LifetimePath
 
 
-class _MondrianKernelSGD(_MondrianKernelBase):
+class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
     """Shared machinery of the SGD kernel models (not for direct use)."""
 
     _parameter_constraints = {
@@ -81,9 +59,8 @@ class _MondrianKernelSGD(_MondrianKernelBase):
         self.feature_scaling = feature_scaling
         self.random_state = random_state
 
-    def _run(self, X, targets, is_train, lifetime, max_features, eval_every):
-        """Sample the trees on ``X`` and train along the cuts up to ``lifetime``."""
-        self._sample(X, lifetime)
+    def _run(self, targets, is_train, max_features, eval_every):
+        """Train along the cuts of the model's trees (at most ``max_features`` cells)."""
         times, events, terminal = self._events(max_features)
         orders, starts, ends, children, _ = self._path_structure(events)
         n_train = int(is_train.sum())
@@ -113,40 +90,18 @@ class _MondrianKernelSGD(_MondrianKernelBase):
         """
         self._validate_params()
         X, y = self._validate_training(X, y)
-        return self._fit_targets(X, self._targets(y))
-
-    def lifetime_path(self, X, y, X_val=None, y_val=None, eval_every=None):
-        """Train along every cut up to ``max_lifetime`` and record losses (and error rates).
-
-        Parameters
-        ----------
-        X, y : array-like
-            Training data.
-        X_val, y_val : array-like, default=None
-            Validation data.
-        eval_every : int, default=None
-            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
-
-        Returns
-        -------
-        SGDLifetimePath
-        """
-        self._validate_params()
-        X, y = self._validate_training(X, y)
-        if X_val is None:
-            X_val, y_val = X[:0], y[:0]
-        X_val = validate_data(self, X_val, dtype=np.float64, order="C", reset=False)
-        return self._path(X, self._targets(y), X_val, self._targets(y_val), eval_every)
-
-    def _fit_targets(self, X, targets):
+        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
+        path = None
         if self.lifetime == "auto":
-            self.path_ = self._auto_path(X, targets)
-            lifetime = self.path_.best_lifetime
+            path = self._auto_path(X, y)
+            lifetime = path.best_lifetime
         else:
             self._validate_lifetime()
             lifetime = float(self.lifetime)
+        self._sample(X, lifetime)
+        self._y_fit = y.copy()  # read by the lifetime paths
         is_train = np.ones(len(X), np.uint8)
-        weights, *_, columns, _, _ = self._run(X, targets, is_train, lifetime,
+        weights, *_, columns, _, _ = self._run(self._targets(y), is_train,
                                                np.iinfo(np.intp).max, len(X) + 1)
         # Column of every leaf, read from the training points that sit in it.
         self._col_of_node = []
@@ -155,25 +110,89 @@ class _MondrianKernelSGD(_MondrianKernelBase):
             col[tree.leaf_sample_assignment()] = columns[m]
             self._col_of_node.append(col)
         self.coef_ = weights
-        self.lifetime_ = lifetime
+        if path is not None:
+            self.lifetime_path_ = path
         return self
 
-    def _auto_path(self, X, targets):
-        rng = np.random.RandomState(self._tree_seeds(1)[0] % (2**32))
-        val = rng.rand(len(X)) < self.validation_fraction
-        if val.all() or not val.any():
-            raise ValueError("the validation split left no training or no validation point")
-        return self._path(X[~val], targets[~val], X[val], targets[val])
+    def lifetime_path(self, X=None, y=None, *, direction="forward", eval_every=None):
+        """Train a copy along every cut up to the fitted lifetime and record its losses.
 
-    def _path(self, X, targets, X_val, targets_val, eval_every=None):
-        X_all = np.vstack([X, X_val])
-        is_train = np.r_[np.ones(len(X), np.uint8), np.zeros(len(X_val), np.uint8)]
+        SGD training is replayed from lifetime 0 on the fitted model's trees and training
+        data (the same steps as :meth:`fit`, the same random picks), recording the losses
+        every ``eval_every`` cuts, and stops before the number of cells exceeds
+        ``max_features``. Validation inputs are added to copies of the trees (labels unused,
+        so the copies have the law of trees sampled on both sets; their extra cuts also get
+        SGD steps). The fitted model is left exactly as it was.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_val, n_features), default=None
+            Validation inputs.
+        y : array-like of shape (n_val,), default=None
+            Validation targets (given with ``X``).
+        direction : {"forward"}, default="forward"
+            SGD trains forward only: ``"backward"`` raises ``ValueError``.
+        eval_every : int, default=None
+            Evaluate every this many cuts (default: 50 evaluations over ``max_features``).
+
+        Returns
+        -------
+        LifetimePath
+            One interval per evaluated model: ``(birth time of its last cut, next birth
+            time]``. Metrics ``training_loss`` and (with validation data) ``validation_loss``:
+            mean squared error in the units of ``y``, or mean cross-entropy; the classifier
+            also records the misclassification rates ``training_error``
+            (``validation_error``). The criterion (minimised) is the validation loss, or the
+            training loss without validation data.
+        """
+        self._check_path_request(direction)
+        if direction == "backward":
+            raise ValueError(
+                'an SGD path trains forward from lifetime 0: direction="backward" is not '
+                "available (MondrianKernelRidge has an exact backward path)"
+            )
+        if (X is None) != (y is None):
+            raise ValueError("give both validation inputs X and targets y, or neither")
+        model, targets_val = self, self._targets(self._y_fit[:0])
+        if X is not None:
+            X, y = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
+                                 y_numeric=not self._logistic)
+            targets_val = self._path_targets(y)
+            model = self._path_copy(X)
+        n_val = len(targets_val)
+        targets = np.vstack([self._targets(self._y_fit), targets_val])
+        is_train = np.r_[np.ones(len(self._y_fit), np.uint8), np.zeros(n_val, np.uint8)]
         if eval_every is None:
             eval_every = max(1, int(self.max_features) // 50)
-        _, losses, errors, _, lifetimes, upper = self._run(
-            X_all, np.vstack([targets, targets_val]), is_train, float(self.max_lifetime),
-            int(self.max_features), eval_every)
-        return SGDLifetimePath(lifetimes, self._loss_units(losses), errors, upper)
+        _, losses, errors, _, lifetimes, upper = model._run(
+            targets, is_train, int(self.max_features), int(eval_every))
+        losses = self._loss_units(losses)
+        metrics = {"training_loss": losses[:, 0]}
+        if n_val:
+            metrics["validation_loss"] = losses[:, 1]
+        if self._logistic:
+            metrics["training_error"] = errors[:, 0]
+            if n_val:
+                metrics["validation_error"] = errors[:, 1]
+        criterion = "validation_loss" if n_val else "training_loss"
+        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False)
+
+    def _auto_path(self, X, y):
+        """The path that chooses ``lifetime="auto"``: trees sampled up to ``max_lifetime`` on
+        the fit part of a hold-out split, trained and scored on the rest."""
+        X_fit, X_val, y_fit, y_val = self._path_split(X, y, stratify=self._logistic)
+        probe = self._path_probe(X_fit, y_fit)
+        X_val, y_val = probe._known(X_val, y_val)
+        if len(y_val) == 0:
+            return probe.lifetime_path()
+        return probe.lifetime_path(X_val, y_val)
+
+    def _known(self, X, y):
+        """Validation rows whose targets the model can score."""
+        return X, y
+
+    def _path_targets(self, y):
+        return self._targets(y)
 
     def _loss_units(self, losses):
         return losses
@@ -193,8 +212,10 @@ class _MondrianKernelSGD(_MondrianKernelBase):
 _SGD_PARAMS_DOC = """    n_estimators : int, default=50
         Number of Mondrian trees M.
     lifetime : float or "auto", default=1.0
-        Lifetime λ (scaled feature units). ``"auto"``: sweep the cuts up to ``max_lifetime`` on
-        a validation split and keep the lifetime with the lowest validation loss.
+        Lifetime λ (scaled feature units). ``"auto"`` holds out ``validation_fraction`` of the
+        data, samples trees up to ``max_lifetime`` on the rest, trains along their cuts (the
+        path of :meth:`lifetime_path`), keeps the lifetime with the lowest validation loss and
+        fits on all the data at that lifetime.
     alpha : float, default=1e-4
         L2 penalty per SGD step (``W <- W - lr (grad + alpha W)``).
     learning_rate : float, default=0.2
@@ -204,9 +225,9 @@ _SGD_PARAMS_DOC = """    n_estimators : int, default=50
     n_epochs : int, default=3
         Epochs of SGD before the first cut (on the root cells).
     max_lifetime : float, default=np.inf
-        Terminal lifetime of the sweep of ``lifetime="auto"`` and :meth:`lifetime_path`.
+        Terminal lifetime of the sweep of ``lifetime="auto"``.
     max_features : int, default=20000
-        The sweep stops before the number of cells exceeds this.
+        Paths stop before the number of cells exceeds this.
     validation_fraction : float, default=0.2
         Share of the training data held out by ``lifetime="auto"``.
     feature_scaling : {"minmax"} or None, default="minmax"
@@ -228,8 +249,8 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         Weights of the cells (targets standardised internally).
     lifetime_ : float
         Lifetime of the fitted model.
-    path_ : SGDLifetimePath
-        The sweep, when ``lifetime="auto"``.
+    lifetime_path_ : LifetimePath
+        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
     """
 
     def _validate_training(self, X, y):
@@ -273,8 +294,8 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
         Weights of the cells.
     lifetime_ : float
         Lifetime of the fitted model.
-    path_ : SGDLifetimePath
-        The sweep, when ``lifetime="auto"``.
+    lifetime_path_ : LifetimePath
+        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
     """
 
     _logistic = True
@@ -287,6 +308,18 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
 
     def _targets(self, y):
         return (np.asarray(y)[:, None] == self.classes_[None, :]).astype(np.float64)
+
+    def _path_targets(self, y):
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(
+                f"y contains labels {unseen.tolist()} that the model never saw in training"
+            )
+        return self._targets(y)
+
+    def _known(self, X, y):
+        known = np.isin(y, self.classes_)
+        return X[known], y[known]
 
     def decision_function(self, X):
         """Class scores (logits).
