@@ -32,6 +32,11 @@ cdef struct WalkStep:
     float64_t exposure      # sum of eta * delta over the path, this edge included
 
 
+cdef inline float64_t read_lifetime(MondrianTree tree, object lifetime) except? -1.0:
+    """The lifetime at which a kernel reads ``tree``: its own (``None``), or a smaller one."""
+    return tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+
+
 cdef inline bint is_leaf_at(MondrianTree tree, intp_t j, float64_t lifetime) noexcept nogil:
     """Whether node ``j`` is a leaf of the tree pruned at ``lifetime``."""
     return tree.nodes[j].left_child == TREE_LEAF or tree.nodes[j].split_time >= lifetime

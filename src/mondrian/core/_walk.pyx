@@ -6,7 +6,7 @@ their own loops; this module only exposes it, for tests and for inspection.
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t
-from mondrian.core._walk cimport WalkStep, walk_next, walk_start
+from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 import numpy as np
 
@@ -36,9 +36,7 @@ def walk_path(MondrianTree tree, const float64_t[::1] x, lifetime=None):
         raise ValueError("cannot walk an empty tree")
     if x.shape[0] != tree.n_features:
         raise ValueError(f"x has {x.shape[0]} features, the tree expects {tree.n_features}")
-    cdef float64_t lam = tree.lifetime
-    if lifetime is not None:
-        lam = min(float(lifetime), tree.lifetime)
+    cdef float64_t lam = read_lifetime(tree, lifetime)
     cdef WalkStep step
     steps = []
     walk_start(&step, tree, &x[0], lam)

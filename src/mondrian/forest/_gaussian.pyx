@@ -24,7 +24,14 @@ from libc.math cimport INFINITY, exp, log, log1p, M_PI
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport WalkStep, is_leaf_at, node_time, walk_next, walk_start
+from mondrian.core._walk cimport (
+    WalkStep,
+    is_leaf_at,
+    node_time,
+    read_lifetime,
+    walk_next,
+    walk_start,
+)
 
 import numpy as np
 
@@ -193,11 +200,6 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
     moments[1] += second_sum
 
 
-cdef float64_t _read_lifetime(MondrianTree tree, object lifetime):
-    """The lifetime at which to read ``tree``: its own, or a smaller one given by the caller."""
-    return tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
-
-
 @cython.final
 cdef class GaussianPrior:
     """Hyperparameters of the regression trees' Gaussian model, in standardised target units.
@@ -297,7 +299,7 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
     """
     if tree.value_stride != 3:
         raise ValueError("regression trees carry (1, y, y**2) statistics")
-    cdef float64_t lam = _read_lifetime(tree, lifetime)
+    cdef float64_t lam = read_lifetime(tree, lifetime)
     cdef Hyper h = params.at(lam)
     msg_mean = np.zeros(tree.node_count)
     msg_var = np.ones(tree.node_count)
@@ -347,7 +349,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         mm, mv = messages[m]
         if mm.shape[0] != tree.node_count:
             raise ValueError("stale messages: the tree changed since they were computed")
-        h = params.at(_read_lifetime(tree, lifetime))
+        h = params.at(read_lifetime(tree, lifetime))
         with nogil:
             for i in range(n):
                 _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0])
@@ -369,7 +371,7 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
     mean, var : ndarray of shape (node_count,)
     """
     msg_mean, msg_var, _ = upward_messages(tree, params, lifetime)
-    cdef float64_t lam = _read_lifetime(tree, lifetime)
+    cdef float64_t lam = read_lifetime(tree, lifetime)
     cdef Hyper h = params.at(lam)
     post_mean = np.full(tree.node_count, np.nan)
     post_var = np.full(tree.node_count, np.nan)

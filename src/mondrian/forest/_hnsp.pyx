@@ -11,7 +11,7 @@ from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport WalkStep, walk_next, walk_start
+from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
@@ -119,7 +119,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
         gamma = discount_factor * tree.n_features
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
             if buf == NULL:
@@ -208,7 +208,7 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             for i in range(n):
                 _dirichlet_row(tree, &X[i, 0], alpha, lam, &out[i, 0])

@@ -17,7 +17,7 @@ from libc.string cimport memcpy
 
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
-from mondrian.core._walk cimport WalkStep, walk_next, walk_start
+from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 import numpy as np
 
@@ -85,7 +85,7 @@ def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] 
         tree = trees[m]
         if tree.node_count == 0:
             raise ValueError("cannot place points in an empty tree")
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             for i in range(n):
                 leaves[i, m] = _extension_leaf(
