@@ -22,6 +22,7 @@ DIRECTIVES = {
 # full-cell trees, the kernel features and ridge path, and the lifetime-path engine.
 MODULES = [
     "core._tree",
+    "core._walk",
     "forest._hnsp",
     "forest._gaussian",
     "density._full_cell",

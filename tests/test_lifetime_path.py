@@ -275,8 +275,8 @@ def test_path_leaves_without_labels_back_off_to_their_labelled_ancestor():
         while value[node, 0] == 0:
             node = parent[node]
         backed_off += node != leaf
-        precision = 1 / params["prior_var"] + value[node, 0] / params["noise"]
-        mean = (params["mean0"] / params["prior_var"] + value[node, 1] / params["noise"])
+        precision = 1 / params.prior_var + value[node, 0] / params.noise
+        mean = (params.mean0 / params.prior_var + value[node, 1] / params.noise)
         expected.append(mean / precision * forest._y_scaler.scale + forest._y_scaler.offset)
     assert backed_off > 20
     assert_allclose(forest.predict(X_val), expected, rtol=1e-10)

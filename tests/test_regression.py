@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from mondrian import MondrianForestRegressor, MondrianTreeRegressor
 from mondrian.core._tree import MondrianTree
-from mondrian.forest._gaussian import node_posteriors, upward_messages
+from mondrian.forest._gaussian import GaussianPrior, node_posteriors, upward_messages
 
 
 def _tree_on(X, y, lifetime, seed, min_samples_split=1):
@@ -22,8 +22,8 @@ def _brute_force(tree, y, params, lifetime):
 
     def psi(t):
         if np.isinf(t):
-            return params["sigma2"]
-        return params["sigma2"] / (1 + np.exp(-params["rate"] * t))
+            return params.sigma2
+        return params.sigma2 / (1 + np.exp(-params.rate * t))
 
     def is_leaf(j):
         return nodes["left_child"][j] == -1 or nodes["split_time"][j] >= lifetime
@@ -60,13 +60,13 @@ def _brute_force(tree, y, params, lifetime):
         assert is_leaf(j)
         point_node.append(pos[j])
     point_node = np.array(point_node)
-    cov_y = cov_mu[np.ix_(point_node, point_node)] + params["noise"] * np.eye(len(y))
+    cov_y = cov_mu[np.ix_(point_node, point_node)] + params.noise * np.eye(len(y))
     cov_mu_y = cov_mu[:, point_node]
     gain = np.linalg.solve(cov_y, cov_mu_y.T).T
-    mean = params["mean0"] + gain @ (y - params["mean0"])
+    mean = params.mean0 + gain @ (y - params.mean0)
     var = np.diag(cov_mu - gain @ cov_mu_y.T)
     _, logdet = np.linalg.slogdet(2 * np.pi * cov_y)
-    resid = y - params["mean0"]
+    resid = y - params.mean0
     log_ml = -0.5 * (logdet + resid @ np.linalg.solve(cov_y, resid))
     return kept, mean, var, log_ml
 
@@ -78,14 +78,9 @@ def test_belief_propagation_matches_dense_conditioning(seed, lifetime):
     X = rng.uniform(size=(9, 2))
     y = rng.normal(size=9)
     tree = _tree_on(X, y, np.inf, seed)
-    params = {
-        "mean0": 0.3,
-        "sigma2": 1.7,
-        "rate": 2.5,
-        "noise": 0.4,
-        "prior_var": 0.85,
-        "hierarchical": True,
-    }
+    params = GaussianPrior(
+        mean0=0.3, sigma2=1.7, rate=2.5, noise=0.4, prior_var=0.85, hierarchical=True
+    )
     read_at = lifetime if np.isfinite(lifetime) else np.inf
     post_mean, post_var = node_posteriors(tree, params, None if np.isinf(read_at) else read_at)
     kept, mean, var, log_ml = _brute_force(tree, y, params, read_at)
@@ -114,7 +109,7 @@ def test_training_points_predict_leaf_posterior():
     mean, std = model.predict(X, return_std=True)
     scale, offset = model._y_scaler.scale, model._y_scaler.offset
     np.testing.assert_allclose(mean, post_mean[leaves] * scale + offset, rtol=1e-10)
-    np.testing.assert_allclose(std**2, (post_var[leaves] + params["noise"]) * scale**2, rtol=1e-10)
+    np.testing.assert_allclose(std**2, (post_var[leaves] + params.noise) * scale**2, rtol=1e-10)
 
 
 def test_single_tree_independent_leaves_equal_kernel_ridge():

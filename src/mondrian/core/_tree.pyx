@@ -26,6 +26,7 @@ from mondrian.core._random cimport (
     rng_uniform_open,
     rng_weighted,
 )
+from mondrian.core._walk cimport leaf_at
 
 cnp.import_array()
 
@@ -529,16 +530,7 @@ cdef class MondrianTree:
 
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
         """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
-        cdef intp_t j = 0
-        cdef Node* nd
-        while True:
-            nd = &self.nodes[j]
-            if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
-                return j
-            if x[nd.feature] <= nd.threshold:
-                j = nd.left_child
-            else:
-                j = nd.right_child
+        return leaf_at(self, x, lifetime)
 
     # ------------------------------------------------------------------ Python API
 

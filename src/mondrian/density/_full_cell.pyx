@@ -32,6 +32,7 @@ from mondrian.core._tree cimport (
     _start_stack,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
+from mondrian.core._walk cimport goes_left, is_leaf_at
 
 import numpy as np
 
@@ -220,17 +221,15 @@ cdef void _add_tree_log_densities(MondrianTree tree, const float64_t* u,
     """
     cdef intp_t j = 0, depth = 0, k = 0
     cdef float64_t log_mass = 0.0
-    cdef Node* nd
     cdef bint left
     while k < n_lifetimes:
-        nd = &tree.nodes[j]
-        if nd.left_child == TREE_LEAF or nd.split_time >= lifetimes[k]:
+        if is_leaf_at(tree, j, lifetimes[k]):
             _log_add(&peak[k], &total[k], log_mass - _log_cell_volume(tree, j))
             k += 1
             continue
-        left = u[nd.feature] <= nd.threshold
+        left = goes_left(tree, j, u)
         log_mass += _log_child_share(tree, j, left, depth, concentration, removed)
-        j = nd.left_child if left else nd.right_child
+        j = tree.nodes[j].left_child if left else tree.nodes[j].right_child
         depth += 1
 
 
@@ -366,13 +365,13 @@ def leaf_log_masses(MondrianTree tree, float64_t lifetime, float64_t concentrati
         while top > 0:
             top -= 1
             j = stack[top]
-            nd = &tree.nodes[j]
-            if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
+            if is_leaf_at(tree, j, lifetime):
                 leaves[n_leaves] = j
                 log_mass[n_leaves] = node_mass[j]
                 log_volume[n_leaves] = _log_cell_volume(tree, j)
                 n_leaves += 1
                 continue
+            nd = &tree.nodes[j]
             depth[nd.left_child] = depth[j] + 1
             depth[nd.right_child] = depth[j] + 1
             node_mass[nd.left_child] = node_mass[j] + _log_child_share(
@@ -409,7 +408,6 @@ def sample_trees(list trees, const intp_t[::1] counts, const uint64_t[::1] seeds
     cdef intp_t n_trees = len(trees), m, _draw, j, d, depth, row = 0, D, n_draws = 0
     cdef MondrianTree tree
     cdef RandomState state
-    cdef Node* nd
     cdef const float64_t* lo
     if counts.shape[0] != n_trees or seeds.shape[0] != n_trees:
         raise ValueError("counts and seeds need one entry per tree")
@@ -428,15 +426,12 @@ def sample_trees(list trees, const intp_t[::1] counts, const uint64_t[::1] seeds
             for _draw in range(counts[m]):
                 j = 0
                 depth = 0
-                while True:
-                    nd = &tree.nodes[j]
-                    if nd.left_child == TREE_LEAF or nd.split_time >= lifetime:
-                        break
+                while not is_leaf_at(tree, j, lifetime):
                     if log(rng_uniform(&state)) < _log_child_share(
                             tree, j, True, depth, concentration, 0):
-                        j = nd.left_child
+                        j = tree.nodes[j].left_child
                     else:
-                        j = nd.right_child
+                        j = tree.nodes[j].right_child
                     depth += 1
                 lo = tree.bounds + 2 * D * j
                 for d in range(D):

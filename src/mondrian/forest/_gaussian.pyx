@@ -19,14 +19,24 @@ Upward messages are kept per node in arrays owned by the estimator, so predictio
 O(depth) per point once they are computed (O(nodes) per tree).
 """
 
-from libc.math cimport INFINITY, exp, expm1, log, log1p, M_PI
+cimport cython
+from libc.math cimport INFINITY, exp, log, log1p, M_PI
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._walk cimport (
+    WalkStep,
+    is_leaf_at,
+    node_time,
+    read_lifetime,
+    walk_next,
+    walk_start,
+)
 
 import numpy as np
 
 cdef struct Hyper:
+    # GaussianPrior as a C struct, plus the lifetime at which the tree is read.
     float64_t mean0       # value of the virtual node above the root
     float64_t sigma2      # scale of the variance clock psi (hierarchical model)
     float64_t rate        # rate of the sigmoid in psi
@@ -59,14 +69,6 @@ cdef inline void _product(float64_t ma, float64_t va, float64_t mb, float64_t vb
         return
     v[0] = va * vb / total
     m[0] = (ma * vb + mb * va) / total
-
-
-cdef inline bint _is_leaf(MondrianTree tree, intp_t j, float64_t lifetime) noexcept nogil:
-    return tree.nodes[j].left_child == TREE_LEAF or tree.nodes[j].split_time >= lifetime
-
-
-cdef inline float64_t _node_time(MondrianTree tree, intp_t j, float64_t lifetime) noexcept nogil:
-    return lifetime if _is_leaf(tree, j, lifetime) else tree.nodes[j].split_time
 
 
 cdef float64_t _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
@@ -104,13 +106,13 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
     while count < top:
         j = order[count]
         count += 1
-        if not _is_leaf(tree, j, h.lifetime):
+        if not is_leaf_at(tree, j, h.lifetime):
             order[top] = tree.nodes[j].left_child
             order[top + 1] = tree.nodes[j].right_child
             top += 2
     for k in range(count - 1, -1, -1):
         j = order[k]
-        if _is_leaf(tree, j, h.lifetime):
+        if is_leaf_at(tree, j, h.lifetime):
             log_ml += _leaf_message(tree, j, h, &msg_mean[j], &msg_var[j])
             continue
         if not h.hierarchical:
@@ -118,19 +120,19 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
         left = tree.nodes[j].left_child
         right = tree.nodes[j].right_child
         tau = tree.nodes[j].split_time
-        va = msg_var[left] + _psi(h, _node_time(tree, left, h.lifetime)) - _psi(h, tau)
-        vb = msg_var[right] + _psi(h, _node_time(tree, right, h.lifetime)) - _psi(h, tau)
+        va = msg_var[left] + _psi(h, node_time(tree, left, h.lifetime)) - _psi(h, tau)
+        vb = msg_var[right] + _psi(h, node_time(tree, right, h.lifetime)) - _psi(h, tau)
         if va < INFINITY and vb < INFINITY:
             log_ml += _log_normal(msg_mean[left], msg_mean[right], va + vb)
         _product(msg_mean[left], va, msg_mean[right], vb, &msg_mean[j], &msg_var[j])
     if h.hierarchical:
-        va = msg_var[0] + _psi(h, _node_time(tree, 0, h.lifetime)) - _psi(h, 0.0)
+        va = msg_var[0] + _psi(h, node_time(tree, 0, h.lifetime)) - _psi(h, 0.0)
         if va < INFINITY:
             log_ml += _log_normal(msg_mean[0], h.mean0, va)
     else:
         for k in range(count):
             j = order[k]
-            if _is_leaf(tree, j, h.lifetime) and msg_var[j] < INFINITY:
+            if is_leaf_at(tree, j, h.lifetime) and msg_var[j] < INFINITY:
                 log_ml += _log_normal(msg_mean[j], h.mean0, msg_var[j] + h.prior_var)
     return log_ml
 
@@ -139,40 +141,32 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        const float64_t* msg_mean, const float64_t* msg_var,
                        intp_t n_quadrature, float64_t* moments) noexcept nogil:
     """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]``."""
-    cdef intp_t j = 0, q, sibling
-    cdef Node* nd
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, s = 1.0, weight, u, mass, t, a, b
-    cdef float64_t cav_mean = h.mean0, cav_var = 0.0, q_var, m, v, mean_sum = 0.0
-    cdef float64_t second_sum = 0.0, post_mean, post_var, psi_end = _psi(h, h.lifetime)
+    cdef intp_t j, q
+    cdef float64_t weight, u, t, a, b, cav_mean = h.mean0, cav_var = 0.0, m, v
+    cdef float64_t q_var = 0.0  # only read by the hierarchical model, which sets it
+    cdef float64_t mean_sum = 0.0, second_sum = 0.0, post_mean, post_var
+    cdef float64_t psi_end = _psi(h, h.lifetime)
     # Independent leaves: reading (posterior of the mean) of the deepest labelled node so far.
     cdef float64_t read_mean = h.mean0, read_var = h.prior_var
-    cdef bint leaf
+    cdef WalkStep step
+    walk_start(&step, tree, x, h.lifetime)
     while True:
-        nd = &tree.nodes[j]
-        leaf = _is_leaf(tree, j, h.lifetime)
-        tau = h.lifetime if leaf else nd.split_time
-        delta = tau - tau_parent
+        j = step.node
         if not h.hierarchical and tree.value[3 * j] > 0.0:
             _leaf_message(tree, j, h, &m, &v)
             _product(h.mean0, h.prior_var, m, v, &read_mean, &read_var)
-        eta = box_distance(tree, j, x)
-        if eta > 0.0 and delta > 0.0:
-            if delta == INFINITY:
-                p = 1.0
-                mass = 1.0
-            else:
-                mass = -expm1(-eta * delta)
-                p = mass
-            weight = s * p
+        if step.p > 0.0:
+            weight = step.reach * step.p
             if weight > 0.0:
                 if h.hierarchical:
                     # Integrate the branching time over the truncated exponential with a
-                    # midpoint rule in probability (exact as n_quadrature grows).
+                    # midpoint rule in probability (exact as n_quadrature grows); its mass
+                    # on the edge is p.
                     for q in range(n_quadrature):
                         u = (q + 0.5) / n_quadrature
-                        t = tau_parent - log1p(-u * mass) / eta
-                        a = _psi(h, t) - _psi(h, tau_parent)
-                        b = _psi(h, tau) - _psi(h, t)
+                        t = step.tau_parent - log1p(-u * step.p) / step.eta
+                        a = _psi(h, t) - _psi(h, step.tau_parent)
+                        b = _psi(h, step.tau) - _psi(h, t)
                         _product(cav_mean, cav_var + a, msg_mean[j], msg_var[j] + b, &m, &v)
                         v += psi_end - _psi(h, t) + h.noise
                         mean_sum += weight / n_quadrature * m
@@ -181,64 +175,120 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                     # A fresh cell holding no stored point: the prior.
                     mean_sum += weight * h.mean0
                     second_sum += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
-            s *= 1.0 - p
-            if s <= 0.0:
+            if step.survival <= 0.0:
                 break
         if h.hierarchical:
-            q_var = cav_var + _psi(h, tau) - _psi(h, tau_parent)
-            if leaf:
+            q_var = cav_var + _psi(h, step.tau) - _psi(h, step.tau_parent)
+        if step.is_leaf:
+            if h.hierarchical:
                 _product(cav_mean, q_var, msg_mean[j], msg_var[j], &post_mean, &post_var)
                 post_var += h.noise
-                mean_sum += s * post_mean
-                second_sum += s * (post_var + post_mean * post_mean)
-                break
-            # Outside distribution of mu_j for the child: Q_j times the sibling's message.
-            if x[nd.feature] <= nd.threshold:
-                sibling = nd.right_child
-                j = nd.left_child
+                mean_sum += step.survival * post_mean
+                second_sum += step.survival * (post_var + post_mean * post_mean)
             else:
-                sibling = nd.left_child
-                j = nd.right_child
-            _product(cav_mean, q_var, msg_mean[sibling],
-                     msg_var[sibling] + _psi(h, _node_time(tree, sibling, h.lifetime))
-                     - _psi(h, tau), &cav_mean, &cav_var)
-        else:
-            if leaf:
-                mean_sum += s * read_mean
-                second_sum += s * (read_var + h.noise + read_mean * read_mean)
-                break
-            j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
-        tau_parent = tau
+                mean_sum += step.survival * read_mean
+                second_sum += step.survival * (read_var + h.noise + read_mean * read_mean)
+            break
+        walk_next(&step, tree, x, h.lifetime)
+        if h.hierarchical:
+            # Outside distribution of mu at the new node: the parent's Q times the sibling's
+            # message (step.tau_parent is the parent's time now).
+            _product(cav_mean, q_var, msg_mean[step.sibling],
+                     msg_var[step.sibling] + _psi(h, node_time(tree, step.sibling, h.lifetime))
+                     - _psi(h, step.tau_parent), &cav_mean, &cav_var)
     moments[0] += mean_sum
     moments[1] += second_sum
 
 
-cdef float64_t _read_lifetime(MondrianTree tree, object lifetime):
-    """The lifetime at which to read ``tree``: its own, or a smaller one given by the caller."""
-    return tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+@cython.final
+cdef class GaussianPrior:
+    """Hyperparameters of the regression trees' Gaussian model, in standardised target units.
+
+    Built once by the regressor (its empirical-Bayes choice) and read by every kernel of this
+    module; typed, immutable and picklable.
+
+    Parameters
+    ----------
+    mean0 : float
+        Value of the virtual node above the root (prior mean of the leaf means).
+    noise : float
+        Observation noise variance, > 0.
+    prior_var : float
+        Prior variance of a leaf mean in the independent-leaf model, > 0.
+    sigma2 : float
+        Scale of the variance clock ``psi(t) = sigma2 * sigmoid(rate * t)`` of the
+        hierarchical model, >= 0 (the leaf marginal prior variance is ``sigma2 / 2``).
+    rate : float
+        Rate of the sigmoid in ``psi``, >= 0.
+    hierarchical : bool
+        Hierarchical prior (True) or independent leaves (False).
+    """
+
+    cdef readonly float64_t mean0
+    cdef readonly float64_t noise
+    cdef readonly float64_t prior_var
+    cdef readonly float64_t sigma2
+    cdef readonly float64_t rate
+    cdef readonly bint hierarchical
+
+    def __init__(self, float64_t mean0, float64_t noise, float64_t prior_var,
+                 float64_t sigma2, float64_t rate, bint hierarchical):
+        if not -INFINITY < mean0 < INFINITY:
+            raise ValueError(f"mean0 must be finite, got {mean0}")
+        if not 0.0 < noise < INFINITY:
+            raise ValueError(f"noise must be positive and finite, got {noise}")
+        if not 0.0 < prior_var < INFINITY:
+            raise ValueError(f"prior_var must be positive and finite, got {prior_var}")
+        if not 0.0 <= sigma2 < INFINITY:
+            raise ValueError(f"sigma2 must be non-negative and finite, got {sigma2}")
+        if not 0.0 <= rate < INFINITY:
+            raise ValueError(f"rate must be non-negative and finite, got {rate}")
+        self.mean0 = mean0
+        self.noise = noise
+        self.prior_var = prior_var
+        self.sigma2 = sigma2
+        self.rate = rate
+        self.hierarchical = hierarchical
+
+    cdef Hyper at(self, float64_t lifetime):
+        """The C struct read by the kernels, for a tree read at ``lifetime``."""
+        cdef Hyper h
+        h.mean0 = self.mean0
+        h.sigma2 = self.sigma2
+        h.rate = self.rate
+        h.noise = self.noise
+        h.prior_var = self.prior_var
+        h.hierarchical = self.hierarchical
+        h.lifetime = lifetime
+        return h
+
+    def __reduce__(self):
+        return (GaussianPrior, (self.mean0, self.noise, self.prior_var, self.sigma2,
+                                self.rate, self.hierarchical))
+
+    def __eq__(self, other):
+        if not isinstance(other, GaussianPrior):
+            return NotImplemented
+        return self.__reduce__()[1] == other.__reduce__()[1]
+
+    def __hash__(self):
+        return hash(self.__reduce__()[1])
+
+    def __repr__(self):
+        return (f"GaussianPrior(mean0={self.mean0!r}, noise={self.noise!r}, "
+                f"prior_var={self.prior_var!r}, sigma2={self.sigma2!r}, rate={self.rate!r}, "
+                f"hierarchical={bool(self.hierarchical)!r})")
 
 
-cdef Hyper _hyper(dict params, float64_t lifetime):
-    cdef Hyper h
-    h.mean0 = params["mean0"]
-    h.sigma2 = params["sigma2"]
-    h.rate = params["rate"]
-    h.noise = params["noise"]
-    h.prior_var = params["prior_var"]
-    h.hierarchical = params["hierarchical"]
-    h.lifetime = lifetime
-    return h
-
-
-def upward_messages(MondrianTree tree, dict params, lifetime=None):
+def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=None):
     """Likelihood messages of every node and the log marginal likelihood of the targets.
 
     Parameters
     ----------
     tree : MondrianTree
         A tree whose statistics rows are ``(1, y, y**2)``.
-    params : dict
-        ``mean0, sigma2, rate, noise, prior_var, hierarchical``.
+    params : GaussianPrior
+        Hyperparameters of the model.
     lifetime : float, default=None
         Read the tree pruned at this lifetime.
 
@@ -249,8 +299,8 @@ def upward_messages(MondrianTree tree, dict params, lifetime=None):
     """
     if tree.value_stride != 3:
         raise ValueError("regression trees carry (1, y, y**2) statistics")
-    cdef float64_t lam = _read_lifetime(tree, lifetime)
-    cdef Hyper h = _hyper(params, lam)
+    cdef float64_t lam = read_lifetime(tree, lifetime)
+    cdef Hyper h = params.at(lam)
     msg_mean = np.zeros(tree.node_count)
     msg_var = np.ones(tree.node_count)
     order = np.empty(tree.node_count, dtype=np.intp)
@@ -264,7 +314,8 @@ def upward_messages(MondrianTree tree, dict params, lifetime=None):
 
 
 def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
-                          float64_t[:, ::1] out, dict params, intp_t n_quadrature=4,
+                          float64_t[:, ::1] out, GaussianPrior params not None,
+                          intp_t n_quadrature=4,
                           lifetime=None):
     """Add every tree's predictive mean and second moment at each row of ``X`` to ``out``.
 
@@ -277,8 +328,8 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         Test points in the scaled feature space.
     out : ndarray of shape (n_samples, 2)
         Accumulates ``E[y]`` and ``E[y**2]`` summed over trees.
-    params : dict
-        Hyperparameters, as for :func:`upward_messages`.
+    params : GaussianPrior
+        Hyperparameters of the model.
     n_quadrature : int, default=4
         Points of the quadrature over the branching time.
     lifetime : float, default=None
@@ -298,20 +349,20 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         mm, mv = messages[m]
         if mm.shape[0] != tree.node_count:
             raise ValueError("stale messages: the tree changed since they were computed")
-        h = _hyper(params, _read_lifetime(tree, lifetime))
+        h = params.at(read_lifetime(tree, lifetime))
         with nogil:
             for i in range(n):
                 _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0])
 
 
-def node_posteriors(MondrianTree tree, dict params, lifetime=None):
+def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=None):
     """Posterior mean and variance of every node mean (exact belief propagation).
 
     Parameters
     ----------
     tree : MondrianTree
-    params : dict
-        Hyperparameters, as for :func:`upward_messages`.
+    params : GaussianPrior
+        Hyperparameters of the model.
     lifetime : float, default=None
         Read the tree pruned at this lifetime. Nodes below the pruned leaves get NaN.
 
@@ -320,8 +371,8 @@ def node_posteriors(MondrianTree tree, dict params, lifetime=None):
     mean, var : ndarray of shape (node_count,)
     """
     msg_mean, msg_var, _ = upward_messages(tree, params, lifetime)
-    cdef float64_t lam = _read_lifetime(tree, lifetime)
-    cdef Hyper h = _hyper(params, lam)
+    cdef float64_t lam = read_lifetime(tree, lifetime)
+    cdef Hyper h = params.at(lam)
     post_mean = np.full(tree.node_count, np.nan)
     post_var = np.full(tree.node_count, np.nan)
     cav_mean = np.empty(tree.node_count)
@@ -341,9 +392,9 @@ def node_posteriors(MondrianTree tree, dict params, lifetime=None):
         while top > 0:
             top -= 1
             j = st[top]
-            tau = _node_time(tree, j, lam)
+            tau = node_time(tree, j, lam)
             if not h.hierarchical:
-                if _is_leaf(tree, j, lam):
+                if is_leaf_at(tree, j, lam):
                     _product(h.mean0, h.prior_var, mm[j], mv[j], &pm[j], &pv[j])
                 else:
                     st[top] = tree.nodes[j].left_child
@@ -352,13 +403,13 @@ def node_posteriors(MondrianTree tree, dict params, lifetime=None):
                 continue
             q_var = cv[j] + _psi(&h, tau) - _psi(&h, pt[j])
             _product(cm[j], q_var, mm[j], mv[j], &pm[j], &pv[j])
-            if _is_leaf(tree, j, lam):
+            if is_leaf_at(tree, j, lam):
                 continue
             for side in range(2):
                 child = tree.nodes[j].left_child if side == 0 else tree.nodes[j].right_child
                 sibling = tree.nodes[j].right_child if side == 0 else tree.nodes[j].left_child
                 _product(cm[j], q_var, mm[sibling],
-                         mv[sibling] + _psi(&h, _node_time(tree, sibling, lam)) - _psi(&h, tau),
+                         mv[sibling] + _psi(&h, node_time(tree, sibling, lam)) - _psi(&h, tau),
                          &cm[child], &cv[child])
                 pt[child] = tau
                 st[top] = child

@@ -9,8 +9,9 @@ online update stays O(depth) per training point and prediction costs O(depth * (
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
@@ -20,52 +21,46 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
 
     ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
     """
-    cdef intp_t K = tree.value_stride
-    cdef intp_t j = 0, k
-    cdef Node* nd
+    cdef intp_t K = tree.value_stride, j, k
     cdef const float64_t* val_left
     cdef const float64_t* val_right
     cdef float64_t* tmp
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, d_bar, discount, n_cust, n_tab
-    cdef float64_t tab, s = 1.0, weight, a, b, c
-    cdef bint is_leaf
+    cdef float64_t d_bar, discount, n_cust, n_tab, tab, weight, a, b, c
+    cdef WalkStep step
 
     for k in range(K):
         g_parent[k] = 1.0 / K
+    walk_start(&step, tree, x, lifetime)
     while True:
-        nd = &tree.nodes[j]
-        is_leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
-        tau = lifetime if is_leaf else nd.split_time
-        delta = tau - tau_parent
+        j = step.node
 
         # IKN customers: raw counts at a leaf, children's tables at an internal node.
         n_cust = 0.0
         n_tab = 0.0
-        if is_leaf:
+        if step.is_leaf:
             val_left = tree.value + j * K
             for k in range(K):
                 counts[k] = val_left[k]
                 n_cust += val_left[k]
                 n_tab += val_left[k] > 0.0
         else:
-            val_left = tree.value + nd.left_child * K
-            val_right = tree.value + nd.right_child * K
+            val_left = tree.value + tree.nodes[j].left_child * K
+            val_right = tree.value + tree.nodes[j].right_child * K
             for k in range(K):
                 counts[k] = (val_left[k] > 0.0) + <float64_t>(val_right[k] > 0.0)
                 n_cust += counts[k]
                 n_tab += counts[k] > 0.0
 
-        # Distance from x to the node's data box: the rate at which x branches off above it.
-        eta = box_distance(tree, j, x)
-
-        if eta > 0.0 and delta > 0.0:
-            if delta == INFINITY:
-                p = 1.0
-                d_bar = eta / (eta + gamma)
+        # x branches off above the node with probability p: a new node whose discount is
+        # the one of a cut at the branching time, averaged over that time.
+        if step.p > 0.0:
+            if step.delta == INFINITY:
+                d_bar = step.eta / (step.eta + gamma)
             else:
-                p = -expm1(-eta * delta)
-                d_bar = eta / (eta + gamma) * expm1(-(eta + gamma) * delta) / expm1(-eta * delta)
-            weight = s * p
+                # -p is expm1(-eta * delta), exactly.
+                d_bar = (step.eta / (step.eta + gamma)
+                         * expm1(-(step.eta + gamma) * step.delta) / -step.p)
+            weight = step.reach * step.p
             if weight > 0.0:
                 for k in range(K):
                     tab = 1.0 if counts[k] > 0.0 else 0.0
@@ -75,29 +70,24 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                     else:
                         out[k] += weight * (
                             counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
-            s *= 1.0 - p
-            if s <= 0.0:
+            if step.survival <= 0.0:
                 return
 
         # G_j = (c - d tab + d T G_parent) / n, with the node's discount d.
-        discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
+        discount = 0.0 if step.delta == INFINITY else exp(-gamma * step.delta)
         a = 1.0 / n_cust
         b = discount / n_cust
         c = discount * n_tab / n_cust
         for k in range(K):
             g[k] = a * counts[k] - b * (counts[k] > 0.0) + c * g_parent[k]
-        if is_leaf:
+        if step.is_leaf:
             for k in range(K):
-                out[k] += s * g[k]
+                out[k] += step.survival * g[k]
             return
         tmp = g_parent
         g_parent = g
         g = tmp
-        tau_parent = tau
-        if x[nd.feature] <= nd.threshold:
-            j = nd.left_child
-        else:
-            j = nd.right_child
+        walk_next(&step, tree, x, lifetime)
 
 
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
@@ -129,7 +119,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
         gamma = discount_factor * tree.n_features
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
             if buf == NULL:
@@ -151,34 +141,24 @@ cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
     whose stored points carry no label (validation points of a lifetime path) backs off to its
     deepest labelled ancestor.
     """
-    cdef intp_t K = tree.value_stride, j = 0, k, read = -1
-    cdef Node* nd
+    cdef intp_t K = tree.value_stride, k, read = -1
     cdef const float64_t* val
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, s = 1.0, p, n
-    cdef bint is_leaf
+    cdef float64_t n
+    cdef WalkStep step
+    walk_start(&step, tree, x, lifetime)
     while True:
-        nd = &tree.nodes[j]
-        is_leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
-        tau = lifetime if is_leaf else nd.split_time
-        delta = tau - tau_parent
-        val = tree.value + j * K
+        val = tree.value + step.node * K
         n = 0.0
         for k in range(K):
             n += val[k]
         if n > 0.0:
-            read = j
-        p = 0.0
-        eta = box_distance(tree, j, x)
-        if eta > 0.0 and delta > 0.0:
-            p = 1.0 if delta == INFINITY else -expm1(-eta * delta)
-        s *= 1.0 - p
-        if is_leaf or s <= 0.0:
-            if s > 0.0:
-                _add_dirichlet(tree, read, alpha, s, out)
-            _add_dirichlet(tree, -1, alpha, 1.0 - s, out)
+            read = step.node
+        if step.is_leaf or step.survival <= 0.0:
+            if step.survival > 0.0:
+                _add_dirichlet(tree, read, alpha, step.survival, out)
+            _add_dirichlet(tree, -1, alpha, 1.0 - step.survival, out)
             return
-        tau_parent = tau
-        j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
+        walk_next(&step, tree, x, lifetime)
 
 
 cdef inline void _add_dirichlet(MondrianTree tree, intp_t node, float64_t alpha,
@@ -228,7 +208,7 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             for i in range(n):
                 _dirichlet_row(tree, &X[i, 0], alpha, lam, &out[i, 0])

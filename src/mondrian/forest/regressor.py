@@ -16,7 +16,7 @@ from mondrian.core.base import (
     SingleTreeMixin,
     unchanged_on_error,
 )
-from mondrian.forest._gaussian import predict_moments_trees, upward_messages
+from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
@@ -204,15 +204,15 @@ class _BaseMondrianRegressor(
             prior = self.prior_variance / scale**2
         else:
             prior = max(var - noise, 1e-3 * var)
-        return {
-            "mean0": mean,
-            "noise": noise,
-            "prior_var": prior,
+        return GaussianPrior(
+            mean0=mean,
+            noise=noise,
+            prior_var=prior,
             # The leaf marginal prior variance of the hierarchical model is sigma2 / 2.
-            "sigma2": 2.0 * prior,
-            "rate": rate,
-            "hierarchical": self.smoothing == "hierarchical",
-        }
+            sigma2=2.0 * prior,
+            rate=rate,
+            hierarchical=self.smoothing == "hierarchical",
+        )
 
     def _time_scale(self, trees):
         times = np.concatenate([
@@ -341,10 +341,10 @@ class _BaseMondrianRegressor(
         params = self._posterior().params
         scale, offset = self._y_scaler.scale, self._y_scaler.offset
         return {
-            "noise_variance": params["noise"] * scale**2,
-            "prior_variance": params["prior_var"] * scale**2,
-            "sigmoid_rate": params["rate"],
-            "prior_mean": params["mean0"] * scale + offset,
+            "noise_variance": params.noise * scale**2,
+            "prior_variance": params.prior_var * scale**2,
+            "sigmoid_rate": params.rate,
+            "prior_mean": params.mean0 * scale + offset,
         }
 
     # ----------------------------------------------------------------- lifetime paths
@@ -375,16 +375,16 @@ class _BaseMondrianRegressor(
         means, variances = [], []
         for tree in self._trees:
             value = tree.value_array
-            precision = 1.0 / params["prior_var"] + value[:, 0] / params["noise"]
+            precision = 1.0 / params.prior_var + value[:, 0] / params.noise
             reading = np.column_stack([
-                (params["mean0"] / params["prior_var"] + value[:, 1] / params["noise"])
+                (params.mean0 / params.prior_var + value[:, 1] / params.noise)
                 / precision,
                 1.0 / precision,
             ])
             inherit_unlabelled(tree, reading, (value[:, 0] > 0).astype(np.uint8))
             means.append(reading[:, 0].copy())
             variances.append(reading[:, 1].copy())
-        return GaussianLeafReader(means, variances, y_std, params["noise"])
+        return GaussianLeafReader(means, variances, y_std, params.noise)
 
     def _path_units(self, metrics):
         scale = self._y_scaler.scale

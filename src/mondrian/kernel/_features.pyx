@@ -12,11 +12,12 @@ point and the tree's key, which makes ``transform`` deterministic for a fitted m
 keeping, for every pair of a new and a training point, the kernel's law.
 """
 
-from libc.math cimport INFINITY, exp
+from libc.math cimport exp
 from libc.string cimport memcpy
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, box_distance
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
+from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 import numpy as np
 
@@ -43,26 +44,16 @@ cdef inline float64_t _hash_uniform(const float64_t* x, intp_t n, uint64_t key) 
 cdef intp_t _extension_leaf(MondrianTree tree, const float64_t* x, float64_t lifetime,
                             float64_t u) noexcept nogil:
     """Leaf of the pruned tree holding ``x``, or -1 when the extension cuts ``x`` off."""
-    cdef intp_t j = 0
-    cdef Node* nd
-    cdef float64_t tau_parent = 0.0, tau, eta, exposure = 0.0
-    cdef bint leaf
+    cdef WalkStep step
+    walk_start(&step, tree, x, lifetime)
     while True:
-        nd = &tree.nodes[j]
-        leaf = nd.left_child == TREE_LEAF or nd.split_time >= lifetime
-        tau = lifetime if leaf else nd.split_time
-        eta = box_distance(tree, j, x)
-        if eta > 0.0:
-            if tau == INFINITY:
-                return -1
-            exposure += eta * (tau - tau_parent)
-            # x stays with the data iff u < exp(-sum of eta * delta along the path).
-            if not u < exp(-exposure):
-                return -1
-        if leaf:
-            return j
-        tau_parent = tau
-        j = nd.left_child if x[nd.feature] <= nd.threshold else nd.right_child
+        # x stays with the data iff u < exp(-sum of eta * delta along the path); an infinite
+        # edge outside the box (exposure +inf) always cuts it off.
+        if step.eta > 0.0 and not u < exp(-step.exposure):
+            return -1
+        if step.is_leaf:
+            return step.node
+        walk_next(&step, tree, x, lifetime)
 
 
 def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] keys,
@@ -94,7 +85,7 @@ def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] 
         tree = trees[m]
         if tree.node_count == 0:
             raise ValueError("cannot place points in an empty tree")
-        lam = tree.lifetime if lifetime is None else min(float(lifetime), tree.lifetime)
+        lam = read_lifetime(tree, lifetime)
         with nogil:
             for i in range(n):
                 leaves[i, m] = _extension_leaf(
