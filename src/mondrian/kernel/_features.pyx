@@ -21,7 +21,7 @@ from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 import numpy as np
 
 # The subtree orders of the path engine, importable here as before.
-from mondrian.path._engine import subtree_order  # noqa: F401
+from mondrian.path._engine import subtree_order  # noqa: F401  # no-cython-lint
 
 
 cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
