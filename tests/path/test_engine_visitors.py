@@ -128,3 +128,47 @@ def test_terminal_cells_are_the_pruned_leaves(forest):
     lifetime = 0.5 * (times[len(times) // 2 - 1] + times[len(times) // 2])
     for cells, tree in zip(source.terminal_cells(), trees, strict=True):
         assert np.array_equal(cells, np.unique(tree.apply(X, lifetime=lifetime)))
+
+
+def test_ridge_visitor_walks_both_ways_on_the_engine(forest):
+    from mondrian.kernel._ridge_path import RidgePathVisitor, kernel_ridge_path
+
+    X, trees, leaves = forest
+    n_events = len(cut_events(trees)[0]) // 2
+    plan = plan_path(trees, leaves, max_events=n_events)
+    source = TreeCuts(*plan)
+    y = np.sin(3 * X[:, 0]) + X[:, 1]
+    y -= y.mean()
+    is_train = (np.arange(len(X)) < 45).astype(np.uint8)
+    forward = walk_path(source, RidgePathVisitor(y, is_train, 0.1), True)
+    # Backward from the terminal cells the source computes itself.
+    backward = walk_path(source, RidgePathVisitor(y, is_train, 0.1), False)
+    np.testing.assert_allclose(forward, backward, rtol=1e-8, atol=1e-8)
+    assert np.array_equal(forward[:, 3], len(trees) + np.arange(n_events + 1))
+    # The compatible wrapper (per-tree lists, as the Python layer passes them) agrees.
+    orders, starts, ends, children = [], [], [], []
+    for tree, leaf in zip(trees, leaves, strict=True):
+        order, start, end = subtree_order(tree, leaf)
+        orders.append(order)
+        starts.append(start)
+        ends.append(end)
+        nodes = tree.nodes_array
+        children.append(np.ascontiguousarray(
+            np.column_stack([nodes["left_child"], nodes["right_child"]])))
+    events = plan[1]
+    wrapped = kernel_ridge_path(orders, starts, ends, children, source.terminal_cells(),
+                                events[:, 0].copy(), events[:, 1].copy(), y, is_train, 0.1,
+                                False)
+    np.testing.assert_array_equal(wrapped, backward)
+    # Every row is the ridge solution of the features of the pruned trees at that lifetime.
+    times = cut_events(trees)[0]  # all cuts: the next one bounds the last interval
+    for e in (0, n_events // 2, n_events):
+        lifetime = 0.5 * ((times[e - 1] if e > 0 else 0.0) + times[e])
+        cells = np.column_stack([t.apply(X, lifetime=lifetime) for t in trees])
+        Z = np.hstack([(cells[:, [m]] == np.unique(cells[:, m])).astype(float)
+                       for m in range(len(trees))]) / np.sqrt(len(trees))
+        train = is_train.astype(bool)
+        w = np.linalg.solve(Z[train].T @ Z[train] + 0.1 * np.eye(Z.shape[1]),
+                            Z[train].T @ y[train])
+        mse = np.mean((Z[train] @ w - y[train]) ** 2)
+        np.testing.assert_allclose(forward[e, 0], mse, rtol=1e-8)

@@ -84,5 +84,6 @@ cdef class CellColumns(CutVisitor):
 
 # Walk `source` with `visitor` forward (from lifetime 0) or backward (from the terminal model),
 # recording one row of `metrics` (n_events + 1, visitor.n_metrics) per number of events held.
+# A TreeCuts source (exact type) is read in place; any other source through its cdef methods.
 cdef int walk(CutSource source, CutVisitor visitor, bint forward,
               float64_t[:, ::1] metrics) except -1
