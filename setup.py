@@ -19,7 +19,7 @@ DIRECTIVES = {
 }
 
 # Compiled modules, by subpackage: the tree core, the forests' posteriors, the density's
-# full-cell trees, the kernel features and ridge path, and the lifetime-path engine.
+# full-cell trees, the kernel features, ridge and SGD paths, and the lifetime-path engine.
 MODULES = [
     "core._tree",
     "core._walk",
@@ -28,6 +28,7 @@ MODULES = [
     "density._full_cell",
     "kernel._features",
     "kernel._ridge_path",
+    "kernel._sgd_path",
     "path._engine",
 ]
 

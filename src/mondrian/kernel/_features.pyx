@@ -21,6 +21,9 @@ from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 import numpy as np
 
+# The subtree orders of the path engine, importable here as before.
+from mondrian.path._engine import subtree_order  # noqa: F401  # no-cython-lint
+
 
 cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
     z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
@@ -91,65 +94,3 @@ def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] 
                 leaves[i, m] = _extension_leaf(
                     tree, &X[i, 0], lam, _hash_uniform(&X[i, 0], X.shape[1], keys[m]))
     return out
-
-
-def subtree_order(MondrianTree tree, const intp_t[::1] leaf_of_point):
-    """Order the points so that every node's points are contiguous.
-
-    Parameters
-    ----------
-    tree : MondrianTree
-    leaf_of_point : ndarray of intp
-        Leaf of every point (from ``MondrianTree.leaf_sample_assignment``); -1 for points the
-        tree does not hold.
-
-    Returns
-    -------
-    order : ndarray of intp
-        Point indices, grouped by leaf in depth-first order.
-    start, end : ndarray of intp, shape (node_count,)
-        ``order[start[j]:end[j]]`` are the points below node ``j``.
-    """
-    cdef intp_t n_nodes = tree.node_count, n = leaf_of_point.shape[0]
-    cdef intp_t i, j, k, top, pos = 0
-    counts = np.zeros(n_nodes + 1, dtype=np.intp)
-    cdef intp_t[::1] cnt = counts
-    for i in range(n):
-        if leaf_of_point[i] >= 0:
-            cnt[leaf_of_point[i] + 1] += 1
-    # Depth-first leaf order, and the size of every subtree.
-    start = np.zeros(n_nodes, dtype=np.intp)
-    end = np.zeros(n_nodes, dtype=np.intp)
-    cdef intp_t[::1] st = start, en = end
-    visit = np.empty(2 * n_nodes + 2, dtype=np.intp)
-    cdef intp_t[::1] stack = visit
-    # Iterative post-order: push (node, state) pairs encoded as 2 * node + state.
-    top = 0
-    stack[top] = 0
-    top += 1
-    while top > 0:
-        top -= 1
-        k = stack[top]
-        j = k // 2
-        if k % 2 == 0:
-            st[j] = pos
-            if tree.nodes[j].left_child == TREE_LEAF:
-                pos += cnt[j + 1]
-                en[j] = pos
-            else:
-                stack[top] = 2 * j + 1
-                stack[top + 1] = 2 * tree.nodes[j].right_child
-                stack[top + 2] = 2 * tree.nodes[j].left_child
-                top += 3
-        else:
-            en[j] = pos
-    order = np.empty(pos, dtype=np.intp)
-    cdef intp_t[::1] od = order
-    fill = np.array(start, copy=True)
-    cdef intp_t[::1] fl = fill
-    for i in range(n):
-        j = leaf_of_point[i]
-        if j >= 0:
-            od[fl[j]] = i
-            fl[j] += 1
-    return order, start, end

@@ -8,19 +8,24 @@ the inverse (sparse when the new cell meets few features) and a rank-3 correctio
 over 32 cuts into one BLAS-3 product; the weights follow in O(C) per cut. The whole forward
 path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act).
 
+The cuts are walked by the path engine (:mod:`mondrian.path._engine`); this module holds the
+inverse (:class:`RidgeInverse`) and the model read along the path (:class:`RidgePathVisitor`).
 Targets are centred by the caller. Predictions of training and validation points are
 ``sum_m w[col[m, i]] / sqrt(M)``.
 """
 
-from libc.math cimport exp, log, sqrt, M_PI
+from libc.math cimport M_PI, NAN, log, sqrt
 from libc.string cimport memcpy, memset
 
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
 from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.path._engine cimport CellColumns, CutSource, TreeCuts
 
 import numpy as np
 from scipy import sparse
+
+from mondrian.path._engine import walk_path
 
 
 # Cuts whose rank-3 corrections are gathered before one BLAS-3 update of the inverse.
@@ -413,35 +418,170 @@ def _rebuild_ridge(float64_t delta2, inverse, zty, weights, float64_t logdet):
     return ridge
 
 
-cdef class _PathState:
-    """Bookkeeping of which feature column every point and node holds (not for direct use)."""
+cdef class RidgePathVisitor(CellColumns):
+    """Kernel ridge regression read along the path: one feature per cell, the inverse of
+    ``A = Z'Z + delta2 I`` updated per cut (a split forward, a merge backward).
 
-    cdef intp_t[:, ::1] cols         # (n_trees, n_points): column of each point in each tree
-    cdef intp_t[::1] col_tree        # tree of each column
-    cdef intp_t[::1] col_node        # node of each column
-    cdef list orders                 # per tree: points in depth-first leaf order
-    cdef list starts
-    cdef list ends
+    Metrics: training MSE, validation MSE, log marginal likelihood, number of features.
 
-    def __init__(self, intp_t n_trees, intp_t n_points, intp_t capacity, list orders,
-                 list starts, list ends):
-        self.cols = np.zeros((n_trees, n_points), dtype=np.intp)
-        self.col_tree = np.zeros(capacity, dtype=np.intp)
-        self.col_node = np.zeros(capacity, dtype=np.intp)
-        self.orders = orders
-        self.starts = starts
-        self.ends = ends
+    Parameters
+    ----------
+    y : ndarray of float64
+        Centred targets of every point (validation targets are only used for errors).
+    is_train : ndarray of uint8
+        1 for training points.
+    delta2 : float
+        Ridge constant.
+    terminal_cells : list of ndarray, default=None
+        Per tree, the cells of the terminal model (start of a backward path; by default the
+        source's :meth:`~mondrian.path._engine.TreeCuts.terminal_cells`).
+    """
 
-    cdef void relabel(self, intp_t m, intp_t node, intp_t col):
-        """Give column ``col`` to ``node`` of tree ``m`` and to its points."""
-        cdef const intp_t[::1] order = self.orders[m]
-        cdef const intp_t[::1] start = self.starts[m]
-        cdef const intp_t[::1] end = self.ends[m]
-        cdef intp_t k
-        for k in range(start[node], end[node]):
-            self.cols[m, order[k]] = col
-        self.col_tree[col] = m
-        self.col_node[col] = node
+    cdef RidgeInverse ridge
+    cdef const float64_t[::1] y
+    cdef const unsigned char[::1] is_train
+    cdef float64_t[::1] pred, b_left, b_right
+    cdef float64_t delta2, scale, inv_m, yty
+    cdef intp_t n_train, n_trees, n_records
+    cdef object terminal
+
+    def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
+                 float64_t delta2, list terminal_cells=None):
+        cdef intp_t i
+        self.n_metrics = 4
+        self.y = y
+        self.is_train = is_train
+        self.delta2 = delta2
+        self.terminal = terminal_cells
+        self.yty = 0.0
+        self.n_train = 0
+        for i in range(y.shape[0]):
+            if is_train[i]:
+                self.n_train += 1
+                self.yty += y[i] * y[i]
+
+    cdef int begin(self, bint forward) except -1:
+        cdef CutSource source = self.source
+        cdef intp_t m, capacity = source.n_groups + source.n_events + 1
+        if source.n_points != self.y.shape[0]:
+            raise ValueError("one target per point is needed")
+        self.n_trees = source.n_groups
+        self.scale = 1.0 / sqrt(self.n_trees)
+        self.inv_m = 1.0 / self.n_trees
+        self.n_records = 0
+        self.init_columns(capacity)
+        self.ridge = RidgeInverse(capacity, self.delta2)
+        self.pred = np.zeros(source.n_points)
+        self.b_left = np.zeros(capacity)
+        self.b_right = np.zeros(capacity)
+        if not forward:
+            cells = self.terminal
+            if cells is None:
+                cells = source.terminal_cells()
+            self._start_at_terminal(cells)
+            return 1
+        # Lifetime 0: one root cell per tree, A = (N/M) 11' + delta2 I.
+        A = (np.full((self.n_trees, self.n_trees), self.n_train * self.inv_m)
+             + self.delta2 * np.eye(self.n_trees))
+        train = np.asarray(self.is_train, dtype=bool)
+        zty = np.full(self.n_trees, self.scale * np.asarray(self.y)[train].sum())
+        self.ridge.start(A, zty)
+        for m in range(self.n_trees):
+            self.relabel(m, 0, m)
+        return 0
+
+    cdef int _start_at_terminal(self, list cells) except -1:
+        """Dense start of the backward path: every cell of the terminal model is a feature."""
+        cdef intp_t m, j, col = 0
+        for m in range(self.n_trees):
+            for j in cells[m]:
+                self.relabel(m, j, col)
+                col += 1
+        train = np.asarray(self.is_train, dtype=bool)
+        cols = np.asarray(self.cols)[:, train]
+        Z = sparse.csr_matrix(
+            (np.full(cols.size, self.scale),
+             (np.repeat(np.arange(cols.shape[1]), self.n_trees), cols.T.ravel())),
+            shape=(cols.shape[1], col),
+        )
+        A = (Z.T @ Z).toarray() + self.delta2 * np.eye(col)
+        self.ridge.start(A, Z.T @ np.asarray(self.y)[train])
+        return 0
+
+    cdef intp_t _cross(self, float64_t[::1] b, intp_t m, const intp_t* points, intp_t n,
+                       float64_t* ysum) noexcept nogil:
+        """Cross products ``b`` of a cell of tree ``m`` holding ``points`` with the current
+        features. Returns the number of training points in the cell; ``ysum`` receives their
+        target sum."""
+        cdef intp_t k, p, mm, n_in = 0
+        ysum[0] = 0.0
+        for k in range(self.ridge.n_features):
+            b[k] = 0.0
+        for k in range(n):
+            p = points[k]
+            if not self.is_train[p]:
+                continue
+            n_in += 1
+            ysum[0] += self.y[p]
+            for mm in range(self.n_trees):
+                if mm != m:
+                    b[self.cols[mm, p]] += self.inv_m
+        return n_in
+
+    cdef int split(self, intp_t group, intp_t cell, intp_t left, intp_t right,
+                   const intp_t* left_points, intp_t n_left,
+                   const intp_t* right_points, intp_t n_right) except -1 nogil:
+        cdef intp_t c = self.cell_col[self.cell_base[group] + cell], in_left, in_right
+        cdef float64_t y_left, y_right
+        in_left = self._cross(self.b_left, group, left_points, n_left, &y_left)
+        in_right = self._cross(self.b_right, group, right_points, n_right, &y_right)
+        self.ridge.split(c, &self.b_left[0], in_left * self.inv_m + self.delta2,
+                         self.scale * y_left, &self.b_right[0],
+                         in_right * self.inv_m + self.delta2, self.scale * y_right)
+        self.relabel_points(group, left, c, left_points, n_left)
+        self.relabel_points(group, right, self.ridge.n_features - 1, right_points, n_right)
+        return 0
+
+    cdef int merge(self, intp_t group, intp_t cell, intp_t left, intp_t right,
+                   const intp_t* left_points, intp_t n_left,
+                   const intp_t* right_points, intp_t n_right) except -1 nogil:
+        cdef intp_t i = self.cell_col[self.cell_base[group] + left]
+        cdef intp_t col = self.cell_col[self.cell_base[group] + right]
+        cdef intp_t last = self.ridge.n_features - 1
+        self.ridge.merge(i, col)
+        # merge() moved the last column into `col` (and `i` too if it was last).
+        if i == last:
+            i = col
+        elif col != last:
+            self.relabel(self.col_group[last], self.col_cell[last], col)
+        self.relabel_points(group, cell, i, left_points, n_left)
+        self.relabel_points(group, cell, i, right_points, n_right)
+        return 0
+
+    cdef int record(self, intp_t n_cuts, float64_t* row) except -1 nogil:
+        """Training MSE, validation MSE and log marginal likelihood of the current model."""
+        cdef intp_t i, n_val = self.pred.shape[0] - self.n_train
+        cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
+        cdef int C = <int>self.ridge.n_features, one = 1
+        if self.n_records % 256 == 255:
+            self.ridge.solve()  # the incremental weight updates drift slowly: refresh them
+        self.n_records += 1
+        _predict_points(self.cols, self.ridge.weights, self.scale, self.pred)
+        for i in range(self.pred.shape[0]):
+            r = self.pred[i] - self.y[i]
+            if self.is_train[i]:
+                train_sse += r * r
+            else:
+                val_sse += r * r
+        # Profile likelihood: sigma_n^2 = (y'y - y'Z w) / N with sigma_w^2 = sigma_n^2 / delta2.
+        fit_term = self.yty - ddot(&C, &self.ridge.zty[0], &one, &self.ridge.weights[0], &one)
+        sigma2 = fit_term / self.n_train if fit_term > 0 else 1e-300
+        row[0] = train_sse / self.n_train
+        row[1] = val_sse / n_val if n_val > 0 else NAN
+        row[2] = (-0.5 * self.n_train * (log(2.0 * M_PI * sigma2) + 1.0)
+                  - 0.5 * (self.ridge.logdet - C * log(self.ridge.delta2)))
+        row[3] = C
+        return 0
 
 
 cdef void _predict_points(intp_t[:, ::1] cols, float64_t[::1] weights, float64_t scale,
@@ -456,30 +596,6 @@ cdef void _predict_points(intp_t[:, ::1] cols, float64_t[::1] weights, float64_t
         out[i] *= scale
 
 
-def _record(RidgeInverse ridge, _PathState state, float64_t[::1] pred, const float64_t[::1] y,
-            const unsigned char[::1] is_train, float64_t yty, intp_t n_train, float64_t scale,
-            float64_t[::1] out_row):
-    """Training MSE, validation MSE and log marginal likelihood of the current model."""
-    cdef intp_t i, n_val = pred.shape[0] - n_train
-    cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
-    cdef int C = <int>ridge.n_features, one = 1
-    _predict_points(state.cols, ridge.weights, scale, pred)
-    for i in range(pred.shape[0]):
-        r = pred[i] - y[i]
-        if is_train[i]:
-            train_sse += r * r
-        else:
-            val_sse += r * r
-    # Profile likelihood: sigma_n^2 = (y'y - y'Z w) / N with sigma_w^2 = sigma_n^2 / delta2.
-    fit_term = yty - ddot(&C, &ridge.zty[0], &one, &ridge.weights[0], &one)
-    sigma2 = fit_term / n_train if fit_term > 0 else 1e-300
-    out_row[0] = train_sse / n_train
-    out_row[1] = val_sse / n_val if n_val > 0 else np.nan
-    out_row[2] = (-0.5 * n_train * (log(2.0 * M_PI * sigma2) + 1.0)
-                  - 0.5 * (ridge.logdet - C * log(ridge.delta2)))
-    out_row[3] = C
-
-
 def kernel_ridge_path(list orders, list starts, list ends, list children, list cells,
                       const intp_t[::1] event_tree, const intp_t[::1] event_node,
                       const float64_t[::1] y, const unsigned char[::1] is_train,
@@ -489,7 +605,7 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
     Parameters
     ----------
     orders, starts, ends : lists of ndarray, one per tree
-        From :func:`mondrian.kernel._features.subtree_order` over all points (training first).
+        From :func:`mondrian.path._engine.subtree_order` over all points (training first).
     children : list of ndarray of shape (node_count, 2), one per tree
         Left and right child of every node.
     cells : list of ndarray, one per tree
@@ -512,287 +628,9 @@ def kernel_ridge_path(list orders, list starts, list ends, list children, list c
         Row ``k`` describes the model holding the first ``k`` cuts: training MSE, validation
         MSE, log marginal likelihood, number of features.
     """
-    cdef intp_t n_trees = len(orders), n_points = y.shape[0], n_events = event_tree.shape[0]
-    cdef intp_t n_train = 0, i, k, m, node, left, right, c, col, last, step
-    cdef float64_t scale = 1.0 / sqrt(n_trees), inv_m = 1.0 / n_trees, yty = 0.0
-    cdef intp_t capacity = n_trees + n_events
-    for i in range(n_points):
-        if is_train[i]:
-            n_train += 1
-            yty += y[i] * y[i]
-    cdef RidgeInverse ridge = RidgeInverse(capacity + 1, delta2)
-    cdef _PathState state = _PathState(n_trees, n_points, capacity + 1, orders, starts, ends)
-    results = np.zeros((n_events + 1, 4))
-    cdef float64_t[:, ::1] res = results
-    pred_arr = np.zeros(n_points)
-    cdef float64_t[::1] pred = pred_arr
-    b_arr = np.zeros(capacity + 1)
-    cdef float64_t[::1] b = b_arr
-    cdef float64_t[::1] b2 = np.zeros(capacity + 1)
-    cdef float64_t y_left, y_right
-    cdef intp_t n_left, n_right
-    cdef const intp_t[::1] order
-    cdef const intp_t[::1] start
-    cdef const intp_t[:, ::1] kids
-
-    if forward:
-        # Lifetime 0: one root cell per tree, A = (N/M) 11' + delta2 I.
-        A = np.full((n_trees, n_trees), n_train * inv_m) + delta2 * np.eye(n_trees)
-        zty = np.full(n_trees, scale * np.asarray(y)[np.asarray(is_train, dtype=bool)].sum())
-        ridge.start(A, zty)
-        for m in range(n_trees):
-            state.relabel(m, 0, m)
-    else:
-        _start_at_terminal(ridge, state, cells, y, is_train, delta2)
-
-    for step in range(n_events + 1):
-        k = step if forward else n_events - step
-        if step % 256 == 255:
-            ridge.solve()  # the incremental weight updates drift slowly: refresh them
-        _record(ridge, state, pred, y, is_train, yty, n_train, scale, res[k])
-        if step == n_events:
-            break
-        m = event_tree[k] if forward else event_tree[k - 1]
-        node = event_node[k] if forward else event_node[k - 1]
-        order = orders[m]
-        start = starts[m]
-        kids = children[m]
-        left = kids[node, 0]
-        right = kids[node, 1]
-        if forward:
-            c = state.cols[m, order[start[node]]]
-            n_left = _cell_cross(state, b, ridge.n_features, m, left, y, is_train, inv_m,
-                                 &y_left)
-            n_right = _cell_cross(state, b2, ridge.n_features, m, right, y, is_train, inv_m,
-                                  &y_right)
-            ridge.split(c, &b[0], n_left * inv_m + delta2, scale * y_left,
-                        &b2[0], n_right * inv_m + delta2, scale * y_right)
-            state.relabel(m, left, c)
-            state.relabel(m, right, ridge.n_features - 1)
-        else:
-            i = state.cols[m, order[start[left]]]
-            col = state.cols[m, order[start[right]]]
-            last = ridge.n_features - 1
-            ridge.merge(i, col)
-            # merge() moved the last column into `col` (and `i` too if it was last).
-            if i == last:
-                i = col
-            elif col != last:
-                state.relabel(state.col_tree[last], state.col_node[last], col)
-            state.relabel(m, node, i)
-    return results
+    source = TreeCuts.from_lists(orders, starts, ends, children, event_tree, event_node)
+    return walk_path(source, RidgePathVisitor(y, is_train, delta2, cells), forward)
 
 
-cdef intp_t _cell_cross(_PathState state, float64_t[::1] b, intp_t n_features, intp_t m,
-                        intp_t node, const float64_t[::1] y, const unsigned char[::1] is_train,
-                        float64_t inv_m, float64_t* ysum):
-    """Cross products ``b`` of the cell of ``node`` (tree ``m``) with the current features.
-
-    Returns the number of training points in the cell; ``ysum`` receives their target sum.
-    """
-    cdef const intp_t[::1] order = state.orders[m]
-    cdef const intp_t[::1] start = state.starts[m]
-    cdef const intp_t[::1] end = state.ends[m]
-    cdef intp_t k, p, mm, n_in = 0
-    ysum[0] = 0.0
-    for k in range(n_features):
-        b[k] = 0.0
-    for k in range(start[node], end[node]):
-        p = order[k]
-        if not is_train[p]:
-            continue
-        n_in += 1
-        ysum[0] += y[p]
-        for mm in range(state.cols.shape[0]):
-            if mm != m:
-                b[state.cols[mm, p]] += inv_m
-    return n_in
-
-
-def _start_at_terminal(RidgeInverse ridge, _PathState state, list cells,
-                       const float64_t[::1] y, const unsigned char[::1] is_train,
-                       float64_t delta2):
-    """Dense start of the backward path: every cell of the terminal model is a feature."""
-    cdef intp_t n_trees = len(cells), m, j, col = 0
-    for m in range(n_trees):
-        for j in cells[m]:
-            state.relabel(m, j, col)
-            col += 1
-    train = np.asarray(is_train, dtype=bool)
-    cols = np.asarray(state.cols)[:, train]
-    Z = sparse.csr_matrix(
-        (np.full(cols.size, 1.0 / np.sqrt(n_trees)),
-         (np.repeat(np.arange(cols.shape[1]), n_trees), cols.T.ravel())),
-        shape=(cols.shape[1], col),
-    )
-    A = (Z.T @ Z).toarray() + delta2 * np.eye(col)
-    ridge.start(A, Z.T @ np.asarray(y)[train])
-
-
-cdef void _scores(intp_t[:, ::1] cols, float64_t[:, ::1] W, intp_t i, float64_t scale,
-                  float64_t* out) noexcept nogil:
-    """Output scores of point ``i``: ``sum_m W[col[m, i]] / sqrt(M)``."""
-    cdef intp_t m, k, K = W.shape[1]
-    for k in range(K):
-        out[k] = 0.0
-    for m in range(cols.shape[0]):
-        for k in range(K):
-            out[k] += W[cols[m, i], k]
-    for k in range(K):
-        out[k] *= scale
-
-
-cdef void _gradient(float64_t* scores, const float64_t* target, intp_t K,
-                    bint logistic) noexcept nogil:
-    """Replace ``scores`` by the gradient of the loss: squared error, or softmax cross-entropy
-    with a one-hot target."""
-    cdef intp_t k
-    cdef float64_t top, total = 0.0
-    if not logistic:
-        for k in range(K):
-            scores[k] = scores[k] - target[k]
-        return
-    top = scores[0]
-    for k in range(1, K):
-        if scores[k] > top:
-            top = scores[k]
-    for k in range(K):
-        scores[k] = exp(scores[k] - top)
-        total += scores[k]
-    for k in range(K):
-        scores[k] = scores[k] / total - target[k]
-
-
-def kernel_sgd_path(list orders, list starts, list ends, list children,
-                    const intp_t[::1] event_tree, const intp_t[::1] event_node,
-                    const float64_t[:, ::1] targets, const unsigned char[::1] is_train,
-                    float64_t alpha, float64_t learning_rate, intp_t steps_per_cut,
-                    intp_t initial_steps, intp_t eval_every, bint logistic, object seed):
-    """Lifetime path of a linear model on Mondrian features trained by SGD (section 8.6).
-
-    When a cut splits a cell, both new cells inherit its weights, which leaves every prediction
-    unchanged; then ``steps_per_cut`` SGD steps (each O(M K)) follow on random training points,
-    with the loss ``l(y, z'W) + alpha/2 ||W||^2`` (squared error, or softmax cross-entropy when
-    ``logistic``). No C x C matrix is ever formed.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_columns, K)
-        Final weights (columns as numbered by the path).
-    records : ndarray of shape (n_records, 3)
-        ``(number of cuts, training loss, validation loss)`` every ``eval_every`` cuts (losses
-        are mean squared error, or mean cross-entropy).
-    errors : ndarray of shape (n_records, 2)
-        Misclassification rates (training, validation) for ``logistic``, else NaN.
-    columns : ndarray of shape (n_trees, n_points)
-        Final column of every point in every tree.
-    """
-    cdef intp_t n_trees = len(orders), n_points = targets.shape[0], K = targets.shape[1]
-    cdef intp_t n_events = event_tree.shape[0], capacity = n_trees + n_events + 1
-    cdef intp_t n_train = 0, k, m, node, left, right, c, cut, n_cols, record = 0
-    cdef float64_t scale = 1.0 / sqrt(n_trees)
-    cdef _PathState state = _PathState(n_trees, n_points, capacity, orders, starts, ends)
-    weights = np.zeros((capacity, K))
-    cdef float64_t[:, ::1] W = weights
-    train_idx = np.flatnonzero(np.asarray(is_train, dtype=bool)).astype(np.intp)
-    cdef intp_t[::1] train = train_idx
-    n_train = train.shape[0]
-    buffer = np.zeros(K)
-    cdef float64_t[::1] g = buffer
-    cdef const intp_t[::1] order
-    cdef const intp_t[::1] start
-    cdef const intp_t[:, ::1] kids
-    n_records = n_events // eval_every + 2
-    records = np.full((n_records, 3), np.nan)
-    errors = np.full((n_records, 2), np.nan)
-    rng = np.random.RandomState(seed)
-    for m in range(n_trees):
-        state.relabel(m, 0, m)
-    n_cols = n_trees
-
-    def sgd(intp_t n_steps):
-        picks = train_idx[rng.randint(0, n_train, size=n_steps)] if n_steps else train_idx[:0]
-        _sgd_steps(state.cols, W, targets, picks, scale, alpha, learning_rate, logistic, g)
-
-    def evaluate(intp_t cuts):
-        nonlocal record
-        records[record, 0] = cuts
-        losses = _losses(state.cols, W, targets, is_train, scale, logistic)
-        records[record, 1:] = losses[:2]
-        errors[record] = losses[2:] if logistic else (np.nan, np.nan)
-        record += 1
-
-    sgd(initial_steps)
-    evaluate(0)
-    for cut in range(n_events):
-        m = event_tree[cut]
-        node = event_node[cut]
-        order = orders[m]
-        start = starts[m]
-        kids = children[m]
-        left = kids[node, 0]
-        right = kids[node, 1]
-        c = state.cols[m, order[start[node]]]
-        # Split the weights: the left child keeps the column, the right one copies it.
-        for k in range(K):
-            W[n_cols, k] = W[c, k]
-        state.relabel(m, left, c)
-        state.relabel(m, right, n_cols)
-        n_cols += 1
-        sgd(steps_per_cut)
-        if (cut + 1) % eval_every == 0 or cut == n_events - 1:
-            evaluate(cut + 1)
-    return weights[:n_cols], records[:record], errors[:record], np.asarray(state.cols)
-
-
-def _sgd_steps(intp_t[:, ::1] cols, float64_t[:, ::1] W, const float64_t[:, ::1] targets,
-               const intp_t[::1] picks, float64_t scale, float64_t alpha,
-               float64_t learning_rate, bint logistic, float64_t[::1] g):
-    cdef intp_t s, i, m, k, col, K = W.shape[1]
-    with nogil:
-        for s in range(picks.shape[0]):
-            i = picks[s]
-            _scores(cols, W, i, scale, &g[0])
-            _gradient(&g[0], &targets[i, 0], K, logistic)
-            for m in range(cols.shape[0]):
-                col = cols[m, i]
-                for k in range(K):
-                    W[col, k] -= learning_rate * (g[k] * scale + alpha * W[col, k])
-
-
-def _losses(intp_t[:, ::1] cols, float64_t[:, ::1] W, const float64_t[:, ::1] targets,
-            const unsigned char[::1] is_train, float64_t scale, bint logistic):
-    """Mean loss and error rate over training and validation points."""
-    cdef intp_t i, k, K = W.shape[1], best, n = targets.shape[0]
-    cdef float64_t loss, top, total
-    sums = np.zeros(4)
-    counts = np.zeros(2)
-    scores = np.zeros(K)
-    cdef float64_t[::1] sc = scores
-    cdef float64_t[::1] acc = sums
-    cdef float64_t[::1] cnt = counts
-    with nogil:
-        for i in range(n):
-            _scores(cols, W, i, scale, &sc[0])
-            loss = 0.0
-            if logistic:
-                top = sc[0]
-                best = 0
-                for k in range(1, K):
-                    if sc[k] > top:
-                        top = sc[k]
-                        best = k
-                total = 0.0
-                for k in range(K):
-                    total += exp(sc[k] - top)
-                for k in range(K):
-                    if targets[i, k] > 0:
-                        loss = -(sc[k] - top - log(total))
-                        acc[2 + (0 if is_train[i] else 1)] += 1.0 if k != best else 0.0
-            else:
-                for k in range(K):
-                    loss += (sc[k] - targets[i, k]) ** 2
-            acc[0 if is_train[i] else 1] += loss
-            cnt[0 if is_train[i] else 1] += 1.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.r_[sums[:2] / counts, sums[2:] / counts]
+# The SGD path, importable here as before.
+from mondrian.kernel._sgd_path import kernel_sgd_path  # noqa: E402, F401  # no-cython-lint
