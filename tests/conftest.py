@@ -1,4 +1,9 @@
-"""Shared pytest configuration: the global random seed fixture and the hypothesis profiles.
+"""Shared pytest configuration: the helpers' import path, the global random seed fixture and the
+hypothesis profiles.
+
+The tests mirror the source tree (tests/core, tests/forest, tests/density, tests/kernel,
+tests/path, plus tests/estimators for the scikit-learn checks and property tests, tests/cli and
+tests/docs); there are no __init__.py files, so every test module's basename is unique.
 
 MONDRIAN_TESTS_GLOBAL_RANDOM_SEED selects the seeds given to `global_random_seed`:
 unset -> 42; an integer -> that seed; "a-b" -> every seed in a..b; "any" -> one seed drawn in
@@ -11,8 +16,15 @@ profile, 1000 examples, is for occasional bug hunts).
 
 import os
 import random
+import sys
 
 from hypothesis import HealthCheck, settings
+
+# The shared helpers (_checks.py, _reference.py) sit next to this file and are imported by bare
+# name from every subfolder of tests/, whatever pytest's import mode.
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
 
 settings.register_profile(
     "dev",

@@ -15,7 +15,7 @@ keeping, for every pair of a new and a training point, the kernel's law.
 from libc.math cimport exp
 from libc.string cimport memcpy
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree
+from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 

@@ -71,6 +71,7 @@ def _brute_force(tree, y, params, lifetime):
     return kept, mean, var, log_ml
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("lifetime", [2.0, np.inf])
 def test_belief_propagation_matches_dense_conditioning(seed, lifetime):
@@ -90,6 +91,7 @@ def test_belief_propagation_matches_dense_conditioning(seed, lifetime):
     np.testing.assert_allclose(bp_log_ml, log_ml, rtol=1e-10)
 
 
+@pytest.mark.exact
 def test_training_points_predict_leaf_posterior():
     """A training point lies in every box on its path, so it never branches off."""
     rng = np.random.RandomState(1)
@@ -112,6 +114,7 @@ def test_training_points_predict_leaf_posterior():
     np.testing.assert_allclose(std**2, (post_var[leaves] + params.noise) * scale**2, rtol=1e-10)
 
 
+@pytest.mark.exact
 def test_single_tree_independent_leaves_equal_kernel_ridge():
     """Report App. B.1: one tree with independent leaves is ridge regression on leaf indicators
     with delta^2 = noise variance / prior variance (prior mean 0)."""

@@ -1,5 +1,7 @@
 """The Mondrian kernel: convergence to the Laplace kernel, lifetime paths, online updates."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -56,18 +58,33 @@ def test_new_points_keep_the_kernel_law_with_training_points():
     )
 
 
+@pytest.mark.exact
 def test_transform_at_smaller_lifetime_equals_a_pruned_fit():
-    """Features at lifetime l of trees grown to L equal those of trees grown to l (same seeds)
-    up to the column order: compare the Gram matrices."""
+    """Features at lifetime l of trees grown to L equal those of the same trees pruned at l
+    (every cut born at or after l dropped), up to the column order: the Gram matrices agree
+    exactly, for training points and for new points placed by the extension."""
     rng = np.random.RandomState(2)
     X = rng.uniform(size=(40, 3))
+    X_new = rng.uniform(-0.2, 1.2, size=(15, 3))
     big = MondrianKernelFeatures(30, lifetime=6.0, random_state=3).fit(X)
-    Z_pruned = big.transform(X, lifetime=1.0)
-    for row in Z_pruned:
+    pruned = copy.deepcopy(big)
+    pruned._trees = [tree.pruned(1.0) for tree in big._trees]
+    pruned.lifetime = pruned.lifetime_ = 1.0
+    assert sum(t.node_count for t in pruned._trees) < sum(t.node_count for t in big._trees)
+    Z_train = big.transform(X, lifetime=1.0)
+    P_train = pruned.transform(X)
+    for row in Z_train:
         assert row.nnz == 30
+    assert Z_train.shape[1] == pruned.n_features_out_ < big.n_features_out_
+    for A in (X, X_new):
+        gram = (big.transform(A, lifetime=1.0) @ Z_train.T).toarray()
+        np.testing.assert_allclose(gram, (pruned.transform(A) @ P_train.T).toarray(),
+                                   rtol=0, atol=1e-14)
+        # The lifetime matters: at the full lifetime the Gram matrix is another one.
+        full = (big.transform(A) @ big.transform(X).T).toarray()
+        assert np.abs(gram - full).max() > 0.1
     with pytest.raises(ValueError, match="lifetime"):
         big.transform(X, lifetime=7.0)
-    assert Z_pruned.shape[1] <= big.n_features_out_
 
 
 def _path_problem(seed=0, n=120, n_val=60):
@@ -79,6 +96,7 @@ def _path_problem(seed=0, n=120, n_val=60):
     return X, y, X_val, y_val
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_path_equals_ridge_solves_from_scratch(direction):
     X, y, X_val, y_val = _path_problem()
@@ -134,6 +152,7 @@ def test_path_ends_at_the_fitted_model():
     assert "validation_error" not in model.lifetime_path().metrics
 
 
+@pytest.mark.exact
 @pytest.mark.slow
 def test_long_path_stays_accurate():
     """Thousands of rank-one updates: forward, backward and a direct solve still agree."""
@@ -172,6 +191,7 @@ def test_recovers_the_lifetime_of_a_laplace_gaussian_process():
     assert model.lifetime_ == path.best_lifetime
 
 
+@pytest.mark.exact
 def test_partial_fit_is_exact():
     """After online updates the weights solve the ridge problem on the extended trees."""
     X, y, X_test, _ = _path_problem(seed=3)
@@ -208,6 +228,7 @@ def test_auto_lifetime_and_prediction():
     assert not hasattr(model, "lifetime_path_") and not hasattr(model, "path_")
 
 
+@pytest.mark.exact
 def test_lifetime_posterior_and_mixture():
     X, y, X_val, y_val = _path_problem(seed=5)
     model = MondrianKernelRidge(10, lifetime=20.0, alpha=0.3, random_state=0).fit(X, y)
@@ -245,6 +266,7 @@ def test_lifetime_posterior_and_mixture():
         short.predict_lifetime_mixture(X_val, path, n_components=len(path.lifetimes))
 
 
+@pytest.mark.exact
 def test_sgd_weight_splitting_leaves_predictions_unchanged():
     """With no SGD step after the cuts, splitting weights keeps the root model's predictions."""
     X, y, X_val, _ = _path_problem(seed=6)

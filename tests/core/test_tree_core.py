@@ -292,6 +292,7 @@ def test_pickle_in_another_process(tmp_path, global_random_seed):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("lifetime", [0.5, np.inf])
 def test_single_leaf_predictive_closed_form(lifetime):
     """A pure root leaf with 2 points of class 0 out of classes {0, 1}, 1-D data on [0, 1],

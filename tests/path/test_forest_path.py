@@ -56,6 +56,7 @@ def classification_path():
     return clf, X_val, y_val, clf.lifetime_path(X_val, y_val)
 
 
+@pytest.mark.exact
 def test_regression_path_equals_the_pruned_forest(regression_path):
     """At every lifetime the path's losses are those of the pruned forest, recomputed."""
     _, X_val, y_val, path = regression_path
@@ -69,6 +70,7 @@ def test_regression_path_equals_the_pruned_forest(regression_path):
         assert_allclose(path.metrics["nll"][k], nll, rtol=1e-9)
 
 
+@pytest.mark.exact
 def test_classification_path_equals_the_pruned_forest(classification_path):
     _, X_val, y_val, path = classification_path
     assert path.n_cuts > 50
@@ -81,6 +83,7 @@ def test_classification_path_equals_the_pruned_forest(classification_path):
         assert path.metrics["accuracy"][k] == np.mean(pruned.predict(X_val) == y_val)
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("which", ["regression", "classification"])
 def test_path_state_equals_pruned_predictions(which, request):
     """Stopped at a lifetime, the path's per-point predictions are the pruned forest's."""
@@ -99,6 +102,7 @@ def test_path_state_equals_pruned_predictions(which, request):
             assert_allclose(reader.predictions(), pruned.predict_proba(X_val), rtol=1e-12)
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("which", ["regression", "classification"])
 def test_backward_path_equals_forward_path(which, request):
     model, X_val, y_val, forward = request.getfixturevalue(f"{which}_path")
@@ -208,6 +212,7 @@ def test_lifetime_auto_is_reproducible():
     assert_array_equal(a.predict(X), b.predict(X))
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("lifetime", [np.inf, 2.5])
 def test_dirichlet_smoothing_matches_the_extension_oracle(lifetime):
     """Independent Dirichlet leaves, integrated over the extension of the tree (section 5)."""
@@ -256,6 +261,7 @@ def test_path_properties(n, n_val, seed, lifetime):
     assert_allclose(proba.sum(axis=1), 1.0)
 
 
+@pytest.mark.exact
 def test_path_leaves_without_labels_back_off_to_their_labelled_ancestor():
     """At lifetime inf each validation point ends alone in a leaf without labels; the path
     reads it as the posterior of its deepest labelled ancestor, not as the prior."""

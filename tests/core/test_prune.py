@@ -16,6 +16,7 @@ def _data(seed=0, n=150):
     return X, y
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("lifetime", [0.0, 0.3, 2.0])
 def test_pruned_classifier_predicts_the_forest_read_at_that_lifetime(lifetime):
     X, y = _data()
@@ -72,6 +73,7 @@ def test_pruned_trees_have_the_law_of_trees_grown_to_that_lifetime():
             assert abs(rate - expected) < 4 * np.sqrt(expected * (1 - expected) / 2000) + 1e-3
 
 
+@pytest.mark.exact
 def test_pruned_regressor_matches_messages_read_at_that_lifetime():
     rng = np.random.RandomState(2)
     X = rng.uniform(size=(120, 2))

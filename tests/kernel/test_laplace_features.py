@@ -124,6 +124,7 @@ def test_binning_unseen_bins_get_no_entry():
     np.testing.assert_array_equal(Z.getnnz(axis=1), [10, 0])
 
 
+@pytest.mark.exact
 def test_binning_bin_keys_match_definition():
     """Two points share a column of grid m exactly when ceil((x - u)/w) agree in every dim."""
     rng = np.random.RandomState(1)
@@ -138,6 +139,7 @@ def test_binning_bin_keys_match_definition():
         np.testing.assert_array_equal(same_key, same_column)
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("dims, lifetime", [(2, 0.5), (30, 60.0)])
 def test_binning_byte_keys_agree_with_packed_keys(monkeypatch, dims, lifetime):
     """Keys packed in one int64 and keys kept as byte strings give the same bins (the Gram
@@ -159,6 +161,7 @@ def test_binning_byte_keys_agree_with_packed_keys(monkeypatch, dims, lifetime):
         np.testing.assert_allclose((Zp @ Zt_p.T).toarray(), (Zr @ Zt_r.T).toarray())
 
 
+@pytest.mark.exact
 def test_fourier_shapes_and_formula():
     X = np.random.RandomState(0).uniform(size=(7, 3))
     rff = LaplaceRandomFourierFeatures(25, lifetime=2.0, random_state=0).fit(X)
