@@ -68,7 +68,7 @@ def test_transform_at_smaller_lifetime_equals_a_pruned_fit():
     X_new = rng.uniform(-0.2, 1.2, size=(15, 3))
     big = MondrianKernelFeatures(30, lifetime=6.0, random_state=3).fit(X)
     pruned = copy.deepcopy(big)
-    pruned._trees = [tree.pruned(1.0) for tree in big._trees]
+    pruned._ensemble = big._ensemble.pruned(1.0)
     pruned.lifetime = pruned.lifetime_ = 1.0
     assert sum(t.node_count for t in pruned._trees) < sum(t.node_count for t in big._trees)
     Z_train = big.transform(X, lifetime=1.0)
