@@ -285,7 +285,7 @@ def capped_runs(run_path, curve, path, path_s: float, terminal_cap: int, best_ca
 
 def search_tables(report: Report, mondrian_result: dict, searches: dict, runs_title: str,
                   search_title, mismatch_label: str) -> tuple[float, list]:
-    """Print the path's capped runs and every refit search; return the common level (worst of
+    """Report the path's capped runs and every refit search; return the common level (worst of
     the best RMSEs) and the path's (time, best RMSE so far) points."""
     level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
     mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
@@ -399,8 +399,8 @@ def width_search(method: str, problem: Problem, n_components: int, alpha: float,
     }
 
 
-def print_search_summary(report: Report, mondrian_result, searches, level, mondrian_points,
-                         path_label, refit_label, count_column, count_note, title):
+def report_search_summary(report: Report, mondrian_result, searches, level, mondrian_points,
+                          path_label, refit_label, count_column, count_note, title):
     """The Fig. 8 summary table: the Mondrian path against the refitting width searches."""
     summary = [{
         "method": f"{MONDRIAN} ({path_label})", count_column: mondrian_result["evaluations"],
@@ -458,9 +458,9 @@ def run_fig8(problem: Problem, args, alpha: float, report: Report) -> dict:
         lambda method: f"Fig. 8: {method} width search, {args.n_trees} components, refit per "
                        "lifetime", "paths")
 
-    print_search_summary(report, mondrian_result, searches, level, mondrian_points, "path",
-                         "refits", "fits / runs", "`fits / runs` counts lifetimes evaluated (for "
-                         "the path: intervals between cuts).", "Fig. 8 summary")
+    report_search_summary(report, mondrian_result, searches, level, mondrian_points, "path",
+                          "refits", "fits / runs", "`fits / runs` counts lifetimes evaluated "
+                          "(for the path: intervals between cuts).", "Fig. 8 summary")
     cost = [{
         "terminal lifetime": mondrian_result["terminal"],
         "path features": int(mondrian_result["path"].n_features[-1]),
@@ -574,7 +574,7 @@ def run_fig8_sgd(problem: Problem, args, alpha: float, report: Report) -> dict:
         lambda method: f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD "
                        "refit per lifetime", "SGD paths")
 
-    print_search_summary(
+    report_search_summary(
         report, mondrian_result, searches, level, mondrian_points, "SGD path", "SGD refits",
         "evaluations / fits",
         "`evaluations / fits` counts validation evaluations of the path (one every "
@@ -582,7 +582,7 @@ def run_fig8_sgd(problem: Problem, args, alpha: float, report: Report) -> dict:
         "best lifetime is the midpoint of the interval between its best evaluation and the "
         "next cut.", "Fig. 8 (SGD) summary")
     report.checks("Targets (Fig. 8, SGD)",
-                        speedup_checks(mondrian_result, searches, "SGD search"))
+                  speedup_checks(mondrian_result, searches, "SGD search"))
     return {"mondrian": mondrian_result, "searches": searches, "level": level}
 
 
