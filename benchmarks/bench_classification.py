@@ -10,12 +10,24 @@ Run from the repository root::
     python benchmarks/bench_classification.py            # full run
     python benchmarks/bench_classification.py --quick    # 10 trees, 1 run, <= 2000 train rows
     python benchmarks/bench_classification.py --datasets letter,dna --no-memory
+
+A full run writes its report to ``benchmarks/results/classification.md`` (``--output`` elsewhere).
 """
 
 from __future__ import annotations
 
-import common
 import numpy as np
+from shared.cli import add_datasets, add_output_options, add_sized, make_parser, parse_args
+from shared.datasets import (
+    CLASSIFICATION,
+    Dataset,
+    load_classification,
+    require_datasets,
+    subsample_train,
+)
+from shared.measure import fit_estimator, model_size_mb, peak_memory, time_callable
+from shared.optional import import_mondrian
+from shared.report import Report, environment_line, log
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 
 MONDRIAN, RF, ET = "MondrianForest", "RandomForest", "ExtraTrees"
@@ -32,7 +44,7 @@ ACCURACY_TARGET = ("letter", "satimage", "usps")  # within 1 point of RandomFore
 SPEED_TARGET = ("letter", "satimage")  # fit time at most 2x ExtraTrees
 
 
-def make_models(n_estimators: int, seed: int) -> dict:
+def make_models(n_estimators: int, seed: int, report: Report) -> dict:
     """Unfitted estimators to compare, by display name.
 
     Parameters
@@ -40,6 +52,8 @@ def make_models(n_estimators: int, seed: int) -> dict:
     n_estimators : int
     seed : int
         ``random_state`` of every model.
+    report : Report
+        Where to say that mondrian is missing.
 
     Returns
     -------
@@ -48,9 +62,9 @@ def make_models(n_estimators: int, seed: int) -> dict:
     """
     params = {"n_estimators": n_estimators, "n_jobs": 1, "random_state": seed}
     models = {}
-    mondrian, reason = common.import_mondrian()
+    mondrian, reason = import_mondrian()
     if mondrian is None:
-        print(f"NOTE: mondrian is unavailable, only the baselines are run. {reason}")
+        report.add(f"NOTE: mondrian is unavailable, only the baselines are run. {reason}")
     else:
         models[MONDRIAN] = mondrian.MondrianForestClassifier(**params)
     models[RF] = RandomForestClassifier(**params)
@@ -58,7 +72,7 @@ def make_models(n_estimators: int, seed: int) -> dict:
     return models
 
 
-def fit_and_score(name: str, estimator, data: common.Dataset, repeats: int) -> dict:
+def fit_and_score(name: str, estimator, data: Dataset, repeats: int) -> dict:
     """Time fit and predict, and measure accuracy and pickled size, of one model.
 
     Parameters
@@ -67,7 +81,7 @@ def fit_and_score(name: str, estimator, data: common.Dataset, repeats: int) -> d
         Display name of the model.
     estimator : estimator
         Unfitted template (cloned for every fit).
-    data : common.Dataset
+    data : Dataset
     repeats : int
         Timed runs; the median is reported.
 
@@ -77,26 +91,26 @@ def fit_and_score(name: str, estimator, data: common.Dataset, repeats: int) -> d
         One table row (the fitted model is released on return).
     """
     X, y, X_test = data.X_train, data.y_train, data.X_test
-    fit_s, model = common.time_callable(lambda: common.fit_estimator(estimator, X, y), repeats)
-    predict_s, pred = common.time_callable(lambda: model.predict(X_test), repeats)
+    fit_s, model = time_callable(lambda: fit_estimator(estimator, X, y), repeats)
+    predict_s, pred = time_callable(lambda: model.predict(X_test), repeats)
     return {
         "dataset": data.name,
         "model": name,
         "accuracy": float(np.mean(pred == data.y_test)),
         "fit (s)": fit_s,
         "predict (s)": predict_s,
-        "size (MB)": common.model_size_mb(model),
+        "size (MB)": model_size_mb(model),
     }
 
 
-def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: bool) -> dict:
+def evaluate(name: str, estimator, data: Dataset, repeats: int, memory: bool) -> dict:
     """One table row: :func:`fit_and_score`, then the peak memory of one fit in a subprocess.
 
     Parameters
     ----------
     name : str
     estimator : estimator
-    data : common.Dataset
+    data : Dataset
     repeats : int
     memory : bool
         Measure the peak memory (done after the timed model is released).
@@ -107,7 +121,7 @@ def evaluate(name: str, estimator, data: common.Dataset, repeats: int, memory: b
     """
     row = fit_and_score(name, estimator, data, repeats)
     if memory:
-        mem = common.peak_memory(common.fit_estimator, estimator, data.X_train, data.y_train)
+        mem = peak_memory(fit_estimator, estimator, data.X_train, data.y_train)
         row["peak RSS (MB)"] = mem["peak_rss_mb"]
         row["traced peak (MB)"] = mem["traced_peak_mb"]
     return row
@@ -161,7 +175,7 @@ def target_checks(rows: list[dict]) -> list[tuple[str, bool | None, str]]:
     return checks
 
 
-def load_datasets(names: list[str], quick: bool, seed: int) -> list[common.Dataset]:
+def load_datasets(names: list[str], quick: bool, seed: int) -> list[Dataset]:
     """Load the selected datasets, subsampling the training rows in quick mode.
 
     Parameters
@@ -172,51 +186,43 @@ def load_datasets(names: list[str], quick: bool, seed: int) -> list[common.Datas
 
     Returns
     -------
-    list of common.Dataset
+    list of Dataset
     """
-    datasets = [common.load_classification(name) for name in names]
-    if quick:
-        datasets = [common.subsample_train(d, QUICK_TRAIN_ROWS, seed) for d in datasets]
-    return datasets
+    n_rows = QUICK_TRAIN_ROWS if quick else None
+    return [subsample_train(load_classification(name), n_rows, seed) for name in names]
 
 
 def main(argv=None) -> None:
-    """Run the benchmark and print the markdown report.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    """
-    parser = common.make_parser(__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default=",".join(common.CLASSIFICATION),
-                        help="comma-separated subset of " + ",".join(common.CLASSIFICATION))
-    parser.add_argument("--n-estimators", type=int, default=None,
-                        help="trees per forest (default 100, quick 10)")
+    """Run the benchmark: print the markdown report, write it in a full run."""
+    parser = make_parser(__doc__.splitlines()[0])
+    add_datasets(parser, CLASSIFICATION)
+    add_sized(parser, "--n-estimators", 100, 10, "trees per forest")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the peak-memory subprocess measurements")
-    args = common.parse_args(parser, argv)
-    names = common.parse_list(args.datasets, common.CLASSIFICATION)
-    n_estimators = args.n_estimators or (10 if args.quick else 100)
-    common.require_datasets()
+    add_output_options(parser, "classification.md", plots=False)
+    args = parse_args(parser, argv)
+    require_datasets()
 
-    print("## Classification benchmark" + (" (QUICK MODE)" if args.quick else ""))
-    print(f"\n{common.environment_line()}")
-    print(f"n_estimators={n_estimators}, n_jobs=1, random_state={args.seed}, "
-          f"median of {args.repeats} run(s); peak memory = one fit in a spawned subprocess.")
-    models = make_models(n_estimators, args.seed)
+    report = Report()
+    report.add("## Classification benchmark" + (" (QUICK MODE)" if args.quick else ""))
+    report.add(f"\n{environment_line()}")
+    report.add(f"n_estimators={args.n_estimators}, n_jobs=1, random_state={args.seed}, "
+               f"median of {args.repeats} run(s); peak memory = one fit in a spawned subprocess.")
+    if args.quick:
+        report.add(f"Quick mode: training rows subsampled to at most {QUICK_TRAIN_ROWS} (test rows "
+                   "unchanged), so the targets are indicative only.")
+    models = make_models(args.n_estimators, args.seed, report)
     rows = []
-    for data in load_datasets(names, args.quick, args.seed):
-        print(f"- {data.name}: {len(data.y_train)} train / {len(data.y_test)} test, "
-              f"{data.X_train.shape[1]} features, {data.n_classes} classes ({data.note})")
+    for data in load_datasets(args.datasets, args.quick, args.seed):
+        report.add(f"- {data.name}: {len(data.y_train)} train / {len(data.y_test)} test, "
+                   f"{data.X_train.shape[1]} features, {data.n_classes} classes ({data.note})")
         for name, estimator in models.items():
-            common.log(f"[{data.name}] {name} ...")
+            log(f"[{data.name}] {name} ...")
             rows.append(evaluate(name, estimator, data, args.repeats, not args.no_memory))
     add_relative_columns(rows)
-    common.print_markdown_table(rows, COLUMNS, FORMATS, title="Results")
-    common.print_checks("Targets (MondrianForest)", target_checks(rows))
-    if args.quick:
-        print("\nQuick mode: fewer trees and training rows, so the targets are indicative only.")
+    report.table(rows, COLUMNS, FORMATS, title="Results")
+    report.checks("Targets (MondrianForest)", target_checks(rows))
+    report.write(args.output)
 
 
 if __name__ == "__main__":

@@ -47,13 +47,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-import common
 import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
-from sklearn.base import clone
+from shared.cli import add_output_options, add_sized, make_parser, parse_args
+from shared.figures import figure_path, import_pyplot, save_figure
+from shared.measure import fit_estimator, time_callable
+from shared.optional import import_mondrian
+from shared.report import Report, environment_line, log
 from sklearn.datasets import load_digits, load_iris
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
@@ -61,10 +63,8 @@ from sklearn.model_selection import GridSearchCV, KFold, train_test_split
 from sklearn.neighbors import KernelDensity
 from sklearn.preprocessing import StandardScaler
 
-RESULTS_DIR = common.BENCH_DIR / "results"
-REPORT_PATH = RESULTS_DIR / "density.md"
-PATH_PLOT = RESULTS_DIR / "density_path_mixture2d.png"
-DIGITS_PLOT = RESULTS_DIR / "density_digits.png"
+PATH_PLOT = "density_path_mixture2d"  # figure stems, under results/
+DIGITS_PLOT = "density_digits"
 FULL_TREES = 50
 QUICK_TREES = 10
 MIXTURE_ROWS = 1000  # train rows and test rows of each mixture
@@ -219,11 +219,6 @@ def make_models(mondrian, n_estimators: int, seed: int) -> dict:
     return models
 
 
-def fit_density(template, X: np.ndarray):
-    """Fit a fresh clone of a density estimator (``fit(X)`` without a target)."""
-    return clone(template).fit(X)
-
-
 def chosen_parameter(model) -> float:
     """The lifetime chosen by a Mondrian forest, or the bandwidth chosen by the grid search."""
     if isinstance(model, GridSearchCV):
@@ -252,8 +247,8 @@ def run_split(split: Split, models: dict, repeats: int) -> tuple[list[dict], dic
     """Fit every model on one split; one row per model (plus the true density when known)."""
     rows, fitted = [], {}
     for name, template in models.items():
-        common.log(f"[{split.name}] {name} ...")
-        fit_s, model = common.time_callable(lambda t=template: fit_density(t, split.X_train),
+        log(f"[{split.name}] {name} ...")
+        fit_s, model = time_callable(lambda t=template: fit_estimator(t, split.X_train),
                                             repeats)
         fitted[name] = model
         rows.append({"model": name, "ll": float(np.mean(log_density(model, split.X_test))),
@@ -324,7 +319,7 @@ def run_density_tasks(models: dict, args) -> tuple[list[dict], PathCurves | None
         rows += table_rows(name, split, runs)
         if name == "mixture2d":
             model = fitted[mondrian_name(CONCENTRATIONS[0])]
-            common.log("[mixture2d] lifetime_path(X_test) ...")
+            log("[mixture2d] lifetime_path(X_test) ...")
             curves = PathCurves(model.lifetime_path(split.X_test), float(model.lifetime_),
                                 float(np.mean(model.score_samples(split.X_test))))
     rows += run_iris(models, args.seed, args.repeats)
@@ -364,7 +359,7 @@ class DensityClassifier:
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> DensityClassifier:
         self.classes_ = np.unique(y)
-        self.densities_ = [fit_density(self.template, X[y == c]) for c in self.classes_]
+        self.densities_ = [fit_estimator(self.template, X[y == c]) for c in self.classes_]
         self.log_prior_ = np.log([np.mean(y == c) for c in self.classes_])
         return self
 
@@ -380,12 +375,12 @@ def classifier_outcomes(models: dict, Z_train, Z_test, y_train, y_test, repeats:
     """Accuracy, fit time and chosen parameters of every classifier on one split."""
     out, fitted = {}, {}
     for name, template in models.items():
-        fit_s, clf = common.time_callable(
+        fit_s, clf = time_callable(
             lambda t=template: DensityClassifier(t).fit(Z_train, y_train), repeats)
         params = [chosen_parameter(d) for d in clf.densities_]
         out[name] = (float(np.mean(clf.predict(Z_test) == y_test)), fit_s, params)
         fitted[name] = clf
-    fit_s, logreg = common.time_callable(
+    fit_s, logreg = time_callable(
         lambda: LogisticRegression(max_iter=1000).fit(Z_train, y_train), repeats)
     out[LOGREG] = (float(np.mean(logreg.predict(Z_test) == y_test)), fit_s, None)
     return out, fitted
@@ -401,7 +396,7 @@ def run_classifier(models: dict, args) -> tuple[list[dict], dict]:
     for dim in CLASSIFIER_DIMS:
         for per_class in (None, SMALL_PER_CLASS):
             draws = 1 if per_class is None else SMALL_DRAWS
-            common.log(f"[digits {DIGIT_PAIR} pca{dim}, {per_class or 'all'} per class] ...")
+            log(f"[digits {DIGIT_PAIR} pca{dim}, {per_class or 'all'} per class] ...")
             results = []
             for draw in range(draws):
                 Z_train, Z_test, y_train, y_test = digits_pair(dim, args.seed, per_class, draw)
@@ -431,19 +426,7 @@ def run_classifier(models: dict, args) -> tuple[list[dict], dict]:
 # --------------------------------------------------------------------------------------------
 
 
-def import_pyplot():
-    """matplotlib.pyplot with the Agg backend, or None (and the reason)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        return None, f"matplotlib unavailable ({exc}); `pip install matplotlib`"
-    return plt, ""
-
-
-def plot_path(curves: PathCurves, path: Path, plt) -> None:
+def plot_path(curves: PathCurves, path, plt) -> str:
     """Test and leave-one-out log-likelihood against the lifetime (log axis), chosen λ marked."""
     p = curves.path
     lifetimes = np.asarray(p.lifetimes)
@@ -465,11 +448,10 @@ def plot_path(curves: PathCurves, path: Path, plt) -> None:
     ax.set_title("mixture2d: MondrianForestDensity lifetime path (default concentration)")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return save_figure(fig, path, plt)
 
 
-def plot_digits(data: dict, path: Path, plt) -> None:
+def plot_digits(data: dict, path, plt) -> str:
     """Decision regions of the Mondrian and KDE density classifiers on digits 0 vs 9 in 2-D."""
     Z, y = data["Z_test"], data["y_test"]
     lo, hi = Z.min(axis=0) - 0.5, Z.max(axis=0) + 0.5
@@ -494,16 +476,12 @@ def plot_digits(data: dict, path: Path, plt) -> None:
     fig.suptitle("Digits 0 vs 9, PCA to 2-D: log p(x|9) + log prior - (same for 0), "
                  "clipped to ±10; black line = decision boundary")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return save_figure(fig, path, plt)
 
 
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
-
-
-Report = common.Report
 
 
 def method_text(args) -> str:
@@ -550,23 +528,12 @@ def path_lines(curves: PathCurves) -> list[str]:
 
 
 def main(argv=None) -> None:
-    """Run the benchmark, print the report and write it (full runs) with the plots.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    """
-    parser = common.make_parser(__doc__.splitlines()[0], default_repeats=1)
-    parser.add_argument("--n-estimators", type=int, default=None,
-                        help=f"trees of each forest (default {FULL_TREES}, quick {QUICK_TREES})")
-    parser.add_argument("--output", default=None,
-                        help="write the report here (default: results/density.md in a full run, "
-                             "nothing in quick mode)")
-    parser.add_argument("--no-plots", action="store_true", help="do not write the PNG files")
-    args = common.parse_args(parser, argv)
-    args.n_estimators = args.n_estimators or (QUICK_TREES if args.quick else FULL_TREES)
-    mondrian, reason = common.import_mondrian()
+    """Run the benchmark: print the report, write it (full runs) with the plots."""
+    parser = make_parser(__doc__.splitlines()[0], default_repeats=1)
+    add_sized(parser, "--n-estimators", FULL_TREES, QUICK_TREES, "trees of each forest")
+    add_output_options(parser, "density.md")
+    args = parse_args(parser, argv)
+    mondrian, reason = import_mondrian()
     if mondrian is None or not hasattr(mondrian, "MondrianForestDensity"):
         print(f"SKIPPED: mondrian.MondrianForestDensity unavailable {reason}")
         return
@@ -574,7 +541,7 @@ def main(argv=None) -> None:
     wall = time.perf_counter()
     report = Report()
     report.add("## Density estimation" + (" (QUICK MODE)" if args.quick else ""))
-    report.add(f"\n{common.environment_line()}\n")
+    report.add(f"\n{environment_line()}\n")
     report.add(method_text(args))
     if args.quick:
         report.add(f"\nQuick mode: {args.n_estimators} trees, {QUICK_MIXTURE_ROWS}-row mixtures, "
@@ -596,20 +563,12 @@ def main(argv=None) -> None:
         if plt is None:
             report.add(f"- Plots skipped: {why}.")
         else:
-            suffix = "_quick" if args.quick else ""
-            RESULTS_DIR.mkdir(exist_ok=True)
-            targets = [(PATH_PLOT, curves, plot_path), (DIGITS_PLOT, plot_data, plot_digits)]
-            for base, data, plot in targets:
-                if not data:
-                    continue
-                target = base.with_name(base.stem + suffix + base.suffix)
-                plot(data, target, plt)
-                report.add(f"- `{target.relative_to(common.REPO_ROOT)}`")
+            for stem, data, plot in [(PATH_PLOT, curves, plot_path),
+                                     (DIGITS_PLOT, plot_data, plot_digits)]:
+                if data:
+                    report.add(f"- `{plot(data, figure_path(stem, args.quick), plt)}`")
     report.add(f"\nTotal wall time: {time.perf_counter() - wall:.0f} s.")
-    output = args.output or (None if args.quick else REPORT_PATH)
-    if output is not None:
-        report.write(Path(output))
-        common.log(f"report written to {output}")
+    report.write(args.output)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Forest lifetime paths: one path against one fit and against a grid of refits.
 
-On power_plant and kin8nm (regression, standard split 0, ``common.load_uci_regression``) and on
+On power_plant and kin8nm (regression, standard split 0, ``datasets.load_uci_regression``) and on
 satimage and letter (classification, their usual train/test splits), with 100 trees:
 
 Validation part
@@ -55,10 +55,20 @@ import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
-import common
 import numpy as np
+from shared.cli import add_datasets, add_output_options, add_sized, make_parser, parse_args
+from shared.datasets import (
+    load_classification,
+    load_uci_regression,
+    require_datasets,
+    subsample_train,
+)
+from shared.figures import figure_path, import_pyplot, save_figure
+from shared.measure import fit_estimator, time_callable
+from shared.metrics import gaussian_nll, rmse
+from shared.optional import import_mondrian
+from shared.report import Report, environment_line, load_line, log
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 REGRESSION = ("power_plant", "kin8nm")
@@ -74,8 +84,6 @@ PLOT_POINTS = 2000
 PROBA_FLOOR = 1e-15  # log-loss clips probabilities here (a random forest predicts exact zeros)
 TIE_TOLERANCE = 1e-9  # two class probabilities closer than this count as a tie
 PATH_COST_TARGET = 2.0  # the path should cost "about one fit": flag it beyond 2 fits
-RESULTS_DIR = common.BENCH_DIR / "results"
-REPORT_PATH = RESULTS_DIR / "forest_path.md"
 
 
 @dataclass(frozen=True)
@@ -154,13 +162,9 @@ def load_split(name: str, quick: bool, seed: int) -> Split:
     same rows that ``lifetime="auto"`` holds out with ``random_state=seed``.
     """
     task = CLF_TASK if name in CLASSIFICATION else REG_TASK
-    if task.classification:
-        data = common.load_classification(name)
-    else:
-        data = common.load_uci_regression(name, 0)
-    if quick:
-        data = common.subsample_train(data, QUICK_TRAIN_ROWS, seed)
-    from mondrian.path.holdout import holdout_split  # after common.import_mondrian() succeeded
+    data = load_classification(name) if task.classification else load_uci_regression(name, 0)
+    data = subsample_train(data, QUICK_TRAIN_ROWS if quick else None, seed)
+    from mondrian.path.holdout import holdout_split  # after import_mondrian() succeeded
 
     X_fit, X_val, y_fit, y_val = holdout_split(
         data.X_train, data.y_train, VALIDATION_FRACTION, seed, stratify=task.classification)
@@ -187,12 +191,6 @@ def path_index(path, lifetime: float) -> int:
     return min(max(k, 0), path.n_cuts)
 
 
-def gaussian_nll(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:
-    """Average negative log density of ``y`` under ``N(mean, std**2)``."""
-    var = std**2
-    return float(np.mean(0.5 * np.log(2.0 * np.pi * var) + (y - mean) ** 2 / (2.0 * var)))
-
-
 def model_metrics(model, X: np.ndarray, y: np.ndarray, task: Task) -> tuple[float, float | None]:
     """(primary, secondary) metrics of a fitted model; NLL is None for sklearn regressors."""
     if task.classification:
@@ -203,9 +201,9 @@ def model_metrics(model, X: np.ndarray, y: np.ndarray, task: Task) -> tuple[floa
         accuracy = float(np.mean(model.classes_[np.argmax(proba, axis=1)] == y))
         return log_loss, accuracy
     if isinstance(model, RandomForestRegressor):
-        return float(np.sqrt(np.mean((model.predict(X) - y) ** 2))), None
+        return rmse(y, model.predict(X)), None
     mean, std = model.predict(X, return_std=True)
-    return float(np.sqrt(np.mean((mean - y) ** 2))), gaussian_nll(y, mean, std)
+    return rmse(y, mean), gaussian_nll(y, mean, std**2)
 
 
 def n_ties(model, X: np.ndarray) -> int:
@@ -248,17 +246,17 @@ def run_dataset(name: str, mondrian, args) -> Outcome:
                       split.y_fit[:50])
     warm.prune(1.0)
     warm.lifetime_path(split.X_fit[:20], split.y_fit[:20])  # labels the warm-up fit has seen
-    common.log(f"[{name}] fit at lifetime inf ...")
-    fit_s, forest = common.time_callable(
+    log(f"[{name}] fit at lifetime inf ...")
+    fit_s, forest = time_callable(
         partial(fit_forest, cls, params, np.inf, split.X_fit, split.y_fit), repeats)
-    common.log(f"[{name}] forward path ...")
-    fwd_s, path = common.time_callable(
+    log(f"[{name}] forward path ...")
+    fwd_s, path = time_callable(
         partial(forest.lifetime_path, split.X_val, split.y_val, direction="forward"), repeats)
-    common.log(f"[{name}] backward path ...")
-    bwd_s, back = common.time_callable(
+    log(f"[{name}] backward path ...")
+    bwd_s, back = time_callable(
         partial(forest.lifetime_path, split.X_val, split.y_val, direction="backward"), repeats)
     best = path.best_lifetime
-    prune_s, pruned = common.time_callable(partial(forest.prune, best), repeats)
+    prune_s, pruned = time_callable(partial(forest.prune, best), repeats)
     out.cost = {
         "dataset": name, "task": task.kind, "fit / val / test rows": split.rows,
         "features": split.X_train.shape[1], "trees": args.n_estimators, "cuts": path.n_cuts,
@@ -281,16 +279,16 @@ def run_dataset(name: str, mondrian, args) -> Outcome:
     }
 
     # Test metrics.
-    common.log(f"[{name}] lifetime='auto' on all training rows ...")
-    auto_s, auto = common.time_callable(
+    log(f"[{name}] lifetime='auto' on all training rows ...")
+    auto_s, auto = time_callable(
         partial(fit_forest, cls, {**params, "validation_fraction": VALIDATION_FRACTION}, "auto",
                 split.X_train, split.y_train), repeats)
-    common.log(f"[{name}] fit at inf on all training rows ...")
-    full_s, full = common.time_callable(
+    log(f"[{name}] fit at inf on all training rows ...")
+    full_s, full = time_callable(
         partial(fit_forest, cls, params, np.inf, split.X_train, split.y_train), repeats)
-    common.log(f"[{name}] RandomForest ...")
-    rf_s, rf = common.time_callable(
-        partial(common.fit_estimator, rf_cls(**params), split.X_train, split.y_train), repeats)
+    log(f"[{name}] RandomForest ...")
+    rf_s, rf = time_callable(
+        partial(fit_estimator, rf_cls(**params), split.X_train, split.y_train), repeats)
     auto_lifetime = float(auto.lifetime_)
     fit_rows, all_rows = f"fit part ({len(split.y_fit)})", f"all train ({len(split.y_train)})"
     models = [
@@ -311,10 +309,10 @@ def run_dataset(name: str, mondrian, args) -> Outcome:
     grid = lifetime_grid(path)
     diffs = []
     for lifetime in grid:
-        common.log(f"[{name}] refit at lifetime {lifetime:.4g} ...")
-        refit_s, model = common.time_callable(
+        log(f"[{name}] refit at lifetime {lifetime:.4g} ...")
+        refit_s, model = time_callable(
             partial(fit_forest, cls, params, float(lifetime), split.X_fit, split.y_fit), repeats)
-        score_s, values = common.time_callable(
+        score_s, values = time_callable(
             partial(model_metrics, model, split.X_val, split.y_val, task), repeats)
         k = path_index(path, lifetime)
         on_path = path_metrics(path, k, task)
@@ -378,11 +376,6 @@ def run_dataset(name: str, mondrian, args) -> Outcome:
 # --------------------------------------------------------------------------------------------
 
 
-def plot_file(name: str, quick: bool):
-    """Where the plot of one dataset is saved (``*_quick.png`` in quick mode)."""
-    return RESULTS_DIR / (f"forest_path_{name}_quick.png" if quick else f"forest_path_{name}.png")
-
-
 def plot_dataset(out: Outcome, quick: bool, plt) -> str:
     """Validation metrics against the lifetime: the path, the chosen λ, the grid refits."""
     curve, task = out.curve, out.split.task
@@ -407,31 +400,20 @@ def plot_dataset(out: Outcome, quick: bool, plt) -> str:
     fig.suptitle(f"{out.split.name}: validation {task.metrics[0]} and {task.metrics[1]} vs "
                  f"lifetime ({out.n_trees} trees, {len(out.split.y_val)} validation rows)")
     fig.tight_layout()
-    path = plot_file(out.split.name, quick)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return str(path.relative_to(common.REPO_ROOT))
+    return save_figure(fig, figure_path(f"forest_path_{out.split.name}", quick), plt)
 
 
 def save_plots(outcomes: list[Outcome], quick: bool) -> list[str]:
     """Write one PNG per dataset; return the lines of the report that list them."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        return [f"Plots skipped: matplotlib unavailable ({exc}); `pip install matplotlib`."]
-    RESULTS_DIR.mkdir(exist_ok=True)
+    plt, why = import_pyplot()
+    if plt is None:
+        return [f"Plots skipped: {why}."]
     return [f"- `{plot_dataset(out, quick, plt)}`" for out in outcomes]
 
 
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
-
-
-Report = common.Report
 
 
 TIME_FORMATS = {"fit at inf (s)": ".3f", "path fwd (s)": ".3f", "path bwd (s)": ".3f",
@@ -465,7 +447,7 @@ def method_text(args) -> list[str]:
     return [
         "How it was measured (see the docstring of `benchmarks/bench_forest_path.py`):",
         "",
-        f"- Data: regression sets on standard split 0 (`common.load_uci_regression`), "
+        f"- Data: regression sets on standard split 0 (`datasets.load_uci_regression`), "
         f"classification sets on their usual train/test split. {VALIDATION_FRACTION:.0%} of the "
         f"training rows are held out as the validation part (`train_test_split(test_size="
         f"{VALIDATION_FRACTION}, random_state={args.seed})`, stratified for classification; "
@@ -502,8 +484,8 @@ def method_text(args) -> list[str]:
         f"python benchmarks/bench_forest_path.py{quick}"
         + (f" --n-estimators {args.n_estimators}"
            if args.n_estimators != (QUICK_TREES if args.quick else FULL_TREES) else "")
-        + (f" --datasets {','.join(args.names)}"
-           if tuple(args.names) != (QUICK_DATASETS if args.quick else DATASETS) else ""),
+        + (f" --datasets {','.join(args.datasets)}"
+           if tuple(args.datasets) != (QUICK_DATASETS if args.quick else DATASETS) else ""),
         "```",
     ]
 
@@ -543,36 +525,15 @@ def report_outcomes(report: Report, outcomes: list[Outcome]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def load_line(start: tuple[float, float, float]) -> str:
-    """The 1-minute load average at the start and now (other jobs may share the machine)."""
-    return f"load average (1 min) {start[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
-
-
 def main(argv=None) -> None:
-    """Run the benchmark, print the report and write it (full runs) with the plots.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    """
-    parser = common.make_parser(__doc__.splitlines()[0], default_repeats=3)
-    parser.add_argument("--datasets", default=None,
-                        help="comma-separated subset of " + ",".join(DATASETS)
-                             + " (default all; quick " + ",".join(QUICK_DATASETS) + ")")
-    parser.add_argument("--n-estimators", type=int, default=None,
-                        help=f"trees of every forest (default {FULL_TREES}, quick {QUICK_TREES})")
-    parser.add_argument("--output", default=None,
-                        help="write the report here (default: results/forest_path.md in a full "
-                             "run, nothing in quick mode)")
-    parser.add_argument("--no-plots", action="store_true", help="do not write the PNG files")
-    args = common.parse_args(parser, argv)
-    default_names = QUICK_DATASETS if args.quick else DATASETS
-    args.names = common.parse_list(args.datasets, DATASETS) if args.datasets else \
-        list(default_names)
-    args.n_estimators = args.n_estimators or (QUICK_TREES if args.quick else FULL_TREES)
-    common.require_datasets()
-    mondrian, reason = common.import_mondrian()
+    """Run the benchmark: print the report, write it (full runs) with the plots."""
+    parser = make_parser(__doc__.splitlines()[0], default_repeats=3)
+    add_datasets(parser, DATASETS, quick=QUICK_DATASETS)
+    add_sized(parser, "--n-estimators", FULL_TREES, QUICK_TREES, "trees of every forest")
+    add_output_options(parser, "forest_path.md")
+    args = parse_args(parser, argv)
+    require_datasets()
+    mondrian, reason = import_mondrian()
     if mondrian is None:
         print(f"SKIPPED: mondrian unavailable: {reason}")
         return
@@ -580,7 +541,7 @@ def main(argv=None) -> None:
     wall, load = time.perf_counter(), os.getloadavg()
     report = Report()
     report.add("## Forest lifetime paths" + (" (QUICK MODE)" if args.quick else ""))
-    report.add(f"\n{common.environment_line()}\n")
+    report.add(f"\n{environment_line()}\n")
     for line in method_text(args):
         report.add(line)
     if args.quick:
@@ -589,7 +550,7 @@ def main(argv=None) -> None:
                    "indicative only.")
     report.add("\nDatasets:\n")
     outcomes = []
-    for name in args.names:
+    for name in args.datasets:
         out = run_dataset(name, mondrian, args)
         report.add(f"- {name} ({out.split.task.kind}): fit / validation / test rows "
                    f"{out.split.rows}, {out.split.X_train.shape[1]} features ({out.split.note})")
@@ -600,10 +561,7 @@ def main(argv=None) -> None:
         for line in save_plots(outcomes, args.quick):
             report.add(line)
     report.add(f"\nTotal wall time: {time.perf_counter() - wall:.0f} s; {load_line(load)}.")
-    output = args.output or (None if args.quick else REPORT_PATH)
-    if output is not None:
-        report.write(Path(output))
-        common.log(f"report written to {output}")
+    report.write(args.output)
 
 
 if __name__ == "__main__":

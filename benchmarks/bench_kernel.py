@@ -1,6 +1,6 @@
 """Mondrian kernel benchmark on cpu_act: Figs. 6 and 8 of "The Mondrian kernel" (Balog et al.).
 
-Every method sees the same inputs: cpu_act (random 6554/1638 split, ``common.load_cpu_act``)
+Every method sees the same inputs: cpu_act (random 6554/1638 split, ``datasets.load_cpu_act``)
 min-max scaled to [0, 1] by a ``MinMaxScaler`` fitted on the training rows (the test rows may fall
 slightly outside); ``mondrian`` runs with ``feature_scaling=None``. Targets are used as given.
 All the random-feature methods approximate the Laplace kernel ``exp(-λ ||x - x'||_1)`` and are
@@ -62,7 +62,8 @@ fig8
 
 Plots go to ``benchmarks/results/kernel_fig6_rmse_vs_nonzeros.png``,
 ``kernel_fig8_search_time.png`` and ``kernel_fig8_sgd_search_time.png`` (``*_quick.png`` in quick
-mode) when matplotlib imports.
+mode) when matplotlib imports; a full run writes its report to ``benchmarks/results/kernel.md``
+(``--output`` elsewhere).
 
 Run from the repository root::
 
@@ -76,8 +77,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import common
 import numpy as np
+from shared.cli import add_output_options, add_sized, make_parser, parse_args, parse_list
+from shared.datasets import load_cpu_act, require_datasets, subsample_train
+from shared.figures import figure_path, import_pyplot, save_figure
+from shared.measure import time_callable
+from shared.metrics import rmse
+from shared.optional import import_mondrian
+from shared.report import Report, environment_line, log, mean_std
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import Ridge, SGDRegressor
 from sklearn.metrics.pairwise import laplacian_kernel, manhattan_distances
@@ -109,7 +116,6 @@ BASELINE_SGD_ETA0 = 0.2
 MONDRIAN, BINNING, FOURIER, EXACT = (
     "Mondrian kernel", "random binning", "random Fourier", "exact Laplace kernel",
 )
-RESULTS_DIR = common.BENCH_DIR / "results"
 
 
 @dataclass
@@ -139,9 +145,7 @@ class Problem:
 
 def load_problem(quick: bool, seed: int) -> Problem:
     """Load cpu_act, subsample it in quick mode, scale it and carve the validation part."""
-    data = common.load_cpu_act(seed)
-    if quick:
-        data = common.subsample_train(data, QUICK_TRAIN_ROWS, seed)
+    data = subsample_train(load_cpu_act(seed), QUICK_TRAIN_ROWS if quick else None, seed)
     scaler = MinMaxScaler().fit(data.X_train)
     X_train, X_test = scaler.transform(data.X_train), scaler.transform(data.X_test)
     n = len(data.y_train)
@@ -156,18 +160,6 @@ def load_problem(quick: bool, seed: int) -> Problem:
 # --------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------
-
-
-def rmse(y: np.ndarray, prediction: np.ndarray) -> float:
-    """Root mean squared error."""
-    return float(np.sqrt(np.mean((y - prediction) ** 2)))
-
-
-def mean_std(values: list[float], spec: str = ".3f") -> str:
-    """``"mean ± std"`` (population std; the mean alone for a single value)."""
-    if len(values) == 1:
-        return format(values[0], spec)
-    return f"{np.mean(values):{spec}} ± {np.std(values):.2g}"
 
 
 def make_features(method: str, n_components: int, lifetime: float, seed: int):
@@ -275,8 +267,8 @@ def capped_runs(run_path, curve, path, path_s: float, terminal_cap: int, best_ca
         if cap == terminal_cap:
             seconds, prefix = path_s, path
         else:
-            common.log(f"  {label} capped at {cap} features")
-            seconds, prefix = common.time_callable(lambda cap=cap: run_path(cap), repeats)
+            log(f"  {label} capped at {cap} features")
+            seconds, prefix = time_callable(lambda cap=cap: run_path(cap), repeats)
             n = len(curve(prefix))
             if n > len(curve(path)) or not np.allclose(
                 curve(prefix), curve(path)[:n], rtol=1e-7, atol=1e-9
@@ -295,23 +287,24 @@ def capped_runs(run_path, curve, path, path_s: float, terminal_cap: int, best_ca
     return runs, mismatches
 
 
-def search_tables(mondrian_result: dict, searches: dict, runs_title: str, search_title,
-                  mismatch_label: str) -> tuple[float, list]:
-    """Print the path's capped runs and every refit search; return the common level (worst of
+def search_tables(report: Report, mondrian_result: dict, searches: dict, runs_title: str,
+                  search_title, mismatch_label: str) -> tuple[float, list]:
+    """Report the path's capped runs and every refit search; return the common level (worst of
     the best RMSEs) and the path's (time, best RMSE so far) points."""
     level = max([mondrian_result["best_rmse"]] + [s["best_rmse"] for s in searches.values()])
     mondrian_points = [(r["time (s)"], r["best val RMSE so far"])
                        for r in mondrian_result["runs"]]
-    common.print_markdown_table(
+    report.table(
         mondrian_result["runs"], formats={"time (s)": ".3f", "lifetime reached": ".4g",
                                           "best val RMSE so far": ".4f",
                                           "best lifetime so far": ".4g"},
         title=runs_title)
     if mondrian_result["mismatches"]:
-        print(f"\n**Warning**: the capped {mismatch_label} {mondrian_result['mismatches']} did "
-              "not reproduce the prefix of the terminal path.")
+        report.add(f"\n**Warning**: the capped {mismatch_label} "
+                   f"{mondrian_result['mismatches']} did not reproduce the prefix of the terminal "
+                   "path.")
     for method, search in searches.items():
-        common.print_markdown_table(
+        report.table(
             search["records"], formats={"lifetime": ".4g", "elapsed (s)": ".3f",
                                         "val RMSE": ".4f", "best so far": ".4f"},
             title=search_title(method))
@@ -334,8 +327,8 @@ def speedup_checks(mondrian_result: dict, searches: dict, search_label: str) -> 
 def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max_features: int,
                     repeats: int) -> dict:
     """Terminal path, capped re-runs for the time axis, and one fit at the terminal lifetime."""
-    common.log(f"  Mondrian path: {n_trees} trees, up to {max_features} features")
-    path_s, path = common.time_callable(
+    log(f"  Mondrian path: {n_trees} trees, up to {max_features} features")
+    path_s, path = time_callable(
         lambda: validation_path(problem, n_trees, alpha, seed, max_features), repeats)
     best = path.best_index
     best_cap = int(path.n_features[best])
@@ -344,8 +337,8 @@ def mondrian_search(problem: Problem, n_trees: int, alpha: float, seed: int, max
         lambda p: p.validation_error, path, path_s, int(path.n_features[-1]), best_cap,
         n_trees, repeats, "Mondrian path", lambda p: {"cuts": len(p.lifetimes) - 1})
     terminal = float(path.lifetimes[-1])
-    common.log(f"  MondrianKernelRidge.fit at the terminal lifetime {terminal:.4g}")
-    fit_s, fitted = common.time_callable(
+    log(f"  MondrianKernelRidge.fit at the terminal lifetime {terminal:.4g}")
+    fit_s, fitted = time_callable(
         lambda: mondrian_ridge(n_trees, terminal, alpha, seed).fit(problem.X_fit, problem.y_fit),
         repeats)
     time_to_best = next(r["time (s)"] for r in runs if r["max_features cap"] == best_cap)
@@ -365,7 +358,7 @@ def width_search(method: str, problem: Problem, n_components: int, alpha: float,
     ``trainer(transformer, X, y, X_eval)`` returns the predictions on ``X_eval`` (default: the
     ridge of :func:`feature_ridge`).
     """
-    common.log(f"  {method}: width search" + ("" if trainer is None else " (SGD)"))
+    log(f"  {method}: width search" + ("" if trainer is None else " (SGD)"))
     tried: dict[float, float] = {}
     records: list[dict] = []
     start = time.perf_counter()
@@ -410,8 +403,8 @@ def width_search(method: str, problem: Problem, n_components: int, alpha: float,
     }
 
 
-def print_search_summary(mondrian_result, searches, level, mondrian_points, path_label,
-                         refit_label, count_column, count_note, title):
+def report_search_summary(report: Report, mondrian_result, searches, level, mondrian_points,
+                          path_label, refit_label, count_column, count_note, title):
     """The Fig. 8 summary table: the Mondrian path against the refitting width searches."""
     summary = [{
         "method": f"{MONDRIAN} ({path_label})", count_column: mondrian_result["evaluations"],
@@ -431,8 +424,8 @@ def print_search_summary(mondrian_result, searches, level, mondrian_points, path
         })
     for row in summary:
         row["time to best / Mondrian"] = row["time to best (s)"] / mondrian_result["time_to_best"]
-    print(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. {count_note}")
-    common.print_markdown_table(
+    report.add(f"\nCommon level = worst of the best validation RMSEs = {level:.4f}. {count_note}")
+    report.table(
         summary, formats={"best lifetime": ".4g", "best val RMSE": ".4f",
                           "time to best (s)": ".3f", "whole search (s)": ".3f",
                           "time to common level (s)": ".3f", "time to best / Mondrian": ".2f"},
@@ -447,25 +440,31 @@ def time_to_level(points: list[tuple[float, float]], level: float) -> float:
     return float("nan")
 
 
-def run_fig8(problem: Problem, args, alpha: float) -> dict:
-    """The width-search experiment; prints its tables and returns what fig6 and the plot need."""
-    common.log(f"fig8: width search with {args.n_trees} non-zeros per point")
-    mondrian_result = mondrian_search(problem, args.n_trees, alpha, args.seed, args.max_features,
-                                      args.repeats)
+def refit_searches(problem: Problem, args, alpha: float, trainer=None) -> dict:
+    """:func:`width_search` of random Fourier features and of random binning (``trainer``: see
+    there), with 2 bisection steps in quick mode."""
     steps = 2 if args.quick else BISECTION_STEPS
-    searches = {
-        method: width_search(method, problem, args.n_trees, alpha, args.seed, steps)
+    return {
+        method: width_search(method, problem, args.n_trees, alpha, args.seed, steps, trainer)
         for method in (FOURIER, BINNING)
     }
+
+
+def run_fig8(problem: Problem, args, alpha: float, report: Report) -> dict:
+    """The width-search experiment; reports its tables and returns what fig6 and the plot need."""
+    log(f"fig8: width search with {args.n_trees} non-zeros per point")
+    mondrian_result = mondrian_search(problem, args.n_trees, alpha, args.seed, args.max_features,
+                                      args.repeats)
+    searches = refit_searches(problem, args, alpha)
     level, mondrian_points = search_tables(
-        mondrian_result, searches,
+        report, mondrian_result, searches,
         f"Fig. 8: Mondrian lifetime path, {args.n_trees} trees, each cap run from scratch",
         lambda method: f"Fig. 8: {method} width search, {args.n_trees} components, refit per "
                        "lifetime", "paths")
 
-    print_search_summary(mondrian_result, searches, level, mondrian_points, "path", "refits",
-                         "fits / runs", "`fits / runs` counts lifetimes evaluated (for the "
-                         "path: intervals between cuts).", "Fig. 8 summary")
+    report_search_summary(report, mondrian_result, searches, level, mondrian_points, "path",
+                          "refits", "fits / runs", "`fits / runs` counts lifetimes evaluated "
+                          "(for the path: intervals between cuts).", "Fig. 8 summary")
     cost = [{
         "terminal lifetime": mondrian_result["terminal"],
         "path features": int(mondrian_result["path"].n_features[-1]),
@@ -474,7 +473,7 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
         "one fit (s)": mondrian_result["fit_s"],
         "path / fit": mondrian_result["path_s"] / mondrian_result["fit_s"],
     }]
-    common.print_markdown_table(
+    report.table(
         cost, formats={"terminal lifetime": ".4g", "whole path (s)": ".3f", "one fit (s)": ".3f",
                        "path / fit": ".2f"},
         title="Whole path vs one MondrianKernelRidge.fit at the terminal lifetime (fit rows)")
@@ -485,7 +484,7 @@ def run_fig8(problem: Problem, args, alpha: float) -> dict:
         f"the whole path costs at most {PATH_COST_TARGET:g}x one fit at the terminal lifetime",
         ratio <= PATH_COST_TARGET,
         f"{mondrian_result['path_s']:.3f} s vs {mondrian_result['fit_s']:.3f} s ({ratio:.2f}x)"))
-    common.print_checks("Targets (Fig. 8)", checks)
+    report.checks("Targets (Fig. 8)", checks)
     return {"mondrian": mondrian_result, "searches": searches, "level": level}
 
 
@@ -510,8 +509,8 @@ def sgd_path(problem: Problem, n_trees: int, alpha: float, seed: int, cap: int):
 def mondrian_sgd_search(problem: Problem, n_trees: int, alpha: float, seed: int,
                         max_features: int, repeats: int) -> dict:
     """Terminal SGD path and capped re-runs for the time axis (as :func:`mondrian_search`)."""
-    common.log(f"  Mondrian SGD path: {n_trees} trees, up to {max_features} features")
-    path_s, path = common.time_callable(
+    log(f"  Mondrian SGD path: {n_trees} trees, up to {max_features} features")
+    path_s, path = time_callable(
         lambda: sgd_path(problem, n_trees, alpha, seed, max_features), repeats)
     best = int(np.argmin(path.validation_loss))
     last = len(path.lifetimes) - 1
@@ -548,19 +547,12 @@ def feature_sgd(transformer, X: np.ndarray, y: np.ndarray, X_eval: np.ndarray, a
     return model.predict(transformer.transform(X_eval)) * scale + offset
 
 
-def sgd_width_search(method: str, problem: Problem, n_components: int, alpha: float, seed: int,
-                     steps: int) -> dict:
-    """:func:`width_search` with ``SGDRegressor`` training instead of the ridge solve."""
-    return width_search(method, problem, n_components, alpha, seed, steps,
-                        trainer=lambda t, X, y, X_eval: feature_sgd(t, X, y, X_eval, alpha, seed))
-
-
-def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
-    """Fig. 8 again, every method trained by SGD; prints its tables and returns the plot data."""
-    common.log(f"fig8 (SGD): width search with {args.n_trees} non-zeros per point")
+def run_fig8_sgd(problem: Problem, args, alpha: float, report: Report) -> dict:
+    """Fig. 8 again, every method trained by SGD; reports its tables and returns the plot data."""
+    log(f"fig8 (SGD): width search with {args.n_trees} non-zeros per point")
     n_fit = len(problem.y_fit)
-    print("\n## Fig. 8 with SGD training (the paper's protocol)")
-    print(f"\nEvery method trained by SGD on squared error with L2 constant alpha / n_fit = "
+    report.add("\n## Fig. 8 with SGD training (the paper's protocol)")
+    report.add(f"\nEvery method trained by SGD on squared error with L2 constant alpha / n_fit = "
           f"{alpha:g} / {n_fit} = {alpha / n_fit:.3g} per sample, no intercept, targets "
           "centred and divided by their fit-part std (RMSE reported in the units of y). "
           f"Mondrian: `MondrianKernelSGDRegressor(learning_rate={SGD_LEARNING_RATE:g}, "
@@ -576,27 +568,25 @@ def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
           "doubling-then-bisection search as above.")
     mondrian_result = mondrian_sgd_search(problem, args.n_trees, alpha, args.seed,
                                           args.max_features, args.repeats)
-    steps = 2 if args.quick else BISECTION_STEPS
-    searches = {
-        method: sgd_width_search(method, problem, args.n_trees, alpha, args.seed, steps)
-        for method in (FOURIER, BINNING)
-    }
+    searches = refit_searches(
+        problem, args, alpha,
+        trainer=lambda t, X, y, X_eval: feature_sgd(t, X, y, X_eval, alpha, args.seed))
     level, mondrian_points = search_tables(
-        mondrian_result, searches,
+        report, mondrian_result, searches,
         f"Fig. 8 (SGD): Mondrian SGD lifetime path, {args.n_trees} trees, each cap run "
         "from scratch",
         lambda method: f"Fig. 8 (SGD): {method} width search, {args.n_trees} components, SGD "
                        "refit per lifetime", "SGD paths")
 
-    print_search_summary(
-        mondrian_result, searches, level, mondrian_points, "SGD path", "SGD refits",
+    report_search_summary(
+        report, mondrian_result, searches, level, mondrian_points, "SGD path", "SGD refits",
         "evaluations / fits",
         "`evaluations / fits` counts validation evaluations of the path (one every "
         f"{args.n_trees} cuts, plus the start and the end) or lifetimes refitted. The path's "
         "best lifetime is the midpoint of the interval between its best evaluation and the "
         "next cut.", "Fig. 8 (SGD) summary")
-    common.print_checks("Targets (Fig. 8, SGD)",
-                        speedup_checks(mondrian_result, searches, "SGD search"))
+    report.checks("Targets (Fig. 8, SGD)",
+                  speedup_checks(mondrian_result, searches, "SGD search"))
     return {"mondrian": mondrian_result, "searches": searches, "level": level}
 
 
@@ -605,16 +595,16 @@ def run_fig8_sgd(problem: Problem, args, alpha: float) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def run_fig6(problem: Problem, args, alpha: float, lifetime: float) -> dict:
+def run_fig6(problem: Problem, args, alpha: float, lifetime: float, report: Report) -> dict:
     """Test RMSE of the three approximations and of the exact kernel at one lifetime."""
-    common.log(f"fig6: test RMSE against non-zeros per point at λ = {lifetime:.4g}")
+    log(f"fig6: test RMSE against non-zeros per point at λ = {lifetime:.4g}")
     results: dict[str, dict[int, dict[str, list]]] = {m: {} for m in (MONDRIAN, BINNING, FOURIER)}
     for M in args.grid:
         for method in results:
             results[method][M] = {"rmse": [], "features": [], "seconds": []}
         for s in range(args.feature_seeds):
             seed = args.seed + s
-            common.log(f"  M = {M}, seed {seed}")
+            log(f"  M = {M}, seed {seed}")
             start = time.perf_counter()
             model = mondrian_ridge(M, lifetime, alpha, seed).fit(problem.X_train, problem.y_train)
             prediction = model.predict(problem.X_test)
@@ -631,7 +621,7 @@ def run_fig6(problem: Problem, args, alpha: float, lifetime: float) -> dict:
                 out["seconds"].append(time.perf_counter() - start)
                 out["rmse"].append(rmse(problem.y_test, prediction))
                 out["features"].append(n_features)
-    common.log(f"  exact Laplace kernel ridge on {len(problem.y_train)} rows")
+    log(f"  exact Laplace kernel ridge on {len(problem.y_train)} rows")
     start = time.perf_counter()
     exact = rmse(problem.y_test, exact_laplace_ridge(problem.X_train, problem.y_train,
                                                      problem.X_test, lifetime, alpha))
@@ -647,11 +637,11 @@ def run_fig6(problem: Problem, args, alpha: float, lifetime: float) -> dict:
         for method in results:
             row[f"{method} fit+predict (s)"] = float(np.mean(results[method][M]["seconds"]))
         rows.append(row)
-    common.print_markdown_table(
+    report.table(
         rows, formats={f"{m} fit+predict (s)": ".3f" for m in results},
         title=f"Fig. 6: test RMSE on cpu_act at λ = {lifetime:.4g}, alpha = {alpha:g} "
               f"(mean ± std over {args.feature_seeds} seed(s))")
-    print(f"\nExact Laplace kernel ridge (N = {len(problem.y_train)}): test RMSE {exact:.3f} "
+    report.add(f"\nExact Laplace kernel ridge (N = {len(problem.y_train)}): test RMSE {exact:.3f} "
           f"({exact_s:.1f} s).")
     return {"results": results, "exact": exact, "lifetime": lifetime}
 
@@ -661,12 +651,7 @@ def run_fig6(problem: Problem, args, alpha: float, lifetime: float) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def plot_path(quick: bool, name: str):
-    """Where a plot is saved (``*_quick.png`` in quick mode)."""
-    return RESULTS_DIR / (f"{name}_quick.png" if quick else f"{name}.png")
-
-
-def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> None:
+def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> str:
     """Test RMSE against non-zeros per point."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for method, marker in ((MONDRIAN, "o"), (BINNING, "s"), (FOURIER, "^")):
@@ -681,10 +666,7 @@ def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> None:
     ax.set_title(f"cpu_act, Laplace kernel λ = {fig6['lifetime']:.3g}")
     ax.legend()
     fig.tight_layout()
-    path = plot_path(quick, "kernel_fig6_rmse_vs_nonzeros")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"\nSaved {path.relative_to(common.REPO_ROOT)}")
+    return save_figure(fig, figure_path("kernel_fig6_rmse_vs_nonzeros", quick), plt)
 
 
 def plot_time_axis(ax, fig8: dict, path_label: str, search_label: str) -> None:
@@ -704,7 +686,7 @@ def plot_time_axis(ax, fig8: dict, path_label: str, search_label: str) -> None:
     ax.set_ylabel("validation RMSE")
 
 
-def plot_fig8(fig8: dict, quick: bool, plt) -> None:
+def plot_fig8(fig8: dict, quick: bool, plt) -> str:
     """Validation RMSE against time (left) and against the lifetime (right)."""
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(11, 4.2))
     plot_time_axis(ax_t, fig8, "path", "search")
@@ -726,13 +708,10 @@ def plot_fig8(fig8: dict, quick: bool, plt) -> None:
     ax_l.set_title("Validation error by lifetime")
     ax_l.legend(fontsize=8)
     fig.tight_layout()
-    out = plot_path(quick, "kernel_fig8_search_time")
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    print(f"Saved {out.relative_to(common.REPO_ROOT)}")
+    return save_figure(fig, figure_path("kernel_fig8_search_time", quick), plt)
 
 
-def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> None:
+def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> str:
     """Validation RMSE against time for the three SGD-trained methods."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
     plot_time_axis(ax, fig8, "SGD path", "SGD search")
@@ -740,29 +719,23 @@ def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> None:
     ax.set_title("Kernel width search, SGD training")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out = plot_path(quick, "kernel_fig8_sgd_search_time")
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    print(f"Saved {out.relative_to(common.REPO_ROOT)}")
+    return save_figure(fig, figure_path("kernel_fig8_sgd_search_time", quick), plt)
 
 
-def save_plots(fig6: dict | None, fig8: dict | None, fig8_sgd: dict | None, args) -> None:
-    """Write the PNG files, or say why not."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        print(f"\nPlots skipped: matplotlib unavailable ({exc}); `pip install matplotlib`.")
+def save_plots(fig6: dict | None, fig8: dict | None, fig8_sgd: dict | None, args,
+               report: Report) -> None:
+    """Write the PNG files and list them, or say why not."""
+    plt, why = import_pyplot()
+    if plt is None:
+        report.add(f"\nPlots skipped: {why}.")
         return
-    RESULTS_DIR.mkdir(exist_ok=True)
+    report.add()
     if fig6 is not None:
-        plot_fig6(fig6, args.grid, args.quick, plt)
+        report.add(f"Saved {plot_fig6(fig6, args.grid, args.quick, plt)}")
     if fig8 is not None:
-        plot_fig8(fig8, args.quick, plt)
+        report.add(f"Saved {plot_fig8(fig8, args.quick, plt)}")
     if fig8_sgd is not None:
-        plot_fig8_sgd(fig8_sgd, args.quick, plt)
+        report.add(f"Saved {plot_fig8_sgd(fig8_sgd, args.quick, plt)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -789,40 +762,33 @@ def blas_line() -> str:
 
 
 def main(argv=None) -> None:
-    parser = common.make_parser(__doc__.split("\n\n")[0], default_repeats=1)
+    """Run the benchmark: print the markdown report, write it in a full run."""
+    parser = make_parser(__doc__.split("\n\n")[0], default_repeats=1)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help="comma-separated subset of " + ",".join(PARTS))
     parser.add_argument("--grid", default=None,
                         help="non-zeros per point for fig6 (default "
                              + ",".join(map(str, FULL_GRID)) + "; quick "
                              + ",".join(map(str, QUICK_GRID)) + ")")
-    parser.add_argument("--n-trees", type=int, default=None,
-                        help=f"non-zeros per point in fig8 (default {FULL_TREES}, quick "
-                             f"{QUICK_TREES})")
-    parser.add_argument("--max-features", type=int, default=None,
-                        help=f"terminal cap of the lifetime path (default {FULL_MAX_FEATURES}, "
-                             f"quick {QUICK_MAX_FEATURES})")
-    parser.add_argument("--feature-seeds", type=int, default=None,
-                        help=f"seeds per point of fig6 (default {FULL_SEEDS}, quick {QUICK_SEEDS})")
+    add_sized(parser, "--n-trees", FULL_TREES, QUICK_TREES, "non-zeros per point in fig8")
+    add_sized(parser, "--max-features", FULL_MAX_FEATURES, QUICK_MAX_FEATURES,
+              "terminal cap of the lifetime path")
+    add_sized(parser, "--feature-seeds", FULL_SEEDS, QUICK_SEEDS, "seeds per point of fig6")
     parser.add_argument("--alpha", type=float, default=None,
                         help="ridge constant for every method (default: chosen on validation)")
     parser.add_argument("--lifetime", type=float, default=None,
                         help="fig6 lifetime (default: the best of the fig8 Mondrian path)")
     parser.add_argument("--blas-threads", type=int, default=None,
                         help="limit BLAS threads (default: the libraries' own setting)")
-    parser.add_argument("--no-plots", action="store_true", help="do not write the PNG files")
-    args = common.parse_args(parser, argv)
-    parts = common.parse_list(args.parts, PARTS)
+    add_output_options(parser, "kernel.md")
+    args = parse_args(parser, argv)
+    parts = parse_list(args.parts, PARTS)
     args.grid = parse_grid(args.grid) if args.grid else list(QUICK_GRID if args.quick
                                                              else FULL_GRID)
-    args.n_trees = args.n_trees or (QUICK_TREES if args.quick else FULL_TREES)
-    args.max_features = args.max_features or (QUICK_MAX_FEATURES if args.quick
-                                              else FULL_MAX_FEATURES)
-    args.feature_seeds = args.feature_seeds or (QUICK_SEEDS if args.quick else FULL_SEEDS)
     if args.max_features <= args.n_trees:
         parser.error("--max-features must exceed --n-trees")
-    common.require_datasets()
-    mondrian, reason = common.import_mondrian()
+    require_datasets()
+    mondrian, reason = import_mondrian()
     if mondrian is None:
         print(f"SKIPPED: mondrian unavailable: {reason}")
         return
@@ -836,49 +802,53 @@ def main(argv=None) -> None:
 
 
 def run(args, parts: list[str]) -> None:
-    """Run the requested parts and print the report."""
+    """Run the requested parts; print the report and write it where ``args.output`` says."""
     wall = time.perf_counter()
     problem = load_problem(args.quick, args.seed)
-    print("## Mondrian kernel benchmark (cpu_act)" + (" (QUICK MODE)" if args.quick else ""))
-    print(f"\n{common.environment_line()}; {blas_line()}")
-    print(f"\nData: {problem.note}; test rows: {len(problem.y_test)}. Inputs min-max scaled to "
-          "[0, 1] on the training rows for every method (mondrian: feature_scaling=None); "
-          "targets as given. Ridge on centred targets without intercept, same alpha for all.")
+    report = Report()
+    report.add("## Mondrian kernel benchmark (cpu_act)" + (" (QUICK MODE)" if args.quick else ""))
+    report.add(f"\n{environment_line()}; {blas_line()}")
+    report.add(f"\nData: {problem.note}; test rows: {len(problem.y_test)}. Inputs min-max scaled "
+               "to [0, 1] on the training rows for every method (mondrian: "
+               "feature_scaling=None); targets as given. Ridge on centred targets without "
+               "intercept, same alpha for all.")
     if args.quick:
-        print(f"Quick mode: training rows subsampled to {QUICK_TRAIN_ROWS}, fig6 grid "
-              f"{args.grid}, {args.n_trees} trees / components in fig8, path capped at "
-              f"{args.max_features} features, 2 bisection steps; targets indicative only.")
+        report.add(f"Quick mode: training rows subsampled to {QUICK_TRAIN_ROWS}, fig6 grid "
+                   f"{args.grid}, {args.n_trees} trees / components in fig8, path capped at "
+                   f"{args.max_features} features, 2 bisection steps; targets indicative only.")
 
     if args.alpha is None:
-        common.log("choosing alpha with exact Laplace kernel ridge on validation")
+        log("choosing alpha with exact Laplace kernel ridge on validation")
         alpha, alpha_lifetime, alpha_rows = choose_alpha(problem, args.seed)
-        common.print_markdown_table(
+        report.table(
             alpha_rows, formats={k: ".4f" for k in alpha_rows[0] if k != "alpha"},
             title=f"Choice of alpha: validation RMSE of exact Laplace kernel ridge "
                   f"(<= {ALPHA_ROWS} fit rows)")
-        print(f"\nalpha = {alpha:g} (best λ on this grid: {alpha_lifetime:g}).")
+        report.add(f"\nalpha = {alpha:g} (best λ on this grid: {alpha_lifetime:g}).")
     else:
         alpha = args.alpha
-        print(f"\nalpha = {alpha:g} (given).")
+        report.add(f"\nalpha = {alpha:g} (given).")
 
-    fig8 = run_fig8(problem, args, alpha) if "fig8" in parts else None
-    fig8_sgd = run_fig8_sgd(problem, args, alpha) if "fig8" in parts else None
+    fig8 = run_fig8(problem, args, alpha, report) if "fig8" in parts else None
+    fig8_sgd = run_fig8_sgd(problem, args, alpha, report) if "fig8" in parts else None
     fig6 = None
     if "fig6" in parts:
         lifetime = args.lifetime
         if lifetime is None and fig8 is not None:
             lifetime = fig8["mondrian"]["best_lifetime"]
-            print(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of the Mondrian path above.")
+            report.add(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of the Mondrian path "
+                       "above.")
         elif lifetime is None:
-            common.log("fig6: lifetime path to choose λ*")
+            log("fig6: lifetime path to choose λ*")
             path = validation_path(problem, args.n_trees, alpha, args.seed, args.max_features)
             lifetime = float(path.best_lifetime)
-            print(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of a Mondrian path with "
-                  f"{args.n_trees} trees and {args.max_features} features.")
-        fig6 = run_fig6(problem, args, alpha, lifetime)
+            report.add(f"\nfig6 lifetime λ* = {lifetime:.4g}: the best of a Mondrian path with "
+                       f"{args.n_trees} trees and {args.max_features} features.")
+        fig6 = run_fig6(problem, args, alpha, lifetime, report)
     if not args.no_plots:
-        save_plots(fig6, fig8, fig8_sgd, args)
-    print(f"\nTotal wall time: {time.perf_counter() - wall:.1f} s.")
+        save_plots(fig6, fig8, fig8_sgd, args, report)
+    report.add(f"\nTotal wall time: {time.perf_counter() - wall:.1f} s.")
+    report.write(args.output)
 
 
 if __name__ == "__main__":

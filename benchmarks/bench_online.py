@@ -19,6 +19,8 @@ Run from the repository root::
     python benchmarks/bench_online.py            # full run
     python benchmarks/bench_online.py --quick    # 1000 stream samples; 10 batches of 10 trees
     python benchmarks/bench_online.py --parts stream --n 5000
+
+A full run writes its report to ``benchmarks/results/online.md`` (``--output`` elsewhere).
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import common
 import numpy as np
+from shared.cli import add_output_options, add_sized, make_parser, parse_args, parse_list
+from shared.datasets import Dataset, load_letter, require_datasets, rows_as_dicts
+from shared.measure import time_callable
+from shared.optional import import_mondrian, import_onelearn, optional_import
+from shared.report import Report, environment_line, log
 from sklearn.ensemble import RandomForestClassifier
 
 PARTS = ("stream", "batches")
@@ -73,9 +79,8 @@ class Stream:
     @classmethod
     def from_arrays(cls, X, y, feature_names, classes):
         """Build the stream, converting rows to dicts and labels to ints once, before timing."""
-        dicts = [dict(zip(feature_names, map(float, row), strict=True)) for row in X]
-        return cls(np.ascontiguousarray(X, dtype=np.float64), y, [int(v) for v in y], dicts,
-                   classes)
+        return cls(np.ascontiguousarray(X, dtype=np.float64), y, [int(v) for v in y],
+                   rows_as_dicts(X, feature_names), classes)
 
     def head(self, n: int) -> Stream:
         """The first ``n`` samples."""
@@ -154,7 +159,8 @@ def run_onelearn(model, s: Stream) -> np.ndarray:
     return preds
 
 
-def stream_learners(n_estimators: int, seed: int, n_classes: int) -> list[StreamLearner]:
+def stream_learners(n_estimators: int, seed: int, n_classes: int,
+                    report: Report) -> list[StreamLearner]:
     """The learners available in this environment (messages say which are missing and why).
 
     Parameters
@@ -163,15 +169,17 @@ def stream_learners(n_estimators: int, seed: int, n_classes: int) -> list[Stream
     seed : int
     n_classes : int
         Needed up front by onelearn.
+    report : Report
+        Where to say which learners are missing.
 
     Returns
     -------
     list of StreamLearner
     """
     learners = []
-    mondrian, reason = common.import_mondrian()
+    mondrian, reason = import_mondrian()
     if mondrian is None:
-        print(f"NOTE: mondrian is unavailable. {reason}")
+        report.add(f"NOTE: mondrian is unavailable. {reason}")
     else:
         def make_mf():
             return mondrian.MondrianForestClassifier(
@@ -182,18 +190,18 @@ def stream_learners(n_estimators: int, seed: int, n_classes: int) -> list[Stream
                                       run_learn_one_array))
         learners.append(StreamLearner("MondrianForest", "partial_fit(1-row 2-D array)", make_mf,
                                       run_partial_fit))
-    forest, reason = common.optional_import("river.forest")
+    forest, reason = optional_import("river.forest")
     if forest is None:
-        print(f"NOTE: river is unavailable. {reason}")
+        report.add(f"NOTE: river is unavailable. {reason}")
     else:
         learners.append(StreamLearner(
             RIVER, "learn_one(dict)",
             lambda: forest.AMFClassifier(n_estimators=n_estimators, seed=seed),
             run_learn_one_dict,
         ))
-    onelearn, reason = common.import_onelearn()
+    onelearn, reason = import_onelearn()
     if onelearn is None:
-        print(f"NOTE: onelearn is unavailable. {reason}")
+        report.add(f"NOTE: onelearn is unavailable. {reason}")
     else:
         learners.append(StreamLearner(
             "onelearn AMFClassifier", "partial_fit(1-row 2-D array)",
@@ -224,9 +232,9 @@ def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) ->
     warmup = stream.head(WARMUP_ROWS)
     n = len(stream.y)
     for learner in learners:
-        common.log(f"[stream] {learner.name} / {learner.inputs} ...")
+        log(f"[stream] {learner.name} / {learner.inputs} ...")
         learner.run(learner.make(), warmup)
-        seconds, preds = common.time_callable(lambda lr=learner: lr.run(lr.make(), stream),
+        seconds, preds = time_callable(lambda lr=learner: lr.run(lr.make(), stream),
                                               repeats)
         rows.append({
             "model": learner.name,
@@ -275,7 +283,7 @@ def partial_fit_batches(make, X, y, bounds, classes):
     model = make()
     last = 0.0
     for start, stop in bounds:
-        last, _ = common.time_callable(
+        last, _ = time_callable(
             lambda a=start, b=stop: model.partial_fit(X[a:b], y[a:b], classes=classes), 1
         )
     return model, last
@@ -293,7 +301,7 @@ def refit_batches(make, X, y, bounds, classes):
     """
     model, last = None, 0.0
     for _, stop in bounds:
-        last, model = common.time_callable(lambda b=stop: make().fit(X[:b], y[:b]), 1)
+        last, model = time_callable(lambda b=stop: make().fit(X[:b], y[:b]), 1)
     return model, last
 
 
@@ -311,7 +319,7 @@ def batch_learners(n_estimators: int, seed: int) -> list[tuple[str, str, Callabl
     """
     params = {"n_estimators": n_estimators, "n_jobs": 1, "random_state": seed}
     learners = []
-    mondrian, _ = common.import_mondrian()
+    mondrian, _ = import_mondrian()
     if mondrian is not None:
         learners.append(("MondrianForest", "partial_fit(new batch)",
                          lambda: mondrian.MondrianForestClassifier(**params),
@@ -321,13 +329,13 @@ def batch_learners(n_estimators: int, seed: int) -> list[tuple[str, str, Callabl
     return learners
 
 
-def bench_batches(data: common.Dataset, n_batches: int, n_estimators: int, seed: int,
+def bench_batches(data: Dataset, n_batches: int, n_estimators: int, seed: int,
                   repeats: int) -> list[dict]:
     """Total training time over the growing batches, and final test accuracy.
 
     Parameters
     ----------
-    data : common.Dataset
+    data : Dataset
         letter; its training rows are cut into batches in file order.
     n_batches : int
     n_estimators : int
@@ -345,8 +353,8 @@ def bench_batches(data: common.Dataset, n_batches: int, n_estimators: int, seed:
     classes = np.arange(data.n_classes)
     rows = []
     for name, update, make, loop in batch_learners(n_estimators, seed):
-        common.log(f"[batches] {name} ...")
-        total, (model, last) = common.time_callable(
+        log(f"[batches] {name} ...")
+        total, (model, last) = time_callable(
             lambda mk=make, lp=loop: lp(mk, X, y, bounds, classes), repeats
         )
         rows.append({
@@ -368,53 +376,44 @@ def bench_batches(data: common.Dataset, n_batches: int, n_estimators: int, seed:
 
 def parse(argv=None):
     """Command-line options (see the module docstring)."""
-    parser = common.make_parser(__doc__.splitlines()[0], default_repeats=1)
+    parser = make_parser(__doc__.splitlines()[0], default_repeats=1)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help="comma-separated subset of " + ",".join(PARTS))
-    parser.add_argument("--n", type=int, default=None,
-                        help="stream length (default 15000, quick 1000)")
+    add_sized(parser, "--n", 15000, 1000, "stream length")
     parser.add_argument("--stream-trees", type=int, default=10, help="trees in the stream part")
-    parser.add_argument("--batches", type=int, default=None,
-                        help="number of 150-row batches (default 100, quick 10)")
-    parser.add_argument("--batch-trees", type=int, default=None,
-                        help="trees in the batch part (default 100, quick 10)")
-    args = common.parse_args(parser, argv)
-    args.parts = common.parse_list(args.parts, PARTS)
-    args.n = args.n or (1000 if args.quick else 15000)
-    args.batches = args.batches or (10 if args.quick else 100)
-    args.batch_trees = args.batch_trees or (10 if args.quick else 100)
+    add_sized(parser, "--batches", 100, 10, f"number of {BATCH_SIZE}-row batches")
+    add_sized(parser, "--batch-trees", 100, 10, "trees in the batch part")
+    add_output_options(parser, "online.md", plots=False)
+    args = parse_args(parser, argv)
+    args.parts = parse_list(args.parts, PARTS)
     return args
 
 
 def main(argv=None) -> None:
-    """Run the selected parts and print the markdown report.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    """
+    """Run the selected parts: print the markdown report, write it in a full run."""
     args = parse(argv)
-    common.require_datasets()
-    data = common.load_letter()
-    print("## Online benchmark on letter" + (" (QUICK MODE)" if args.quick else ""))
-    print(f"\n{common.environment_line()}")
-    print(f"random_state/seed={args.seed}, n_jobs=1, median of {args.repeats} run(s).")
+    require_datasets()
+    data = load_letter()
+    report = Report()
+    report.add("## Online benchmark on letter" + (" (QUICK MODE)" if args.quick else ""))
+    report.add(f"\n{environment_line()}")
+    report.add(f"random_state/seed={args.seed}, n_jobs=1, median of {args.repeats} run(s).")
     if "stream" in args.parts:
         n = min(args.n, len(data.y_train))
         stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
                                     np.arange(data.n_classes))
-        learners = stream_learners(args.stream_trees, args.seed, data.n_classes)
+        learners = stream_learners(args.stream_trees, args.seed, data.n_classes, report)
         rows = bench_stream(stream, learners, args.repeats)
         title = (f"Test-then-train stream: first {n} letter rows, {args.stream_trees} trees "
                  f"(accuracy over samples 2..{n}; 'vs river' = samples/s ratio)")
-        common.print_markdown_table(rows, STREAM_COLUMNS, STREAM_FORMATS, title=title)
+        report.table(rows, STREAM_COLUMNS, STREAM_FORMATS, title=title)
     if "batches" in args.parts:
         n_batches = min(args.batches, len(data.y_train) // BATCH_SIZE)
         rows = bench_batches(data, n_batches, args.batch_trees, args.seed, args.repeats)
         title = (f"Growing mini-batches: {n_batches} x {BATCH_SIZE} letter rows, "
                  f"{args.batch_trees} trees, test on the {len(data.y_test)} letter test rows")
-        common.print_markdown_table(rows, BATCH_COLUMNS, BATCH_FORMATS, title=title)
+        report.table(rows, BATCH_COLUMNS, BATCH_FORMATS, title=title)
+    report.write(args.output)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ Run from the repository root::
     python benchmarks/bench_regression.py             # full run
     python benchmarks/bench_regression.py --quick     # 1 split, <= 1000 train rows, 10 trees
     python benchmarks/bench_regression.py --datasets yacht,energy --splits 20
+
+A full run writes its report to ``benchmarks/results/regression.md`` (``--output`` elsewhere).
 """
 
 from __future__ import annotations
@@ -37,11 +39,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import common
 import numpy as np
+from shared.cli import (
+    add_datasets,
+    add_output_options,
+    add_sized,
+    make_parser,
+    parse_args,
+    parse_list,
+)
+from shared.datasets import (
+    Dataset,
+    load_uci_regression,
+    n_uci_splits,
+    require_datasets,
+    rows_as_dicts,
+    subsample_train,
+)
+from shared.measure import fit_estimator, time_callable
+from shared.metrics import gaussian_nll, rmse
+from shared.optional import import_mondrian, optional_import
+from shared.report import Report, environment_line, log, mean_std
 from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 
-# In the order of the report (common.UCI_REGRESSION holds the same names, sorted).
+# In the order of the report (datasets.UCI_REGRESSION holds the same names, sorted).
 DATASETS = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht", "protein")
 MONDRIAN, RF, ET, AMF = "MondrianForest", "RandomForest", "ExtraTrees", "river AMF"
 MODEL_KEYS = {"mondrian": MONDRIAN, "rf": RF, "et": ET, "amf": AMF}
@@ -91,39 +112,15 @@ class Outcome:
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------------
-
-
-def rmse(y: np.ndarray, mean: np.ndarray) -> float:
-    """Root mean squared error."""
-    return float(np.sqrt(np.mean((y - mean) ** 2)))
-
-
-def gaussian_nll(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
-    """Average negative log density of ``y`` under ``N(mean, var)`` (inf if a variance is 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        nll = 0.5 * np.log(2.0 * np.pi * var) + (y - mean) ** 2 / (2.0 * var)
-    return float(np.mean(nll)) if np.all(var > 0) else float("inf")
-
-
-def mean_std(values: list[float], spec: str) -> str:
-    """``"mean ± std"`` over splits (population std; the mean alone for a single split)."""
-    if len(values) == 1:
-        return format(values[0], spec)
-    return f"{np.mean(values):{spec}} ± {np.std(values):.2g}"
-
-
-# --------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------
 
 
-def run_mondrian(template, data: common.Dataset, repeats: int) -> Outcome:
+def run_mondrian(template, data: Dataset, repeats: int) -> Outcome:
     """Fit the Mondrian forest, then predict mean and standard deviation on the test rows."""
-    fit_s, model = common.time_callable(
-        lambda: common.fit_estimator(template, data.X_train, data.y_train), repeats)
-    predict_s, (mean, std) = common.time_callable(
+    fit_s, model = time_callable(
+        lambda: fit_estimator(template, data.X_train, data.y_train), repeats)
+    predict_s, (mean, std) = time_callable(
         lambda: model.predict(data.X_test, return_std=True), repeats)
     hyper = {k: float(v) for k, v in model.hyperparameters_.items()}
     return Outcome(len(data.y_train), fit_s, predict_s, mean, std**2, hyper)
@@ -148,26 +145,25 @@ def forest_moments(forest, X: np.ndarray, floor: float) -> tuple[np.ndarray, np.
     return preds.mean(axis=0), preds.var(axis=0) + floor
 
 
-def run_sklearn_forest(template, data: common.Dataset, repeats: int) -> Outcome:
+def run_sklearn_forest(template, data: Dataset, repeats: int) -> Outcome:
     """Fit a scikit-learn forest; predictive variance = spread of its trees + floor."""
     floor = VARIANCE_FLOOR * float(np.var(data.y_train))
-    fit_s, model = common.time_callable(
-        lambda: common.fit_estimator(template, data.X_train, data.y_train), repeats)
-    predict_s, (mean, var) = common.time_callable(
+    fit_s, model = time_callable(
+        lambda: fit_estimator(template, data.X_train, data.y_train), repeats)
+    predict_s, (mean, var) = time_callable(
         lambda: forest_moments(model, data.X_test, floor), repeats)
     return Outcome(len(data.y_train), fit_s, predict_s, mean, var)
 
 
-def run_amf(make: Callable, max_rows: int, data: common.Dataset, repeats: int) -> Outcome:
+def run_amf(make: Callable, max_rows: int, data: Dataset, repeats: int) -> Outcome:
     """Train river's AMF online on the first ``max_rows`` training rows, then predict the test rows.
 
     Rows are converted to dicts before timing. ``max_rows <= 0`` means every training row.
     """
     n = len(data.y_train) if max_rows <= 0 else min(max_rows, len(data.y_train))
-    names = data.feature_names
-    train = [dict(zip(names, map(float, row), strict=True)) for row in data.X_train[:n]]
+    train = rows_as_dicts(data.X_train[:n], data.feature_names)
     targets = [float(v) for v in data.y_train[:n]]
-    test = [dict(zip(names, map(float, row), strict=True)) for row in data.X_test]
+    test = rows_as_dicts(data.X_test, data.feature_names)
 
     def learn():
         model = make()
@@ -175,13 +171,14 @@ def run_amf(make: Callable, max_rows: int, data: common.Dataset, repeats: int) -
             model.learn_one(x, y)
         return model
 
-    fit_s, model = common.time_callable(learn, repeats)
-    predict_s, mean = common.time_callable(
+    fit_s, model = time_callable(learn, repeats)
+    predict_s, mean = time_callable(
         lambda: np.array([model.predict_one(x) for x in test], dtype=np.float64), repeats)
     return Outcome(n, fit_s, predict_s, mean, None)
 
 
-def make_models(keys: list[str], n_estimators: int, seed: int, amf_rows: int) -> dict:
+def make_models(keys: list[str], n_estimators: int, seed: int, amf_rows: int,
+                report: Report) -> dict:
     """The models to compare, as ``name -> run(data, repeats) -> Outcome``.
 
     Parameters
@@ -194,6 +191,8 @@ def make_models(keys: list[str], n_estimators: int, seed: int, amf_rows: int) ->
         ``random_state`` / ``seed`` of every model.
     amf_rows : int
         Training rows given to AMF (``<= 0``: all).
+    report : Report
+        Where to say which libraries are missing.
 
     Returns
     -------
@@ -203,9 +202,9 @@ def make_models(keys: list[str], n_estimators: int, seed: int, amf_rows: int) ->
     params = {"n_estimators": n_estimators, "n_jobs": 1, "random_state": seed}
     models = {}
     if "mondrian" in keys:
-        mondrian, reason = common.import_mondrian()
+        mondrian, reason = import_mondrian()
         if mondrian is None:
-            print(f"NOTE: mondrian is unavailable, only the baselines are run. {reason}")
+            report.add(f"NOTE: mondrian is unavailable, only the baselines are run. {reason}")
         else:
             template = mondrian.MondrianForestRegressor(smoothing="hierarchical", **params)
             models[MONDRIAN] = partial(run_mondrian, template)
@@ -214,9 +213,9 @@ def make_models(keys: list[str], n_estimators: int, seed: int, amf_rows: int) ->
     if "et" in keys:
         models[ET] = partial(run_sklearn_forest, ExtraTreesRegressor(**params))
     if "amf" in keys:
-        forest, reason = common.optional_import("river.forest")
+        forest, reason = optional_import("river.forest")
         if forest is None:
-            print(f"NOTE: river is unavailable, AMF is not run. {reason}")
+            report.add(f"NOTE: river is unavailable, AMF is not run. {reason}")
         else:
             make = partial(forest.AMFRegressor, n_estimators=AMF_TREES, seed=seed)
             models[AMF] = partial(run_amf, make, amf_rows)
@@ -332,13 +331,14 @@ def hyperparameter_rows(first_split: dict[str, tuple[Outcome, float]]) -> list[d
 # --------------------------------------------------------------------------------------------
 
 
-def load_split(name: str, split: int, quick: bool, seed: int) -> common.Dataset:
+def load_split(name: str, split: int, quick: bool, seed: int) -> Dataset:
     """Load one standard split, subsampling its training rows in quick mode."""
-    data = common.load_uci_regression(name, split)
-    return common.subsample_train(data, QUICK_TRAIN_ROWS, seed) if quick else data
+    return subsample_train(load_uci_regression(name, split), QUICK_TRAIN_ROWS if quick else None,
+                           seed)
 
 
-def run_dataset(name: str, n_splits: int, models: dict, args) -> tuple[list[dict], tuple | None]:
+def run_dataset(name: str, n_splits: int, models: dict, args,
+                report: Report) -> tuple[list[dict], tuple | None]:
     """Run every model on the first ``n_splits`` splits of one dataset.
 
     Returns
@@ -353,10 +353,10 @@ def run_dataset(name: str, n_splits: int, models: dict, args) -> tuple[list[dict
     for split in range(n_splits):
         data = load_split(name, split, args.quick, args.seed)
         if split == 0:
-            print(f"- {name}: {n_splits} split(s); {len(data.y_train)} train / "
-                  f"{len(data.y_test)} test, {data.X_train.shape[1]} features ({data.note})")
+            report.add(f"- {name}: {n_splits} split(s); {len(data.y_train)} train / "
+                       f"{len(data.y_test)} test, {data.X_train.shape[1]} features ({data.note})")
         for model, run in models.items():
-            common.log(f"[{name} split {split}] {model} ...")
+            log(f"[{name} split {split}] {model} ...")
             out = run(data, args.repeats)
             nll = None if out.var is None else gaussian_nll(data.y_test, out.mean, out.var)
             runs[model].append({"rmse": rmse(data.y_test, out.mean), "nll": nll,
@@ -368,77 +368,67 @@ def run_dataset(name: str, n_splits: int, models: dict, args) -> tuple[list[dict
 
 
 def main(argv=None) -> None:
-    """Run the benchmark and print the markdown report.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    """
-    parser = common.make_parser(__doc__.splitlines()[0], default_repeats=1)
-    parser.add_argument("--datasets", default=",".join(DATASETS),
-                        help="comma-separated subset of " + ",".join(DATASETS))
-    parser.add_argument("--splits", type=int, default=None,
-                        help=f"use the first N standard splits of each set "
-                             f"(default {DEFAULT_SPLITS}, quick 1; protein has 5)")
-    parser.add_argument("--n-estimators", type=int, default=None,
-                        help=f"trees of Mondrian / RF / ET (default 100, quick {QUICK_TREES})")
+    """Run the benchmark: print the markdown report, write it in a full run."""
+    parser = make_parser(__doc__.splitlines()[0], default_repeats=1)
+    add_datasets(parser, DATASETS)
+    add_sized(parser, "--splits", DEFAULT_SPLITS, 1,
+              "use the first N standard splits of each set (protein has 5)")
+    add_sized(parser, "--n-estimators", 100, QUICK_TREES, "trees of Mondrian / RF / ET")
     parser.add_argument("--models", default=",".join(MODEL_KEYS),
                         help="comma-separated subset of " + ",".join(MODEL_KEYS))
     parser.add_argument("--amf-rows", type=int, default=AMF_MAX_ROWS,
                         help=f"AMF learns the first N training rows (default {AMF_MAX_ROWS}, "
                              "0 = all)")
-    args = common.parse_args(parser, argv)
-    names = common.parse_list(args.datasets, DATASETS)
-    keys = common.parse_list(args.models, list(MODEL_KEYS))
-    n_estimators = args.n_estimators or (QUICK_TREES if args.quick else 100)
-    n_splits = args.splits or (1 if args.quick else DEFAULT_SPLITS)
-    if n_splits < 1:
+    add_output_options(parser, "regression.md", plots=False)
+    args = parse_args(parser, argv)
+    keys = parse_list(args.models, list(MODEL_KEYS))
+    if args.splits < 1:
         parser.error("--splits must be at least 1")
-    common.require_datasets()
+    require_datasets()
 
-    river, _ = common.optional_import("river")
-    print("## Regression benchmark" + (" (QUICK MODE)" if args.quick else ""))
-    print(f"\n{common.environment_line()}"
-          + (f", river {river.__version__}" if river is not None else ""))
-    print(f"\nn_estimators={n_estimators} (AMF: {AMF_TREES}), n_jobs=1, random_state={args.seed}; "
-          f"first {n_splits} standard split(s) per set, mean ± std over splits; times are "
-          f"the mean over splits of the median of {args.repeats} run(s).")
-    print(f"RF / ET predictive variance = variance of the trees' predictions "
-          f"+ {VARIANCE_FLOOR} * var(y_train). AMF: online, one pass over the first "
-          f"{args.amf_rows if args.amf_rows > 0 else 'all'} training rows, RMSE only. "
-          f"RMSE and NLL are in the units of y.")
+    river, _ = optional_import("river")
+    report = Report()
+    report.add("## Regression benchmark" + (" (QUICK MODE)" if args.quick else ""))
+    report.add(f"\n{environment_line()}"
+               + (f", river {river.__version__}" if river is not None else ""))
+    report.add(f"\nn_estimators={args.n_estimators} (AMF: {AMF_TREES}), n_jobs=1, "
+               f"random_state={args.seed}; first {args.splits} standard split(s) per set, "
+               "mean ± std over splits; times are the mean over splits of the median of "
+               f"{args.repeats} run(s).")
+    report.add(f"RF / ET predictive variance = variance of the trees' predictions "
+               f"+ {VARIANCE_FLOOR} * var(y_train). AMF: online, one pass over the first "
+               f"{args.amf_rows if args.amf_rows > 0 else 'all'} training rows, RMSE only. "
+               f"RMSE and NLL are in the units of y.")
     if args.quick:
-        print(f"Quick mode: training rows subsampled to at most {QUICK_TRAIN_ROWS} "
-              "(test rows unchanged).")
-    print()
+        report.add(f"Quick mode: training rows subsampled to at most {QUICK_TRAIN_ROWS} "
+                   "(test rows unchanged), fewer trees and splits, so the targets are indicative "
+                   "only.")
+    report.add()
 
-    models = make_models(keys, n_estimators, args.seed, args.amf_rows)
+    models = make_models(keys, args.n_estimators, args.seed, args.amf_rows, report)
     rows, first_split = [], {}
-    for name in names:
-        splits = min(n_splits, common.n_uci_splits(name))
-        dataset_rows, first = run_dataset(name, splits, models, args)
+    for name in args.datasets:
+        splits = min(args.splits, n_uci_splits(name))
+        dataset_rows, first = run_dataset(name, splits, models, args, report)
         rows += dataset_rows
         if first is not None:
             first_split[name] = first
     add_relative_columns(rows)
-    common.print_markdown_table(rows, COLUMNS, FORMATS, title="Results")
+    report.table(rows, COLUMNS, FORMATS, title="Results")
 
-    common.print_checks(
+    report.checks(
         f"Target: RMSE within {RMSE_TOLERANCE - 1:.0%} of RandomForestRegressor on most sets",
-        most_sets_checks(rows, names, "RMSE / RF", lambda v: v <= RMSE_TOLERANCE,
+        most_sets_checks(rows, args.datasets, "RMSE / RF", lambda v: v <= RMSE_TOLERANCE,
                          lambda v: f"RMSE {v:.3f} x RandomForest"))
-    common.print_checks(
+    report.checks(
         "Target: better NLL than RandomForestRegressor on most sets",
-        most_sets_checks(rows, names, "NLL - RF", lambda v: v < 0.0,
+        most_sets_checks(rows, args.datasets, "NLL - RF", lambda v: v < 0.0,
                          lambda v: f"NLL {v:+.3f} vs RandomForest"))
     if first_split:
-        common.print_markdown_table(
+        report.table(
             hyperparameter_rows(first_split), HYPER_COLUMNS, HYPER_FORMATS,
             title="MondrianForest hyperparameters (default held-out choice, split 0; units of y)")
-    if args.quick:
-        print("\nQuick mode: fewer trees, training rows and splits, so the targets are "
-              "indicative only.")
+    report.write(args.output)
 
 
 if __name__ == "__main__":
