@@ -320,10 +320,7 @@ cdef class MondrianTree:
                 _add_row(val, rows + i * S, S)
             self._reset_leaf(j, rec.end - rec.start)
 
-            linear_dim = 0.0
-            for d in range(D):
-                sides[d] = hi[d] - lo[d]
-                linear_dim += sides[d]
+            linear_dim = _side_lengths(lo, hi, sides, D)
             if linear_dim <= 0.0 or self._should_pause(j):
                 self.nodes[j].paused = 1
                 self._make_leaf_list(j, idx, rec.start, rec.end)
@@ -332,8 +329,7 @@ cdef class MondrianTree:
             if not t < self.lifetime:
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
-            d = rng_weighted(&self.rng, sides, D, linear_dim)
-            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
             mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
             left = self._split(j, d, threshold, t)
             top = self._push_children(top, left, rec.start, mid, rec.end, t)

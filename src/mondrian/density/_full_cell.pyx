@@ -20,15 +20,15 @@ from mondrian.core._random cimport (
     rng_exponential,
     rng_seed,
     rng_uniform,
-    rng_uniform_open,
-    rng_weighted,
 )
 from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
     Node,
     StackRecord,
+    _draw_cut,
     _partition,
+    _side_lengths,
     _start_stack,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
@@ -86,16 +86,12 @@ cdef class FullCellTree(MondrianTree):
                 continue  # an empty cell: its density is already uniform
             lo = self.bounds + 2 * D * j
             hi = lo + D
-            linear_dim = 0.0
-            for d in range(D):
-                sides[d] = hi[d] - lo[d]
-                linear_dim += sides[d]
+            linear_dim = _side_lengths(lo, hi, sides, D)
             t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
             if not t < self.lifetime:
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
-            d = rng_weighted(&self.rng, sides, D, linear_dim)
-            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
             if not lo[d] < threshold < hi[d]:
                 # No representable interior point: a cut would leave a child of zero volume.
                 self._make_leaf_list(j, idx, rec.start, rec.end)
