@@ -29,6 +29,13 @@ import numpy as np
 
 # ---------------------------------------------------------------------------- cut sources
 
+def _flat_offsets(arrays):
+    """Offsets of the arrays laid end to end: the first flat index of each, then the total."""
+    offsets = np.zeros(len(arrays) + 1, dtype=np.intp)
+    offsets[1:] = np.cumsum([len(a) for a in arrays])
+    return offsets
+
+
 cdef class CutSource:
     """Base class of the cut sources of the path engine (not for direct use)."""
 
@@ -109,8 +116,7 @@ cdef class TreeCuts(CutSource):
         flat_orders = np.zeros((n_trees, n_points), dtype=np.intp)
         for m in range(n_trees):
             flat_orders[m, : len(orders[m])] = orders[m]
-        offsets = np.zeros(n_trees + 1, dtype=np.intp)
-        offsets[1:] = np.cumsum([len(s) for s in starts])
+        offsets = _flat_offsets(starts)
         event_tree = np.asarray(event_tree, dtype=np.intp)
         event_node = np.asarray(event_node, dtype=np.intp)
         events = np.empty((len(event_tree), 4), dtype=np.intp)
@@ -630,8 +636,7 @@ cdef class GaussianLeafReader(PathReader):
         self.n_trees = len(node_mean)
         self.n_points = y.shape[0]
         self.noise = noise
-        offsets = np.concatenate([[0], np.cumsum([len(a) for a in node_mean])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(node_mean)
         mean = np.concatenate(node_mean).astype(np.float64)
         second = np.concatenate(node_var) + noise + mean * mean
         self.mean_flat = mean
@@ -805,8 +810,7 @@ cdef class LogDensityReader(PathReader):
         self.n_metrics = 1
         self.n_trees = len(edges)
         self.n_points = log_background.shape[0]
-        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(edges)
         self.edges = np.ascontiguousarray(np.concatenate(edges), dtype=np.float64)
         self.log_background = np.array(log_background, dtype=np.float64)
         self.log_forest_weight = log_forest_weight
