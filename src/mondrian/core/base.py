@@ -30,6 +30,13 @@ __all__ = [
 # Version of the pickled estimator state (the ensemble and the trees carry their own too).
 STATE_VERSION = 3
 
+# Constraints of the parameters every forest (many trees, built in parallel) adds to its base.
+FOREST_PARAMETER_CONSTRAINTS = {
+    "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_jobs": [numbers.Integral, None],
+    "verbose": ["verbose"],
+}
+
 
 @contextmanager
 def unchanged_on_error(estimator):

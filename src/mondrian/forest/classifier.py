@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
@@ -552,9 +553,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
 
     _parameter_constraints = {
         **_BaseMondrianClassifier._parameter_constraints,
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **FOREST_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(

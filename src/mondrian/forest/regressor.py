@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
@@ -516,9 +517,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
 
     _parameter_constraints = {
         **_BaseMondrianRegressor._parameter_constraints,
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **FOREST_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
