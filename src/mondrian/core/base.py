@@ -128,6 +128,10 @@ class EnsembleMixin:
     def _n_trees(self):
         return self.n_estimators
 
+    def _n_jobs(self):
+        # Single-tree estimators have no ``n_jobs``: they run in the calling thread.
+        return getattr(self, "n_jobs", None)
+
     def _remember_params(self):
         """Record the tree-shaping parameters of a fit (checked by :meth:`_warm_start`)."""
         self._fit_params = {name: getattr(self, name) for name in self._refit_params}

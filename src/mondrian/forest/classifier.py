@@ -59,12 +59,6 @@ class _BaseMondrianClassifier(
 
     _pause_pure = True
 
-    def _n_trees(self):
-        raise NotImplementedError
-
-    def _n_jobs(self):
-        return getattr(self, "n_jobs", None)
-
     def _after_prune(self):
         self.__dict__.pop("_codes_cache", None)
 
@@ -588,9 +582,6 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     _tree_view_attributes = (
         *_BaseMondrianClassifier._tree_view_attributes, "classes_", "_classes_fixed"
     )
-
-    def _n_trees(self):
-        return self.n_estimators
 
     @property
     def n_classes_(self):

@@ -93,12 +93,6 @@ class _BaseMondrianRegressor(
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def _n_trees(self):
-        raise NotImplementedError
-
-    def _n_jobs(self):
-        return getattr(self, "n_jobs", None)
-
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
     )
@@ -550,9 +544,6 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-    def _n_trees(self):
-        return self.n_estimators
 
 
 class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
