@@ -61,6 +61,8 @@ cdef class MondrianTree:
     cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
     cdef bint _should_pause(self, intp_t node) noexcept nogil
+    cdef void _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
+                               intp_t end) noexcept nogil
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
     cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
                        float64_t split_time) except -1 nogil

@@ -119,7 +119,7 @@ cdef class FullCellTree(MondrianTree):
         """
         cdef intp_t D = self.n_features
         cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, count, root
+        cdef intp_t j, d, mid, count, root
         cdef StackRecord rec
 
         if n <= 0:
@@ -142,10 +142,7 @@ cdef class FullCellTree(MondrianTree):
                 if self.nodes[j].n_node_samples == 0:
                     self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)
                 else:
-                    for k in range(rec.start, rec.end):
-                        i = idx[k]
-                        self.sample_next[i] = self.nodes[j].first_sample
-                        self.nodes[j].first_sample = i
+                    self._prepend_to_leaf(j, idx, rec.start, rec.end)
                     self.nodes[j].n_node_samples += count
                 continue
             self.nodes[j].n_node_samples += count
