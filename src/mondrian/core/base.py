@@ -109,21 +109,11 @@ class EnsembleMixin:
     _tree_view_class = None
     _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
 
-    @property
-    def _trees(self):
-        return self._ensemble.trees
-
-    @property
-    def _store(self):
-        return self._ensemble.store
-
-    @property
-    def _scaler(self):
-        return self._ensemble.feature_map
-
-    @property
-    def _seeds(self):
-        return self._ensemble.seeds
+    # Views of the ensemble's parts (AttributeError, so "not fitted", before the first fit).
+    _trees = property(lambda self: self._ensemble.trees)
+    _store = property(lambda self: self._ensemble.store)
+    _scaler = property(lambda self: self._ensemble.feature_map)
+    _seeds = property(lambda self: self._ensemble.seeds)
 
     def _n_trees(self):
         return self.n_estimators
