@@ -29,6 +29,13 @@ import numpy as np
 
 # ---------------------------------------------------------------------------- cut sources
 
+def _flat_offsets(arrays):
+    """Offsets of the arrays laid end to end: the first flat index of each, then the total."""
+    offsets = np.zeros(len(arrays) + 1, dtype=np.intp)
+    offsets[1:] = np.cumsum([len(a) for a in arrays])
+    return offsets
+
+
 cdef class CutSource:
     """Base class of the cut sources of the path engine (not for direct use)."""
 
@@ -109,8 +116,7 @@ cdef class TreeCuts(CutSource):
         flat_orders = np.zeros((n_trees, n_points), dtype=np.intp)
         for m in range(n_trees):
             flat_orders[m, : len(orders[m])] = orders[m]
-        offsets = np.zeros(n_trees + 1, dtype=np.intp)
-        offsets[1:] = np.cumsum([len(s) for s in starts])
+        offsets = _flat_offsets(starts)
         event_tree = np.asarray(event_tree, dtype=np.intp)
         event_node = np.asarray(event_node, dtype=np.intp)
         events = np.empty((len(event_tree), 4), dtype=np.intp)
@@ -349,22 +355,28 @@ cdef class PathReader(CutVisitor):
     cdef int split(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k
-        for k in range(n_left):
-            self.move(group, left_points[k], cell, left, True)
-        for k in range(n_right):
-            self.move(group, right_points[k], cell, right, True)
+        _move_points(self, group, cell, left, left_points, n_left, True)
+        _move_points(self, group, cell, right, right_points, n_right, True)
         return 0
 
     cdef int merge(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k
-        for k in range(n_left):
-            self.move(group, left_points[k], left, cell, False)
-        for k in range(n_right):
-            self.move(group, right_points[k], right, cell, False)
+        _move_points(self, group, cell, left, left_points, n_left, False)
+        _move_points(self, group, cell, right, right_points, n_right, False)
         return 0
+
+
+cdef inline void _move_points(PathReader reader, intp_t group, intp_t cell, intp_t child,
+                              const intp_t* points, intp_t n, bint descend) noexcept nogil:
+    """Move ``points`` from ``cell`` down to ``child`` (``descend``) or back up, one by one."""
+    cdef intp_t k
+    if descend:
+        for k in range(n):
+            reader.move(group, points[k], cell, child, True)
+    else:
+        for k in range(n):
+            reader.move(group, points[k], child, cell, False)
 
 
 cdef class CountingVisitor(CutVisitor):
@@ -396,25 +408,13 @@ cdef class CountingVisitor(CutVisitor):
     cdef int split(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k, n = n_left + n_right
-        for k in range(n_left):
-            self.cell_of[group, left_points[k]] = left
-        for k in range(n_right):
-            self.cell_of[group, right_points[k]] = right
-        self.n_live += 1
-        self.pairs += <float64_t>n_left * n_left + <float64_t>n_right * n_right - <float64_t>n * n
+        _count_regroup(self, group, left, left_points, n_left, right, right_points, n_right, 1)
         return 0
 
     cdef int merge(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k, n = n_left + n_right
-        for k in range(n_left):
-            self.cell_of[group, left_points[k]] = cell
-        for k in range(n_right):
-            self.cell_of[group, right_points[k]] = cell
-        self.n_live -= 1
-        self.pairs -= <float64_t>n_left * n_left + <float64_t>n_right * n_right - <float64_t>n * n
+        _count_regroup(self, group, cell, left_points, n_left, cell, right_points, n_right, -1)
         return 0
 
     cdef int record(self, intp_t n_cuts, float64_t* row) except -1 nogil:
@@ -426,6 +426,22 @@ cdef class CountingVisitor(CutVisitor):
         """Current cell of every point in every tree, shape (n_trees, n_points)."""
         return np.asarray(self.cell_of).copy()
 
+
+cdef inline void _count_regroup(CountingVisitor visitor, intp_t group,
+                                intp_t left_cell, const intp_t* left_points, intp_t n_left,
+                                intp_t right_cell, const intp_t* right_points, intp_t n_right,
+                                int step) noexcept nogil:
+    """Place the two sides' points in their cells; a split (``step=1``) adds a live cell and
+    the change of the pair count, a merge (``step=-1``) takes them back."""
+    cdef intp_t k, n = n_left + n_right
+    for k in range(n_left):
+        visitor.cell_of[group, left_points[k]] = left_cell
+    for k in range(n_right):
+        visitor.cell_of[group, right_points[k]] = right_cell
+    visitor.n_live += step
+    # Negating a float is exact, so a merge undoes its split to the bit.
+    visitor.pairs += step * (<float64_t>n_left * n_left + <float64_t>n_right * n_right
+                             - <float64_t>n * n)
 
 cdef class CellColumns(CutVisitor):
     """Base class of the visitors with one feature column per live cell (not for direct use)."""
@@ -620,8 +636,7 @@ cdef class GaussianLeafReader(PathReader):
         self.n_trees = len(node_mean)
         self.n_points = y.shape[0]
         self.noise = noise
-        offsets = np.concatenate([[0], np.cumsum([len(a) for a in node_mean])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(node_mean)
         mean = np.concatenate(node_mean).astype(np.float64)
         second = np.concatenate(node_var) + noise + mean * mean
         self.mean_flat = mean
@@ -795,8 +810,7 @@ cdef class LogDensityReader(PathReader):
         self.n_metrics = 1
         self.n_trees = len(edges)
         self.n_points = log_background.shape[0]
-        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(edges)
         self.edges = np.ascontiguousarray(np.concatenate(edges), dtype=np.float64)
         self.log_background = np.array(log_background, dtype=np.float64)
         self.log_forest_weight = log_forest_weight
