@@ -84,6 +84,7 @@ cdef class TreeCuts(CutSource):
         self.starts = np.ascontiguousarray(starts, dtype=np.intp)
         self.ends = np.ascontiguousarray(ends, dtype=np.intp)
         self.orders = np.ascontiguousarray(orders, dtype=np.intp)
+        self.terminal = INFINITY
         self.n_events = self.events.shape[0]
         self.n_groups = self.offsets.shape[0] - 1
         self.n_points = self.orders.shape[1]
@@ -96,40 +97,40 @@ cdef class TreeCuts(CutSource):
             raise ValueError("one time per event is needed")
 
     @classmethod
-    def from_lists(cls, list orders, list starts, list ends, list children,
-                   event_tree, event_node, times=None):
-        """Build the source from per-tree arrays (the kernel paths' layout).
+    def from_trees(cls, list trees, leaf_of_point=None, float64_t stop=INFINITY,
+                   max_cells=None):
+        """The source of ``trees`` read on ``leaf_of_point``, in one call.
 
         Parameters
         ----------
-        orders, starts, ends : list of ndarray, one per tree
-            From :func:`subtree_order`.
-        children : list of ndarray of shape (node_count, 2)
-            Left and right child of every node, per tree.
-        event_tree, event_node : ndarray of intp
-            The cuts, sorted by increasing birth time.
-        times : ndarray, default=None
-            Their birth times (zeros when not given).
+        trees : list of MondrianTree
+            Trees of one lifetime.
+        leaf_of_point : ndarray of intp, shape (n_trees, n_points), default=None
+            Leaf of every point in every tree (see :func:`plan_path`); by default the points
+            each tree stores (``MondrianTree.leaf_sample_assignment``).
+        stop : float, default=inf
+            Keep only the cuts born before ``stop``.
+        max_cells : int, default=None
+            Keep the first-born cuts while the model has at most this many cells (the
+            ``n_trees`` roots plus one per cut).
+
+        Returns
+        -------
+        TreeCuts
+            Its ``terminal`` is the lifetime at which the kept model ends: the birth time of
+            the first cut left out, else ``stop`` or the trees' lifetime, whichever is smaller.
         """
-        cdef intp_t n_trees = len(orders), m
-        n_points = max([len(o) for o in orders], default=0)
-        flat_orders = np.zeros((n_trees, n_points), dtype=np.intp)
-        for m in range(n_trees):
-            flat_orders[m, : len(orders[m])] = orders[m]
-        offsets = _flat_offsets(starts)
-        event_tree = np.asarray(event_tree, dtype=np.intp)
-        event_node = np.asarray(event_node, dtype=np.intp)
-        events = np.empty((len(event_tree), 4), dtype=np.intp)
-        events[:, 0] = event_tree
-        events[:, 1] = event_node
-        for m in range(n_trees):
-            mine = event_tree == m
-            events[mine, 2:] = np.asarray(children[m], dtype=np.intp)[event_node[mine]]
-        if times is None:
-            times = np.zeros(len(event_tree))
-        return cls(times, events, offsets,
-                   np.concatenate(starts) if n_trees else np.empty(0, np.intp),
-                   np.concatenate(ends) if n_trees else np.empty(0, np.intp), flat_orders)
+        cdef TreeCuts source
+        if leaf_of_point is None:
+            leaf_of_point = np.vstack([tree.leaf_sample_assignment() for tree in trees]
+                                      if trees else np.empty((0, 0))).astype(np.intp)
+        max_events = None if max_cells is None else int(max_cells) - len(trees)
+        plan, terminal = _plan(trees, np.ascontiguousarray(leaf_of_point, dtype=np.intp),
+                               stop, max_events)
+        source = cls(*plan)
+        lifetimes = [(<MondrianTree>tree).lifetime for tree in trees]
+        source.terminal = min(terminal, stop, min(lifetimes, default=INFINITY))
+        return source
 
     def as_tuple(self):
         """``(times, events, offsets, starts, ends, orders)`` (the layout of :func:`plan_path`)."""
@@ -255,6 +256,11 @@ def cut_events(list trees, float64_t stop=INFINITY, max_events=None):
     tree, node, left, right : ndarray of intp
         Tree index, split node and its children.
     """
+    return _cut_events(trees, stop, max_events)[0]
+
+
+def _cut_events(list trees, float64_t stop, max_events):
+    """:func:`cut_events`, and the birth time of the first cut left out (inf if none)."""
     times, tree_ids, nodes, lefts, rights = [], [], [], [], []
     for m, tree in enumerate(trees):
         arr = tree.nodes_array
@@ -271,10 +277,11 @@ def cut_events(list trees, float64_t stop=INFINITY, max_events=None):
         keep = int(np.searchsorted(times[order], stop, side="left"))
     if max_events is not None:
         keep = max(0, min(keep, int(max_events)))
+    next_time = float(times[order[keep]]) if keep < order.shape[0] else INFINITY
     order = order[:keep]
     columns = [np.concatenate(a)[order] if a else np.empty(0, np.intp)
                for a in (tree_ids, nodes, lefts, rights)]
-    return (times[order], *columns)
+    return (times[order], *columns), next_time
 
 
 def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INFINITY,
@@ -298,10 +305,16 @@ def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INF
         ``(times, events, offsets, starts, ends, orders)``, to pass to :func:`run_path`
         (several readers of the same points can share one plan) or to :class:`TreeCuts`.
     """
+    return _plan(trees, leaf_of_point, stop, max_events)[0]
+
+
+def _plan(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop, max_events):
+    """:func:`plan_path`, and the birth time of the first cut left out (inf if none)."""
     cdef intp_t n_trees = len(trees), n_points = leaf_of_point.shape[1], m
     if leaf_of_point.shape[0] != n_trees:
         raise ValueError("leaf_of_point needs one row per tree")
-    times, ev_tree, ev_node, ev_left, ev_right = cut_events(trees, stop, max_events)
+    (times, ev_tree, ev_node, ev_left, ev_right), next_time = _cut_events(trees, stop,
+                                                                          max_events)
     offsets = np.zeros(n_trees + 1, dtype=np.intp)
     for m in range(n_trees):
         offsets[m + 1] = offsets[m] + (<MondrianTree>trees[m]).node_count
@@ -315,7 +328,7 @@ def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INF
         ends[offsets[m]: offsets[m + 1]] = end
     events = np.ascontiguousarray(np.column_stack([ev_tree, ev_node, ev_left, ev_right]),
                                   dtype=np.intp)
-    return times, events, offsets, starts, ends, orders
+    return (times, events, offsets, starts, ends, orders), next_time
 
 
 # ---------------------------------------------------------------------------- visitors
