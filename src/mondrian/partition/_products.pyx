@@ -120,8 +120,7 @@ def block_precondition(const int32_t[:, ::1] labels, const intp_t[::1] offsets,
     -------
     ndarray of shape (n_samples, n_columns)
     """
-    cdef intp_t m = labels.shape[0], n = labels.shape[1], k = V.shape[1], r, i, j, row
-    cdef int32_t c
+    cdef intp_t m = labels.shape[0], n = labels.shape[1], k = V.shape[1], i, j, row
     if not sigma > 0:
         raise ValueError("sigma must be positive")
     if counts.shape[0] != offsets[m]:

@@ -10,7 +10,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.partition._products import block_precondition, cluster_sums, gather_sums, kernel_matmat
+from mondrian.partition._products import (
+    block_precondition,
+    cluster_sums,
+    gather_sums,
+    kernel_matmat,
+)
 from mondrian.partition.partitioners import resolve_partitioner
 
 __all__ = ["RandomPartitionFeatures"]

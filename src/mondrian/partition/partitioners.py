@@ -99,7 +99,7 @@ class _FastClusterState:
         """Index of the nearest centre of every row of ``X``, per partition."""
         Xs = (X - self.mean) / self.scale
         out = np.empty((len(self.centres), X.shape[0]), dtype=np.int64)
-        for r, (mask, C) in enumerate(zip(self.masks, self.centres)):
+        for r, C in enumerate(self.centres):
             if C.shape[0] == 1:
                 out[r] = 0
                 continue
@@ -215,7 +215,7 @@ class _ForestState:
         if leaves.ndim == 1:
             leaves = leaves[:, None]
         out = np.empty((len(self.trees), X.shape[0]), dtype=np.int64)
-        for r, (t, d) in enumerate(zip(self.trees, self.cut)):
+        for r, (t, d) in enumerate(zip(self.trees, self.cut, strict=True)):
             node = leaves[:, t].astype(np.intp)
             parent, depth = self.parents[t], self.depths[t]
             deep = depth[node] > d
