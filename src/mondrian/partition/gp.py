@@ -140,9 +140,10 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
     solver_ : str
     signal_variance_, noise_variance_ : float
     log_marginal_likelihood_ : float
-        At the fitted variances (of the subsample in the CG regime).
+        At the fitted variances (of the subsample in the CG regime; ``None`` there when both
+        variances are fixed).
     n_iter_ : int
-        CG iterations of the training solve (0 for the primal).
+        CG iterations of the training solve (1 for the primal: one direct solve).
 
     Examples
     --------
@@ -221,7 +222,11 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
             d = 1.0 / (lam / n2 + 1.0 / s2)
             self._w = U @ (d * b) / n2
             self._F = U * np.sqrt(d)
-            self.n_iter_ = 0
+            self.n_iter_ = 1
+        elif None not in fixed:
+            # Nothing to fit: skip the O(n^3) likelihood of the subsample.
+            s2, n2 = float(fixed[0]), float(fixed[1])
+            self.log_marginal_likelihood_ = None
         else:
             sub = np.sort(rng.choice(n, self.n_hyper_samples, replace=False)) \
                 if n > self.n_hyper_samples else np.arange(n)
@@ -233,6 +238,7 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
             b = np.sqrt(lam) * (U.T @ ys)
             (s2, n2), self.log_marginal_likelihood_ = _fit_variances(
                 lam, b, ys @ ys, len(sub), *fixed, ys.var())
+        if solver == "cg":
             self.signal_variance_, self.noise_variance_ = float(s2), float(n2)
             alpha, self.n_iter_ = self._solve(yc[:, None])
             self._alpha = alpha[:, 0]
