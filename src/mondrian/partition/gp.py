@@ -36,6 +36,7 @@ def block_pcg(matmat, B, *, precondition=None, tol=1e-8, max_iter=1000):
     Examples
     --------
     >>> import numpy as np
+    >>> from mondrian.partition.gp import block_pcg
     >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
     >>> X, _ = block_pcg(lambda V: A @ V, np.eye(2))
     >>> bool(np.allclose(X, np.linalg.inv(A)))
