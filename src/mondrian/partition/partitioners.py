@@ -98,7 +98,7 @@ class _FastClusterState:
     def cells(self, X):
         """Index of the nearest centre of every row of ``X``, per partition."""
         Xs = (X - self.mean) / self.scale
-        out = np.empty((len(self.centres), X.shape[0]), dtype=np.int64)
+        out = np.empty((len(self.centres), X.shape[0]), dtype=np.int32)
         for r, C in enumerate(self.centres):
             if C.shape[0] == 1:
                 out[r] = 0
@@ -214,7 +214,7 @@ class _ForestState:
         leaves = np.asarray(self.forest.apply(X))
         if leaves.ndim == 1:
             leaves = leaves[:, None]
-        out = np.empty((len(self.trees), X.shape[0]), dtype=np.int64)
+        out = np.empty((len(self.trees), X.shape[0]), dtype=np.int32)
         for r, (t, d) in enumerate(zip(self.trees, self.cut, strict=True)):
             node = leaves[:, t].astype(np.intp)
             parent, depth = self.parents[t], self.depths[t]
@@ -315,7 +315,7 @@ class _MondrianState:
         """Leaf of every row in every tree pruned at its lifetime, -1 where cut off."""
         Xs = np.ascontiguousarray(self.scale(X))
         trees, keys = self.features._trees, self.features._keys
-        out = np.empty((len(trees), X.shape[0]), dtype=np.int64)
+        out = np.empty((len(trees), X.shape[0]), dtype=np.int32)
         for r, lam in enumerate(self.lifetimes):
             out[r] = extension_leaves([trees[r]], Xs, keys[r:r + 1], float(lam))[:, 0]
         return out
