@@ -147,16 +147,20 @@ def test_forest_partition_ancestor_at_depth():
     """Depth 0 puts everyone in one cluster; a cluster is the ancestor at the drawn depth,
     and a leaf shallower than the depth is its own cluster."""
     X, y = _data()
-    rf = RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, y)
+    rf = RandomForestRegressor(n_estimators=3, max_depth=4, min_samples_leaf=15,
+                               random_state=0).fit(X, y)
     state = RandomForestPartitioner(rf).sample(X, y, 3, 0)
     state.cut[:] = [0, 2, 99]
     cells = state.cells(X)
     assert len(np.unique(cells[0])) == 1
-    tree = rf.estimators_[1].tree_
-    node_depth = state.depths[1]
-    assert np.all(node_depth[cells[1]] == np.minimum(2, node_depth[rf.estimators_[1].apply(X)]))
+    # Oracle: the decision path's nodes (ids increase with depth along a path), entry min(d, h).
+    for r, d in ((1, 2), (2, 99)):
+        path = rf.estimators_[r].decision_path(X).tocsr()
+        expected = [path.indices[path.indptr[i]:path.indptr[i + 1]][
+            min(d, path.indptr[i + 1] - path.indptr[i] - 1)] for i in range(X.shape[0])]
+        np.testing.assert_array_equal(cells[r], expected)
     np.testing.assert_array_equal(cells[2], rf.estimators_[2].apply(X))
-    assert tree.node_count > 3
+    assert (state.depths[1][rf.estimators_[1].apply(X)] == 2).any()  # leaves at exactly d
 
 
 @pytest.mark.exact
