@@ -313,3 +313,17 @@ def test_sgd_path_replays_the_fit(Estimator):
     np.testing.assert_allclose(path.training_loss[-1], loss, rtol=1e-9)
     with pytest.raises(ValueError, match="backward"):
         model.lifetime_path(direction="backward")
+
+
+@pytest.mark.exact
+def test_features_read_the_fitted_lifetime_not_the_parameter():
+    """set_params(lifetime=...) after fit changes neither the features nor their number, and
+    a lifetime above the fitted one is refused (the trees were only grown up to it)."""
+    X = np.random.RandomState(0).uniform(size=(50, 3))
+    model = MondrianKernelFeatures(20, lifetime=1.0, random_state=0).fit(X)
+    Z, n_out = model.transform(X), model.n_features_out_
+    model.set_params(lifetime=5.0)
+    assert model.n_features_out_ == n_out
+    assert (model.transform(X) != Z).nnz == 0
+    with pytest.raises(ValueError, match="fitted lifetime"):
+        model.transform(X, lifetime=4.0)

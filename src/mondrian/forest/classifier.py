@@ -344,14 +344,20 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- river-style API
 
-    def _one_row(self, x):
-        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array."""
+    def _one_row(self, x, learn=False):
+        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array.
+
+        Only ``learn=True`` (``learn_one``) records the key order of a first dict: predicting
+        never changes the model.
+        """
         if isinstance(x, dict):
             names = getattr(self, "feature_names_in_", None)
             if names is None:
                 names = getattr(self, "_dict_keys", None)
                 if names is None:
-                    names = self._dict_keys = list(x)
+                    names = list(x)
+                    if learn:
+                        self._dict_keys = names
             try:
                 values = [x[name] for name in names]
             except KeyError as exc:
@@ -391,7 +397,7 @@ class _BaseMondrianClassifier(
         self : object
         """
         self._check_writable()
-        row = self._one_row(x)
+        row = self._one_row(x, learn=True)
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()
