@@ -120,6 +120,11 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
     def _cut_source(self, max_features):
         """The path engine's source of the trees' cuts on the stored points, stopped before the
         model has more than ``max_features`` cells."""
+        if max_features < len(self._trees):
+            raise ValueError(
+                f"max_features={max_features} is below n_estimators={len(self._trees)}: the "
+                "model at lifetime 0 already has one feature (the root cell) per tree"
+            )
         return TreeCuts.from_trees(self._trees, max_cells=max_features)
 
 
