@@ -8,11 +8,12 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "VersionedStateMixin",
     "pruned_copy",
     "unchanged_on_error",
+    "check_strict_params",
+    "StrictParamsMixin",
     "atomic_fit",
     "PruneMixin",
     "TreeEnsemble",
@@ -56,6 +59,36 @@ def atomic_fit(method):
     return wrapper
 
 
+def check_strict_params(estimator):
+    """Reject what scikit-learn's constraints let through: booleans given for numbers
+    (``n_estimators=True``, ``lifetime=True``) and ``n_jobs=0``.
+
+    Raises an ``InvalidParameterError`` (a ``ValueError`` and a ``TypeError``).
+    """
+    constraints = getattr(estimator, "_parameter_constraints", {})
+    for name, value in estimator.get_params(deep=False).items():
+        allowed = constraints.get(name, [])
+        if isinstance(value, (bool, np.bool_)) and "boolean" not in allowed \
+                and bool not in allowed:
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be a number, not a "
+                f"bool; got {value!r}."
+            )
+        if name == "n_jobs" and value is not None and not isinstance(value, bool) and value == 0:
+            raise InvalidParameterError(
+                f"The 'n_jobs' parameter of {type(estimator).__name__} must be None, a positive "
+                "number of threads or a negative count from the number of cores; got 0."
+            )
+
+
+class StrictParamsMixin:
+    """``_validate_params`` that also applies :func:`check_strict_params`."""
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_strict_params(self)
+
+
 class VersionedStateMixin:
     """Pickled estimators carry ``_mondrian_state_version`` (``_state_version``) and refuse to
     load a state written by another version."""
@@ -63,7 +96,7 @@ class VersionedStateMixin:
     _state_version = STATE_VERSION
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: never write into the live __dict__
         state["_mondrian_state_version"] = self._state_version
         return state
 
@@ -85,8 +118,12 @@ def _same_param(a, b):
     return type(a) is type(b) and a == b
 
 
-class EnsembleMixin:
+class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     """The estimator side of a :class:`TreeEnsemble` held in ``self._ensemble``.
+
+    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`): any number of threads
+    may read the model at once (``predict``, ``transform``, ``score``, pickling...); ``fit``,
+    ``partial_fit`` and ``learn_one`` run alone, and reads arriving meanwhile wait for them.
 
     Read-only ``_trees``, ``_store``, ``_scaler`` and ``_seeds``; scikit-learn's warm-start
     rules for ``partial_fit`` (:meth:`_warm_start`); and ``estimators_``, read-only single-tree

@@ -41,6 +41,21 @@ def _reject_mixed_labels(y):
         raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
 
 
+def _check_one_label(y):
+    """Raise a clear error for a single label that could not be a class (before any change)."""
+    if y is None:
+        raise ValueError("y is None: learn_one needs the sample's class label")
+    if np.ndim(y) != 0:
+        raise ValueError(f"y must be a single label (a number or a string), got {y!r}")
+    try:
+        hash(y)
+    except TypeError:
+        raise TypeError(f"a label must be hashable, got {type(y).__name__}") from None
+    if isinstance(y, (float, np.floating)) and not np.isfinite(y):
+        raise ValueError(f"a label must be finite, got {y!r}")
+    check_classification_targets(np.asarray([y]))
+
+
 class _BaseMondrianClassifier(
     ClassifierMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
 ):
@@ -397,6 +412,7 @@ class _BaseMondrianClassifier(
         """
         self._check_writable()
         row = self._one_row(x)
+        _check_one_label(y)
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()

@@ -24,6 +24,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.base import check_strict_params, unchanged_on_error
+
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 
 # Bin indices beyond this magnitude would overflow int64 (or lose integer precision in float64).
@@ -140,15 +142,19 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self : object
             The fitted transformer.
         """
-        self._validate_params()
-        X = validate_data(self, X, dtype=np.float64)
-        rng = check_random_state(self.random_state)
-        shape = (self.n_components, self.n_features_in_)
-        self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
-        self.shifts_ = rng.uniform(size=shape) * self.widths_
-        self._grids = [self._index_grid(self._bin_indices(X, m)) for m in range(self.n_components)]
-        self.n_bins_ = np.array([len(grid[3]) for grid in self._grids], dtype=np.intp)
-        self._offsets = np.concatenate([[0], np.cumsum(self.n_bins_)]).astype(np.intp)
+        # A rejected refit keeps the fitted transformer (feature_names_in_ included).
+        with unchanged_on_error(self):
+            self._validate_params()
+            check_strict_params(self)
+            X = validate_data(self, X, dtype=np.float64)
+            rng = check_random_state(self.random_state)
+            shape = (self.n_components, self.n_features_in_)
+            self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
+            self.shifts_ = rng.uniform(size=shape) * self.widths_
+            self._grids = [self._index_grid(self._bin_indices(X, m))
+                           for m in range(self.n_components)]
+            self.n_bins_ = np.array([len(grid[3]) for grid in self._grids], dtype=np.intp)
+            self._offsets = np.concatenate([[0], np.cumsum(self.n_bins_)]).astype(np.intp)
         return self
 
     def _bin_indices(self, X, m):
@@ -341,13 +347,16 @@ class LaplaceRandomFourierFeatures(
         self : object
             The fitted transformer.
         """
-        self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
-        rng = check_random_state(self.random_state)
-        self.random_weights_ = self.lifetime * rng.standard_cauchy(
-            size=(self.n_features_in_, self.n_components)
-        )
-        self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
+        # A rejected refit keeps the fitted transformer (feature_names_in_ included).
+        with unchanged_on_error(self):
+            self._validate_params()
+            check_strict_params(self)
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+            rng = check_random_state(self.random_state)
+            self.random_weights_ = self.lifetime * rng.standard_cauchy(
+                size=(self.n_features_in_, self.n_components)
+            )
+            self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         return self
 
     def transform(self, X):

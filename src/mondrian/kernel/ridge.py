@@ -532,6 +532,8 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         self._warm_start_check()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
+        if not np.all(np.isfinite(y)):  # object targets holding None arrive as NaN
+            raise ValueError("y contains NaN, infinity or None")
         self._scaler.check(X)
         start = self._store.n_samples
         self._add_points(X, np.zeros((X.shape[0], 0)))
