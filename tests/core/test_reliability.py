@@ -129,3 +129,10 @@ def test_rejected_numpy_refit_keeps_feature_names(cls):
     before = state(model)
     assert_unchanged(model, before, lambda: model.fit(np.full((3, 3), np.nan)))
     assert list(model.feature_names_in_) == ["a", "b", "c"]
+
+
+def test_fourier_features_of_huge_finite_x_raise_instead_of_nan():
+    model = LaplaceRandomFourierFeatures(n_components=20, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="too large"):
+        model.transform(np.full((2, 3), 1e308))
+    assert np.all(np.isfinite(model.transform(X[:5])))

@@ -25,6 +25,7 @@ __all__ = [
     "check_strict_params",
     "StrictParamsMixin",
     "atomic_fit",
+    "atomic_update",
     "PruneMixin",
     "TreeEnsemble",
     "SingleTreeMixin",
@@ -35,14 +36,30 @@ STATE_VERSION = 3
 
 
 @contextmanager
-def unchanged_on_error(estimator):
-    """Restore the estimator's attributes if the block raises: a failed (re)fit leaves the
-    previous model (or the unfitted estimator) as it was, though validation sets some
-    attributes early."""
+def unchanged_on_error(estimator, deep=False):
+    """Restore the estimator if the block raises (any exception: a rejected input, a
+    ``MemoryError``, a ``KeyboardInterrupt``): a failed call leaves the model as it was.
+
+    The attributes are always restored. With ``deep=True`` (online updates, which change the
+    fitted model in place) the tree ensemble is snapshotted (:meth:`TreeEnsemble.snapshot`:
+    time linear in the size of the trees) and so are the containers and the attributes named
+    in ``_mutable_state``, which the update may change in place.
+    """
     saved = dict(estimator.__dict__)
+    snapshot = None
+    if deep:
+        ensemble = saved.get("_ensemble")
+        if ensemble is not None and not ensemble.read_only:
+            snapshot = ensemble.snapshot()
+        mutable = getattr(estimator, "_mutable_state", ())
+        for name, value in saved.items():
+            if isinstance(value, (list, dict, set)) or name in mutable:
+                saved[name] = copy.copy(value)
     try:
         yield
     except BaseException:
+        if snapshot is not None:
+            saved["_ensemble"].restore(snapshot)
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
@@ -54,6 +71,17 @@ def atomic_fit(method):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         with unchanged_on_error(self):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def atomic_update(method):
+    """Decorator: run an online update under :func:`unchanged_on_error` with ``deep=True``."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with unchanged_on_error(self, deep=True):
             return method(self, *args, **kwargs)
 
     return wrapper
@@ -131,6 +159,8 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     ``_tree_view_attributes``.
     """
 
+    # Attributes an online update may change in place (copied by unchanged_on_error(deep=True)).
+    _mutable_state = ()
     # Parameters that shape the fitted trees: changing one after fit asks for a new fit.
     _refit_params = ()
     # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).

@@ -176,6 +176,10 @@ class _BaseMondrianClassifier(
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
         fitted on all the points at once.
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
         ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
@@ -195,7 +199,7 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
-        with unchanged_on_error(self):
+        with unchanged_on_error(self, deep=True):
             return self._partial_fit(X, y, classes)
 
     def _partial_fit(self, X, y, classes):
@@ -397,6 +401,10 @@ class _BaseMondrianClassifier(
     def learn_one(self, x, y):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         Parameters
         ----------
         x : dict or 1-D array-like
@@ -411,8 +419,12 @@ class _BaseMondrianClassifier(
         self : object
         """
         self._check_writable()
-        row = self._one_row(x)
         _check_one_label(y)
+        with unchanged_on_error(self, deep=True):
+            return self._learn_one(x, y)
+
+    def _learn_one(self, x, y):
+        row = self._one_row(x)  # may remember the key order of a first dict
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()

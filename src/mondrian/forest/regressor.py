@@ -104,6 +104,7 @@ class _BaseMondrianRegressor(
     def _n_jobs(self):
         return getattr(self, "n_jobs", None)
 
+    _mutable_state = ("_posterior_cache",)
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
     )
@@ -175,6 +176,10 @@ class _BaseMondrianRegressor(
     def partial_fit(self, X, y):
         """Extend the forest with new training points (same law as fitting all at once).
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
         ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
@@ -188,7 +193,7 @@ class _BaseMondrianRegressor(
         -------
         self : object
         """
-        with unchanged_on_error(self):
+        with unchanged_on_error(self, deep=True):
             first = not hasattr(self, "_trees")
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = 0 if first else self._warm_start_check()

@@ -374,7 +374,14 @@ class LaplaceRandomFourierFeatures(
         """
         check_is_fitted(self, "random_weights_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        projection = safe_sparse_dot(X, self.random_weights_, dense_output=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            projection = safe_sparse_dot(X, self.random_weights_, dense_output=True)
+        if not np.all(np.isfinite(projection)):
+            # cos of an overflowed projection is NaN: say so instead of returning it.
+            raise ValueError(
+                "X is too large for these random frequencies (X @ random_weights_ overflows "
+                "float64): rescale the inputs"
+            )
         projection += self.random_offset_
         np.cos(projection, out=projection)
         projection *= np.sqrt(2.0 / self.n_components)

@@ -16,7 +16,7 @@ from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble, atomic_fit
+from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update
 from mondrian.kernel._features import extension_leaves, subtree_order
 from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
 from mondrian.path.holdout import holdout_split
@@ -251,7 +251,7 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         self._sample(X, float(self.lifetime))
         return self
 
-    @atomic_fit
+    @atomic_update
     def partial_fit(self, X, y=None):
         """Extend the trees with new points (same law as sampling them on all points).
 
@@ -364,6 +364,9 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     _refit_params = (*_MondrianKernelBase._refit_params, "alpha")
     # New trees change every feature (and their 1/sqrt(M) weight): the ridge solve needs a fit.
     _can_add_trees = False
+
+    # The ridge inverse is updated in place by partial_fit (snapshotted by atomic_update).
+    _mutable_state = ("_ridge",)
 
     def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1.0, max_lifetime=np.inf,
                  max_features=4000, lifetime_selection="validation", validation_fraction=0.2,
@@ -507,7 +510,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
 
     # ------------------------------------------------------------------ online
 
-    @atomic_fit
+    @atomic_update
     def partial_fit(self, X, y):
         """Exact online update (Supplement C of the paper).
 
