@@ -163,3 +163,30 @@ def test_keyboard_interrupt_from_a_timer_gives_before_or_after(case):
         interrupted += _interrupted(lambda trial=trial: update(trial, a, b), delay)
         assert _canonical(trial) in (unchanged, after)
     assert interrupted > 0
+
+
+REFITS = {
+    "classifier": (lambda: MondrianForestClassifier(N_TREES, random_state=0),
+                   lambda m, n: m.fit(X[:n], Y_CLF[:n])),
+    "regressor": (lambda: MondrianForestRegressor(N_TREES, random_state=0),
+                  lambda m, n: m.fit(X[:n], Y_REG[:n])),
+    "density": (lambda: MondrianForestDensity(N_TREES, lifetime=4.0, random_state=0),
+                lambda m, n: m.fit(X[:n])),
+    "kernel-features": (lambda: MondrianKernelFeatures(N_TREES, lifetime=2.0, random_state=0),
+                        lambda m, n: m.fit(X[:n])),
+    "kernel-ridge": (lambda: MondrianKernelRidge(N_TREES, lifetime=2.0, random_state=0),
+                     lambda m, n: m.fit(X[:n], Y_REG[:n])),
+}
+
+
+@pytest.mark.parametrize("case", REFITS)
+@pytest.mark.parametrize("exception", [MemoryError, KeyboardInterrupt])
+def test_failed_refit_keeps_the_previous_model(case, exception):
+    make, fit = REFITS[case]
+    model = make()
+    fit(model, 100)
+    before = pickle.dumps(model)
+    fail_after_trees(1, exception)
+    with pytest.raises(exception):
+        fit(model, 200)
+    assert pickle.dumps(model) == before

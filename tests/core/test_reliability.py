@@ -136,3 +136,14 @@ def test_fourier_features_of_huge_finite_x_raise_instead_of_nan():
     with pytest.raises(ValueError, match="too large"):
         model.transform(np.full((2, 3), 1e308))
     assert np.all(np.isfinite(model.transform(X[:5])))
+
+
+def test_kernel_ridge_partial_fit_respects_max_features():
+    model = MondrianKernelRidge(4, lifetime=3.0, random_state=0).fit(X[:30], Y_REG[:30])
+    n_features = model._ridge.n_features
+    model.set_params(max_features=n_features + 3)
+    before = state(model)
+    assert_unchanged(model, before, lambda: model.partial_fit(X[30:], Y_REG[30:]))
+    model.set_params(max_features=4000)
+    model.partial_fit(X[30:], Y_REG[30:])
+    assert model._ridge.n_features > n_features + 3

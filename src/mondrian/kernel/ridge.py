@@ -329,7 +329,9 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     max_lifetime : float, default=np.inf
         Terminal lifetime of the sweep for ``lifetime="auto"``.
     max_features : int, default=4000
-        Paths stop before the number of features exceeds this (they cost O(C²) memory).
+        Paths stop before the number of features exceeds this (they cost O(C²) memory), and
+        ``partial_fit`` refuses (``ValueError``, model unchanged) a batch that would grow the
+        fitted model past it; it may be raised with ``set_params`` between calls.
     lifetime_selection : {"validation", "marginal_likelihood"}, default="validation"
         Criterion of ``lifetime="auto"``.
     validation_fraction : float, default=0.2
@@ -564,6 +566,15 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
             col[tree.apply(X[self._col_rep[own]], self.lifetime_)] = own
             for point, node in zip(new_points, tree.apply(new_X, self.lifetime_), strict=True):
                 if col[node] < 0:
+                    if self._ridge.n_features >= self.max_features:
+                        # Each feature costs O(C) memory in the O(C²) inverse: refuse to grow
+                        # past the cap (atomic_update restores the model as it was).
+                        raise ValueError(
+                            f"this batch would grow the model past max_features="
+                            f"{self.max_features} features (the ridge inverse costs O(C²) "
+                            "memory); raise max_features with set_params to continue online, "
+                            "or refit"
+                        )
                     col[node] = self._ridge.n_features
                     self._ridge.append_empty()
                     self._col_rep = np.append(self._col_rep, point)
