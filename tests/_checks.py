@@ -8,19 +8,18 @@ from _reference import feature_map
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
 
-TREE_ARRAYS = (
+# The per-node arrays of a tree snapshot with one entry per node.
+NODE_ARRAYS = (
     "children_left",
     "children_right",
     "parent",
     "feature",
     "threshold",
     "split_time",
-    "lower_bounds",
-    "upper_bounds",
     "n_node_samples",
-    "value",
     "paused",
 )
+TREE_ARRAYS = (*NODE_ARRAYS, "lower_bounds", "upper_bounds", "value")
 
 
 # The package stores boxes and cuts in scaled units and reports them in original units as
@@ -100,16 +99,7 @@ def check_tree_invariants(est, X, y):
     classes = np.asarray(est.classes_)
 
     # shapes
-    for name in (
-        "children_left",
-        "children_right",
-        "parent",
-        "feature",
-        "threshold",
-        "split_time",
-        "n_node_samples",
-        "paused",
-    ):
+    for name in NODE_ARRAYS:
         assert s[name].shape == (n_nodes,), name
     assert lower.shape == upper.shape == (n_nodes, n_features)
     assert s["value"].shape == (n_nodes, len(classes))

@@ -26,26 +26,16 @@ _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
-settings.register_profile(
-    "dev",
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "ci",
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
-settings.register_profile(
-    "thorough",
-    max_examples=1000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
+# Hypothesis profiles: ``dev`` (default) and ``ci`` (default when $CI is set) and ``thorough``,
+# chosen with $HYPOTHESIS_PROFILE; only the number of examples and blob printing differ.
+for _name, _examples in (("dev", 30), ("ci", 100), ("thorough", 1000)):
+    settings.register_profile(
+        _name,
+        max_examples=_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        print_blob=_name != "dev",
+    )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 _SEED_ENV = "MONDRIAN_TESTS_GLOBAL_RANDOM_SEED"

@@ -132,3 +132,22 @@ def test_lock_is_not_pickled_and_clone_works():
         clone(model).fit(X, y)
         pruned = model.prune(model.lifetime_ / 2 if np.isfinite(model.lifetime_) else 1.0)
         assert pruned.__dict__.get(LOCK_ATTRIBUTE) is not model.__dict__[LOCK_ATTRIBUTE]
+
+
+def test_every_public_method_of_every_online_estimator_is_locked():
+    from mondrian import MondrianForestDensity
+    from mondrian.kernel import (
+        MondrianKernelFeatures,
+        MondrianKernelRidge,
+        MondrianKernelSGDClassifier,
+        MondrianKernelSGDRegressor,
+    )
+
+    for cls in (MondrianForestClassifier, MondrianForestRegressor, MondrianForestDensity,
+                MondrianKernelFeatures, MondrianKernelRidge, MondrianKernelSGDRegressor,
+                MondrianKernelSGDClassifier):
+        for name in ("fit", "partial_fit", "learn_one", "predict", "predict_proba",
+                     "transform", "score_samples", "lifetime_path", "__getstate__"):
+            method = getattr(cls, name, None)
+            if method is not None:
+                assert getattr(method, "_mondrian_locked", False), (cls.__name__, name)

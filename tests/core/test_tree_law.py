@@ -25,6 +25,18 @@ def _root_split_times(forest):
     return np.array([est.tree_.split_time[0] for est in forest.estimators_])
 
 
+def _root_forest(seed, n_samples, widths, feature_scaling):
+    """3000 trees on ``n_samples`` uniform points in a box of the given side ``widths``, with
+    alternating labels (so the root never pauses); returns the points and the forest."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, size=(n_samples, len(widths))) * np.array(widths)
+    y = np.arange(n_samples) % 2
+    forest = MondrianForestClassifier(
+        n_estimators=3000, feature_scaling=feature_scaling, random_state=seed
+    ).fit(X, y)
+    return X, forest
+
+
 def _two_sample_chi2_pvalue(a, b, min_expected=5.0):
     """p-value of the chi-square homogeneity test of two samples of small integers.
 
@@ -63,12 +75,7 @@ def test_root_split_time_is_exponential_in_linear_dimension(global_random_seed, 
     KS test at p > 1e-4 plus the sample mean within 4 standard errors (an exponential has
     sd == mean, so SE = mean / sqrt(N)). The root has two labels, so it never pauses.
     """
-    rng = np.random.default_rng(global_random_seed)
-    X = rng.uniform(0.0, 1.0, size=(12, 3)) * np.array([0.5, 1.0, 2.0])
-    y = np.arange(12) % 2
-    forest = MondrianForestClassifier(
-        n_estimators=3000, feature_scaling=feature_scaling, random_state=global_random_seed
-    ).fit(X, y)
+    X, forest = _root_forest(global_random_seed, 12, [0.5, 1.0, 2.0], feature_scaling)
     tau = _root_split_times(forest)
     rate = 3.0 if feature_scaling == "minmax" else float(np.ptp(X, axis=0).sum())
     assert stats.kstest(tau, "expon", args=(0.0, 1.0 / rate)).pvalue > P_MIN
@@ -83,12 +90,7 @@ def test_root_split_dimension_and_location(global_random_seed, feature_scaling):
     Chi-square goodness of fit for the dimension, KS against U(0, 1) for the relative location
     of the threshold, both at p > 1e-4. With min-max scaling every side has length 1.
     """
-    rng = np.random.default_rng(global_random_seed)
-    X = rng.uniform(0.0, 1.0, size=(10, 3)) * np.array([0.25, 1.0, 3.0])
-    y = np.arange(10) % 2
-    forest = MondrianForestClassifier(
-        n_estimators=3000, feature_scaling=feature_scaling, random_state=global_random_seed
-    ).fit(X, y)
+    X, forest = _root_forest(global_random_seed, 10, [0.25, 1.0, 3.0], feature_scaling)
     side = np.ptp(X, axis=0)
     expected = np.full(3, 1 / 3) if feature_scaling == "minmax" else side / side.sum()
     dims = np.array([est.tree_.feature[0] for est in forest.estimators_])

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mondrian.core._tree import MondrianTree
-from mondrian.kernel._ridge_path import kernel_sgd_path
-from mondrian.path._engine import cut_events, subtree_order
+from mondrian.kernel._sgd_path import SGDPathVisitor
+from mondrian.path._engine import TreeCuts, walk_path
 
 
 def _trees(X, n_trees, lifetime, seed):
@@ -24,19 +24,12 @@ def _trees(X, n_trees, lifetime, seed):
             for m in range(n_trees)]
 
 
-def _structure(trees, max_events):
-    """The compiled path's inputs, from the engine's cut source functions."""
-    _, ev_tree, ev_node, _, _ = cut_events(trees, max_events=max_events)
-    orders, starts, ends, children = [], [], [], []
-    for tree in trees:
-        order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
-        orders.append(order)
-        starts.append(start)
-        ends.append(end)
-        nodes = tree.nodes_array
-        children.append(np.ascontiguousarray(
-            np.column_stack([nodes["left_child"], nodes["right_child"]])))
-    return orders, starts, ends, children, ev_tree, ev_node
+def _sgd_path(source, *args):
+    """The compiled path on the engine: weights, records, error rates, columns."""
+    visitor = SGDPathVisitor(*args)
+    rows = walk_path(source, visitor, True)
+    rows = rows[~np.isnan(rows[:, 0])]
+    return visitor.weights(), rows[:, :3], rows[:, 3:], visitor.columns()
 
 
 def _in_subtree(tree, node):
@@ -122,7 +115,9 @@ def test_sgd_path_matches_numpy_reference(logistic):
     n_points, n_trees = 70, 4
     X = rng.uniform(size=(n_points, 3))
     trees = _trees(X, n_trees, lifetime=4.0, seed=11)
-    orders, starts, ends, children, ev_tree, ev_node = _structure(trees, max_events=40)
+    source = TreeCuts.from_trees(trees, max_cells=n_trees + 40)
+    events = source.as_tuple()[1]
+    ev_tree, ev_node = events[:, 0], events[:, 1]
     assert len(ev_tree) == 40
     is_train = (np.arange(n_points) < 50).astype(np.uint8)
     if logistic:
@@ -132,7 +127,7 @@ def test_sgd_path_matches_numpy_reference(logistic):
         targets = np.column_stack([np.sin(4 * X[:, 0]) + X[:, 1]])
     # A large L2 constant and learning rate, so that both terms weigh in the weights.
     args = (targets, is_train, 0.05, 0.3, 3, 25, 7, logistic, 5)
-    got = kernel_sgd_path(orders, starts, ends, children, ev_tree, ev_node, *args)
+    got = _sgd_path(source, *args)
     want = _sgd_path_reference(trees, ev_tree, ev_node, *args)
     for a, b in zip(got, want, strict=True):
         assert a.shape == b.shape

@@ -130,13 +130,28 @@ def test_terminal_cells_are_the_pruned_leaves(forest):
         assert np.array_equal(cells, np.unique(tree.apply(X, lifetime=lifetime)))
 
 
+def test_source_from_trees_truncates_at_max_cells(forest):
+    X, trees, leaves = forest
+    times = cut_events(trees)[0]
+    n_events = len(times) // 2
+    source = TreeCuts.from_trees(trees, max_cells=len(trees) + n_events)
+    # The stored points by default: the same plan as from their leaves.
+    for got, want in zip(source.as_tuple(), plan_path(trees, leaves, max_events=n_events),
+                         strict=True):
+        assert np.array_equal(got, want)
+    # The kept model ends at the next birth time, or at the trees' lifetime.
+    assert source.terminal == times[n_events]
+    assert TreeCuts.from_trees(trees, leaves).terminal == trees[0].lifetime
+    assert TreeCuts.from_trees(trees, leaves, stop=times[3]).terminal == times[3]
+    assert TreeCuts.from_trees(trees, max_cells=1).n_events == 0
+
+
 def test_ridge_visitor_walks_both_ways_on_the_engine(forest):
-    from mondrian.kernel._ridge_path import RidgePathVisitor, kernel_ridge_path
+    from mondrian.kernel._ridge_path import RidgePathVisitor
 
     X, trees, leaves = forest
     n_events = len(cut_events(trees)[0]) // 2
-    plan = plan_path(trees, leaves, max_events=n_events)
-    source = TreeCuts(*plan)
+    source = TreeCuts(*plan_path(trees, leaves, max_events=n_events))
     y = np.sin(3 * X[:, 0]) + X[:, 1]
     y -= y.mean()
     is_train = (np.arange(len(X)) < 45).astype(np.uint8)
@@ -145,21 +160,6 @@ def test_ridge_visitor_walks_both_ways_on_the_engine(forest):
     backward = walk_path(source, RidgePathVisitor(y, is_train, 0.1), False)
     np.testing.assert_allclose(forward, backward, rtol=1e-8, atol=1e-8)
     assert np.array_equal(forward[:, 3], len(trees) + np.arange(n_events + 1))
-    # The compatible wrapper (per-tree lists, as the Python layer passes them) agrees.
-    orders, starts, ends, children = [], [], [], []
-    for tree, leaf in zip(trees, leaves, strict=True):
-        order, start, end = subtree_order(tree, leaf)
-        orders.append(order)
-        starts.append(start)
-        ends.append(end)
-        nodes = tree.nodes_array
-        children.append(np.ascontiguousarray(
-            np.column_stack([nodes["left_child"], nodes["right_child"]])))
-    events = plan[1]
-    wrapped = kernel_ridge_path(orders, starts, ends, children, source.terminal_cells(),
-                                events[:, 0].copy(), events[:, 1].copy(), y, is_train, 0.1,
-                                False)
-    np.testing.assert_array_equal(wrapped, backward)
     # Every row is the ridge solution of the features of the pruned trees at that lifetime.
     times = cut_events(trees)[0]  # all cuts: the next one bounds the last interval
     for e in (0, n_events // 2, n_events):

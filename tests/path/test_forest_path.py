@@ -40,20 +40,29 @@ def _some_intervals(path):
     return sorted({0, 1, 7, path.n_cuts // 3, path.best_index, path.n_cuts})
 
 
+def _pruned_along(path):
+    """``(k, forest pruned inside interval k)`` for a few intervals of the path."""
+    for k in _some_intervals(path):
+        yield k, path.forest_.prune(_interval_lifetime(path, k))
+
+
+def _fitted_path(model, data):
+    """The model fitted on 300 points of ``data`` and its path on 150 validation points."""
+    X, y = data(300, 0)
+    X_val, y_val = data(150, 1)
+    model.fit(X, y)
+    return model, X_val, y_val, model.lifetime_path(X_val, y_val)
+
+
 @pytest.fixture(scope="module")
 def regression_path():
-    X, y = _regression_data(300, 0)
-    X_val, y_val = _regression_data(150, 1)
-    reg = MondrianForestRegressor(n_estimators=8, random_state=0).fit(X, y)
-    return reg, X_val, y_val, reg.lifetime_path(X_val, y_val)
+    return _fitted_path(MondrianForestRegressor(n_estimators=8, random_state=0), _regression_data)
 
 
 @pytest.fixture(scope="module")
 def classification_path():
-    X, y = _classification_data(300, 0)
-    X_val, y_val = _classification_data(150, 1)
-    clf = MondrianForestClassifier(n_estimators=8, random_state=0).fit(X, y)
-    return clf, X_val, y_val, clf.lifetime_path(X_val, y_val)
+    model = MondrianForestClassifier(n_estimators=8, random_state=0)
+    return _fitted_path(model, _classification_data)
 
 
 @pytest.mark.exact
@@ -61,8 +70,7 @@ def test_regression_path_equals_the_pruned_forest(regression_path):
     """At every lifetime the path's losses are those of the pruned forest, recomputed."""
     _, X_val, y_val, path = regression_path
     assert path.n_cuts > 100
-    for k in _some_intervals(path):
-        pruned = path.forest_.prune(_interval_lifetime(path, k))
+    for k, pruned in _pruned_along(path):
         mean, std = pruned.predict(X_val, return_std=True)
         mse = np.mean((mean - y_val) ** 2)
         nll = np.mean(0.5 * np.log(2 * np.pi * std**2) + (y_val - mean) ** 2 / (2 * std**2))
@@ -74,8 +82,7 @@ def test_regression_path_equals_the_pruned_forest(regression_path):
 def test_classification_path_equals_the_pruned_forest(classification_path):
     _, X_val, y_val, path = classification_path
     assert path.n_cuts > 50
-    for k in _some_intervals(path):
-        pruned = path.forest_.prune(_interval_lifetime(path, k))
+    for k, pruned in _pruned_along(path):
         proba = pruned.predict_proba(X_val)
         codes = np.searchsorted(pruned.classes_, y_val)
         log_loss = -np.mean(np.log(proba[np.arange(len(y_val)), codes]))

@@ -212,6 +212,18 @@ def _checkpoint_positions(n_stream):
     return positions
 
 
+def _stream_result(name, n_stream, correct, train_time, checkpoint_accuracy):
+    """Result of a learner tested then trained on every point of the stream."""
+    return ModelResult(
+        name=name,
+        prequential_accuracy=correct / n_stream,
+        test_accuracy=checkpoint_accuracy[-1],
+        train_time=train_time,
+        n_train=n_stream,
+        checkpoint_accuracy=checkpoint_accuracy,
+    )
+
+
 def run_demo(n_estimators=20, seed=0, dataset="digits", quiet=False, progress_stream=None):
     """Run the prequential comparison and return its measurements.
 
@@ -300,21 +312,13 @@ def run_demo(n_estimators=20, seed=0, dataset="digits", quiet=False, progress_st
     one_shot_time = time.perf_counter() - start
 
     models = [
-        ModelResult(
-            name=f"MondrianForestClassifier, online learn_one ({n_estimators} trees)",
-            prequential_accuracy=mf_correct / n_stream,
-            test_accuracy=mf_checkpoint_acc[-1],
-            train_time=mf_train_time,
-            n_train=n_stream,
-            checkpoint_accuracy=mf_checkpoint_acc,
+        _stream_result(
+            f"MondrianForestClassifier, online learn_one ({n_estimators} trees)",
+            n_stream, mf_correct, mf_train_time, mf_checkpoint_acc,
         ),
-        ModelResult(
-            name=f"RandomForestClassifier, batch refits ({n_estimators} trees)",
-            prequential_accuracy=rf_correct / n_stream,
-            test_accuracy=rf_checkpoint_acc[-1],
-            train_time=rf_train_time,
-            n_train=n_stream,
-            checkpoint_accuracy=rf_checkpoint_acc,
+        _stream_result(
+            f"RandomForestClassifier, batch refits ({n_estimators} trees)",
+            n_stream, rf_correct, rf_train_time, rf_checkpoint_acc,
         ),
         ModelResult(
             name=f"MondrianForestClassifier, one batch fit ({n_estimators} trees)",

@@ -1,5 +1,5 @@
 # The Mondrian tree core: a packed node array with side buffers, shared by every model.
-from mondrian.core._random cimport RandomState
+from mondrian.core._random cimport RandomState, rng_uniform_open, rng_weighted
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 cdef enum:
@@ -61,6 +61,8 @@ cdef class MondrianTree:
     cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
     cdef bint _should_pause(self, intp_t node) noexcept nogil
+    cdef void _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
+                               intp_t end) noexcept nogil
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
     cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
                        float64_t split_time) except -1 nogil
@@ -110,6 +112,27 @@ cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float
             idx[j] = tmp
             j -= 1
     return i
+
+
+cdef inline float64_t _side_lengths(const float64_t* lo, const float64_t* hi, float64_t* sides,
+                                    intp_t n_features) noexcept nogil:
+    """Write the box's side lengths into ``sides``; return their sum (its linear dimension)."""
+    cdef intp_t d
+    cdef float64_t linear_dim = 0.0
+    for d in range(n_features):
+        sides[d] = hi[d] - lo[d]
+        linear_dim += sides[d]
+    return linear_dim
+
+
+cdef inline intp_t _draw_cut(RandomState* rng, const float64_t* lo, const float64_t* hi,
+                             const float64_t* sides, intp_t n_features, float64_t linear_dim,
+                             float64_t* threshold) noexcept nogil:
+    """Draw a cut of the box: its dimension in proportion to ``sides``, then a uniform
+    location inside that side (written to ``threshold``); return the dimension."""
+    cdef intp_t d = rng_weighted(rng, sides, n_features, linear_dim)
+    threshold[0] = rng_uniform_open(rng, lo[d], hi[d])
+    return d
 
 
 cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,

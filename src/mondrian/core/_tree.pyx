@@ -232,6 +232,16 @@ cdef class MondrianTree:
             self.sample_next[idx[k]] = idx[k + 1]
         self.sample_next[idx[end - 1]] = TREE_LEAF
 
+    cdef void _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
+                               intp_t end) noexcept nogil:
+        """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
+        (the last one first); its ``n_node_samples`` is left to the caller."""
+        cdef intp_t k, i
+        for k in range(start, end):
+            i = idx[k]
+            self.sample_next[i] = self.nodes[node].first_sample
+            self.nodes[node].first_sample = i
+
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil:
         """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
         cdef Node* nd = &self.nodes[node]
@@ -320,10 +330,7 @@ cdef class MondrianTree:
                 _add_row(val, rows + i * S, S)
             self._reset_leaf(j, rec.end - rec.start)
 
-            linear_dim = 0.0
-            for d in range(D):
-                sides[d] = hi[d] - lo[d]
-                linear_dim += sides[d]
+            linear_dim = _side_lengths(lo, hi, sides, D)
             if linear_dim <= 0.0 or self._should_pause(j):
                 self.nodes[j].paused = 1
                 self._make_leaf_list(j, idx, rec.start, rec.end)
@@ -332,8 +339,7 @@ cdef class MondrianTree:
             if not t < self.lifetime:
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
-            d = rng_weighted(&self.rng, sides, D, linear_dim)
-            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
             mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
             left = self._split(j, d, threshold, t)
             top = self._push_children(top, left, rec.start, mid, rec.end, t)
@@ -496,10 +502,7 @@ cdef class MondrianTree:
             self.nodes[j].n_node_samples += count
             if self.nodes[j].left_child == TREE_LEAF:
                 # A leaf whose lifetime expired: it keeps the points and stays a leaf.
-                for k in range(rec.start, rec.end):
-                    i = idx[k]
-                    self.sample_next[i] = self.nodes[j].first_sample
-                    self.nodes[j].first_sample = i
+                self._prepend_to_leaf(j, idx, rec.start, rec.end)
                 continue
             mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
                              self.nodes[j].threshold)

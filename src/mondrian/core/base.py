@@ -34,6 +34,13 @@ __all__ = [
 # Version of the pickled estimator state (the ensemble and the trees carry their own too).
 STATE_VERSION = 3
 
+# Constraints of the parameters every forest (many trees, built in parallel) adds to its base.
+FOREST_PARAMETER_CONSTRAINTS = {
+    "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_jobs": [numbers.Integral, None],
+    "verbose": ["verbose"],
+}
+
 
 @contextmanager
 def unchanged_on_error(estimator, deep=False):
@@ -169,24 +176,18 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     _tree_view_class = None
     _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
 
-    @property
-    def _trees(self):
-        return self._ensemble.trees
-
-    @property
-    def _store(self):
-        return self._ensemble.store
-
-    @property
-    def _scaler(self):
-        return self._ensemble.feature_map
-
-    @property
-    def _seeds(self):
-        return self._ensemble.seeds
+    # Views of the ensemble's parts (AttributeError, so "not fitted", before the first fit).
+    _trees = property(lambda self: self._ensemble.trees)
+    _store = property(lambda self: self._ensemble.store)
+    _scaler = property(lambda self: self._ensemble.feature_map)
+    _seeds = property(lambda self: self._ensemble.seeds)
 
     def _n_trees(self):
         return self.n_estimators
+
+    def _n_jobs(self):
+        # Single-tree estimators have no ``n_jobs``: they run in the calling thread.
+        return getattr(self, "n_jobs", None)
 
     def _remember_params(self):
         """Record the tree-shaping parameters of a fit (checked by :meth:`_warm_start`)."""

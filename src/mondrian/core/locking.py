@@ -133,9 +133,9 @@ class LockedMethodsMixin:
     """Wrap the public methods of every subclass in its instance's :class:`ReadWriteLock`.
 
     Methods named in ``_write_methods`` take the lock exclusively, those in ``_read_methods``
-    share it; each class's own definitions are wrapped when the class is created, so
-    overrides in subclasses are covered too. ``__getstate__`` reads (a model is never pickled
-    half-updated) and leaves the lock out.
+    share it; each class's methods (its own and those inherited from plain mixins) are wrapped
+    when the class is created, so overrides in subclasses are covered too. ``__getstate__``
+    reads (a model is never pickled half-updated) and leaves the lock out.
     """
 
     _write_methods = frozenset({"fit", "partial_fit", "learn_one"})
@@ -147,13 +147,12 @@ class LockedMethodsMixin:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        for name, value in list(vars(cls).items()):
-            if not callable(value):
+        # Inherited methods too: a plain mixin (not a subclass of this one) may define them.
+        for name in cls._write_methods | cls._read_methods:
+            value = getattr(cls, name, None)
+            if value is None or not callable(value) or getattr(value, "_mondrian_locked", False):
                 continue
-            if name in cls._write_methods:
-                setattr(cls, name, _locked(value, write=True))
-            elif name in cls._read_methods:
-                setattr(cls, name, _locked(value, write=False))
+            setattr(cls, name, _locked(value, write=name in cls._write_methods))
 
     def __getstate__(self):
         lock = model_lock(self)

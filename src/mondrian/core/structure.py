@@ -14,6 +14,11 @@ def _read_only(array):
     return array
 
 
+
+def _node_field(name):
+    """Read-only property: a fresh read-only copy of one field of the packed node array."""
+    return property(lambda self: self._field(name))
+
 class MondrianTreeStructure:
     """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
 
@@ -53,32 +58,16 @@ class MondrianTreeStructure:
         self._scaler = scaler
         self._value_transform = value_transform
 
-    @property
-    def node_count(self):
-        return self._tree.node_count
-
-    @property
-    def n_features(self):
-        return self._tree.n_features
+    node_count = property(lambda self: self._tree.node_count)
+    n_features = property(lambda self: self._tree.n_features)
 
     def _field(self, name):
         return _read_only(self._tree.nodes_array[name])
 
-    @property
-    def children_left(self):
-        return self._field("left_child")
-
-    @property
-    def children_right(self):
-        return self._field("right_child")
-
-    @property
-    def parent(self):
-        return self._field("parent")
-
-    @property
-    def feature(self):
-        return self._field("feature")
+    children_left = _node_field("left_child")
+    children_right = _node_field("right_child")
+    parent = _node_field("parent")
+    feature = _node_field("feature")
 
     @property
     def threshold(self):
@@ -90,25 +79,16 @@ class MondrianTreeStructure:
         )
         return _read_only(out)
 
-    @property
-    def split_time(self):
-        return self._field("split_time")
+    split_time = _node_field("split_time")
 
     def _bounds(self, row):
         scaled = self._tree.bounds_array[:, row, :]
         return _read_only(scaled * self._scaler.scale + self._scaler.offset)
 
-    @property
-    def lower_bounds(self):
-        return self._bounds(0)
+    lower_bounds = property(lambda self: self._bounds(0))
+    upper_bounds = property(lambda self: self._bounds(1))
 
-    @property
-    def upper_bounds(self):
-        return self._bounds(1)
-
-    @property
-    def n_node_samples(self):
-        return self._field("n_node_samples")
+    n_node_samples = _node_field("n_node_samples")
 
     @property
     def value(self):
@@ -125,9 +105,7 @@ class MondrianTreeStructure:
     def max_depth(self):
         return int(self._tree.node_depths().max(initial=0))
 
-    @property
-    def lifetime(self):
-        return self._tree.lifetime
+    lifetime = property(lambda self: self._tree.lifetime)
 
     def __repr__(self):
         return f"MondrianTreeStructure(node_count={self.node_count})"

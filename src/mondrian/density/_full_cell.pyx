@@ -20,15 +20,15 @@ from mondrian.core._random cimport (
     rng_exponential,
     rng_seed,
     rng_uniform,
-    rng_uniform_open,
-    rng_weighted,
 )
 from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
     Node,
     StackRecord,
+    _draw_cut,
     _partition,
+    _side_lengths,
     _start_stack,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
@@ -86,16 +86,12 @@ cdef class FullCellTree(MondrianTree):
                 continue  # an empty cell: its density is already uniform
             lo = self.bounds + 2 * D * j
             hi = lo + D
-            linear_dim = 0.0
-            for d in range(D):
-                sides[d] = hi[d] - lo[d]
-                linear_dim += sides[d]
+            linear_dim = _side_lengths(lo, hi, sides, D)
             t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
             if not t < self.lifetime:
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
-            d = rng_weighted(&self.rng, sides, D, linear_dim)
-            threshold = rng_uniform_open(&self.rng, lo[d], hi[d])
+            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
             if not lo[d] < threshold < hi[d]:
                 # No representable interior point: a cut would leave a child of zero volume.
                 self._make_leaf_list(j, idx, rec.start, rec.end)
@@ -123,7 +119,7 @@ cdef class FullCellTree(MondrianTree):
         """
         cdef intp_t D = self.n_features
         cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, count, root
+        cdef intp_t j, d, mid, count, root
         cdef StackRecord rec
 
         if n <= 0:
@@ -146,10 +142,7 @@ cdef class FullCellTree(MondrianTree):
                 if self.nodes[j].n_node_samples == 0:
                     self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)
                 else:
-                    for k in range(rec.start, rec.end):
-                        i = idx[k]
-                        self.sample_next[i] = self.nodes[j].first_sample
-                        self.nodes[j].first_sample = i
+                    self._prepend_to_leaf(j, idx, rec.start, rec.end)
                     self.nodes[j].n_node_samples += count
                 continue
             self.nodes[j].n_node_samples += count

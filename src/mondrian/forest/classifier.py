@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
@@ -72,12 +73,6 @@ class _BaseMondrianClassifier(
     }
 
     _pause_pure = True
-
-    def _n_trees(self):
-        raise NotImplementedError
-
-    def _n_jobs(self):
-        return getattr(self, "n_jobs", None)
 
     def _after_prune(self):
         self.__dict__.pop("_codes_cache", None)
@@ -580,9 +575,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
 
     _parameter_constraints = {
         **_BaseMondrianClassifier._parameter_constraints,
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **FOREST_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -617,9 +610,6 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     _tree_view_attributes = (
         *_BaseMondrianClassifier._tree_view_attributes, "classes_", "_classes_fixed"
     )
-
-    def _n_trees(self):
-        return self.n_estimators
 
     @property
     def n_classes_(self):

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
     MondrianTreeStructure,
     PruneMixin,
@@ -97,12 +98,6 @@ class _BaseMondrianRegressor(
         "sigmoid_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
     }
-
-    def _n_trees(self):
-        raise NotImplementedError
-
-    def _n_jobs(self):
-        return getattr(self, "n_jobs", None)
 
     _mutable_state = ("_posterior_cache",)
     _tree_view_attributes = (
@@ -538,9 +533,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
 
     _parameter_constraints = {
         **_BaseMondrianRegressor._parameter_constraints,
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **FOREST_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -573,9 +566,6 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-    def _n_trees(self):
-        return self.n_estimators
 
 
 class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):

@@ -21,9 +21,6 @@ from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 import numpy as np
 
-# The subtree orders of the path engine, importable here as before.
-from mondrian.path._engine import subtree_order  # noqa: F401  # no-cython-lint
-
 
 cdef inline uint64_t _mix(uint64_t z) noexcept nogil:
     z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9

@@ -20,12 +20,10 @@ from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.path._engine cimport CellColumns, CutSource, TreeCuts
+from mondrian.path._engine cimport CellColumns, CutSource
 
 import numpy as np
 from scipy import sparse
-
-from mondrian.path._engine import walk_path
 
 
 # Cuts whose rank-3 corrections are gathered before one BLAS-3 update of the inverse.
@@ -432,9 +430,11 @@ cdef class RidgePathVisitor(CellColumns):
         1 for training points.
     delta2 : float
         Ridge constant.
-    terminal_cells : list of ndarray, default=None
-        Per tree, the cells of the terminal model (start of a backward path; by default the
-        source's :meth:`~mondrian.path._engine.TreeCuts.terminal_cells`).
+
+    Notes
+    -----
+    A backward walk starts from the cells of the source's terminal model
+    (:meth:`~mondrian.path._engine.TreeCuts.terminal_cells`).
     """
 
     cdef RidgeInverse ridge
@@ -443,16 +443,14 @@ cdef class RidgePathVisitor(CellColumns):
     cdef float64_t[::1] pred, b_left, b_right
     cdef float64_t delta2, scale, inv_m, yty
     cdef intp_t n_train, n_trees, n_records
-    cdef object terminal
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
-                 float64_t delta2, list terminal_cells=None):
+                 float64_t delta2):
         cdef intp_t i
         self.n_metrics = 4
         self.y = y
         self.is_train = is_train
         self.delta2 = delta2
-        self.terminal = terminal_cells
         self.yty = 0.0
         self.n_train = 0
         for i in range(y.shape[0]):
@@ -475,10 +473,7 @@ cdef class RidgePathVisitor(CellColumns):
         self.b_left = np.zeros(capacity)
         self.b_right = np.zeros(capacity)
         if not forward:
-            cells = self.terminal
-            if cells is None:
-                cells = source.terminal_cells()
-            self._start_at_terminal(cells)
+            self._start_at_terminal(source.terminal_cells())
             return 1
         # Lifetime 0: one root cell per tree, A = (N/M) 11' + delta2 I.
         A = (np.full((self.n_trees, self.n_trees), self.n_train * self.inv_m)
@@ -594,43 +589,3 @@ cdef void _predict_points(intp_t[:, ::1] cols, float64_t[::1] weights, float64_t
             out[i] += weights[cols[m, i]]
     for i in range(n):
         out[i] *= scale
-
-
-def kernel_ridge_path(list orders, list starts, list ends, list children, list cells,
-                      const intp_t[::1] event_tree, const intp_t[::1] event_node,
-                      const float64_t[::1] y, const unsigned char[::1] is_train,
-                      float64_t delta2, bint forward):
-    """Walk the lifetime path of Mondrian kernel ridge regression.
-
-    Parameters
-    ----------
-    orders, starts, ends : lists of ndarray, one per tree
-        From :func:`mondrian.path._engine.subtree_order` over all points (training first).
-    children : list of ndarray of shape (node_count, 2), one per tree
-        Left and right child of every node.
-    cells : list of ndarray, one per tree
-        The cells (nodes) of the model holding every cut of the events: the start of the
-        backward path.
-    event_tree, event_node : ndarray of intp
-        The cuts, sorted by increasing birth time.
-    y : ndarray of float64
-        Centred targets of every point (validation targets are only used for errors).
-    is_train : ndarray of uint8
-        1 for training points (they come first).
-    delta2 : float
-        Ridge constant.
-    forward : bool
-        Add cuts from lifetime 0 up (True) or remove them from the terminal lifetime down.
-
-    Returns
-    -------
-    ndarray of shape (n_events + 1, 4)
-        Row ``k`` describes the model holding the first ``k`` cuts: training MSE, validation
-        MSE, log marginal likelihood, number of features.
-    """
-    source = TreeCuts.from_lists(orders, starts, ends, children, event_tree, event_node)
-    return walk_path(source, RidgePathVisitor(y, is_train, delta2, cells), forward)
-
-
-# The SGD path, importable here as before.
-from mondrian.kernel._sgd_path import kernel_sgd_path  # noqa: E402, F401  # no-cython-lint

@@ -9,11 +9,9 @@ No C x C matrix is ever formed: a step costs O(M K).
 from libc.math cimport NAN, exp, log, sqrt
 
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.path._engine cimport CellColumns, CutSource, TreeCuts
+from mondrian.path._engine cimport CellColumns, CutSource
 
 import numpy as np
-
-from mondrian.path._engine import walk_path
 
 
 # Random training points drawn at once (the stream of draws does not depend on it).
@@ -217,35 +215,3 @@ cdef class SGDPathVisitor(CellColumns):
     def columns(self):
         """Column of every point in every tree, shape (n_trees, n_points)."""
         return np.asarray(self.cols)
-
-
-def kernel_sgd_path(list orders, list starts, list ends, list children,
-                    const intp_t[::1] event_tree, const intp_t[::1] event_node,
-                    const float64_t[:, ::1] targets, const unsigned char[::1] is_train,
-                    float64_t alpha, float64_t learning_rate, intp_t steps_per_cut,
-                    intp_t initial_steps, intp_t eval_every, bint logistic, object seed):
-    """Lifetime path of a linear model on Mondrian features trained by SGD (section 8.6).
-
-    When a cut splits a cell, both new cells inherit its weights, which leaves every prediction
-    unchanged; then ``steps_per_cut`` SGD steps (each O(M K)) follow on random training points,
-    with the loss ``l(y, z'W) + alpha/2 ||W||^2`` (squared error, or softmax cross-entropy when
-    ``logistic``); see :class:`SGDPathVisitor`.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_columns, K)
-        Final weights (columns as numbered by the path).
-    records : ndarray of shape (n_records, 3)
-        ``(number of cuts, training loss, validation loss)`` every ``eval_every`` cuts (losses
-        are mean squared error, or mean cross-entropy).
-    errors : ndarray of shape (n_records, 2)
-        Misclassification rates (training, validation) for ``logistic``, else NaN.
-    columns : ndarray of shape (n_trees, n_points)
-        Final column of every point in every tree.
-    """
-    source = TreeCuts.from_lists(orders, starts, ends, children, event_tree, event_node)
-    visitor = SGDPathVisitor(targets, is_train, alpha, learning_rate, steps_per_cut,
-                             initial_steps, eval_every, logistic, seed)
-    metrics = walk_path(source, visitor, True)
-    rows = metrics[~np.isnan(metrics[:, 0])]
-    return visitor.weights(), rows[:, :3].copy(), rows[:, 3:].copy(), visitor.columns()

@@ -32,7 +32,23 @@ __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 _MAX_BIN_INDEX = 2.0**53
 
 
-class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Parameters and tags shared by the random features of the Laplace kernel (not for
+    direct use): ``n_components`` random draws at inverse width ``lifetime``, float64 out."""
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lifetime": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+class RandomBinningFeatures(_LaplaceFeatures):
     """Random binning features of the Laplace kernel ``exp(-lifetime * ||x - x'||_1)``.
 
     ``fit`` draws ``n_components`` random grids. In grid ``m`` and dimension ``d`` the bin width
@@ -112,12 +128,6 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     >>> bool(abs(K[0, 1] - np.exp(-2.0 * 0.3)) < 0.05)
     True
     """
-
-    _parameter_constraints: dict = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lifetime": [Interval(numbers.Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
 
     # Keys of a grid are packed into one int64 when its box of training bins has < 2**62 cells.
     _RADIX_BITS = 62
@@ -254,15 +264,9 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         """Number of output features, for :meth:`get_feature_names_out`."""
         return self.n_features_out_
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags
 
 
-class LaplaceRandomFourierFeatures(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
-):
+class LaplaceRandomFourierFeatures(_LaplaceFeatures):
     """Random Fourier features of the Laplace kernel ``exp(-lifetime * ||x - x'||_1)``.
 
     By Bochner's theorem the kernel is the characteristic function of its spectral density,
@@ -320,12 +324,6 @@ class LaplaceRandomFourierFeatures(
     >>> bool(abs(Z[0] @ Z[1] - np.exp(-2.0 * 0.3)) < 0.05)
     True
     """
-
-    _parameter_constraints: dict = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lifetime": [Interval(numbers.Real, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
 
     def __init__(self, n_components=100, *, lifetime=1.0, random_state=None):
         self.n_components = n_components
@@ -395,5 +393,4 @@ class LaplaceRandomFourierFeatures(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
         return tags

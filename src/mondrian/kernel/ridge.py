@@ -17,8 +17,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update
-from mondrian.kernel._features import extension_leaves, subtree_order
-from mondrian.kernel._ridge_path import RidgeInverse, kernel_ridge_path
+from mondrian.kernel._features import extension_leaves
+from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
+from mondrian.path._engine import TreeCuts, walk_path
 from mondrian.path.holdout import holdout_split
 from mondrian.path.result import LifetimePath
 
@@ -81,58 +82,44 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
         offsets = np.concatenate([[0], np.cumsum([len(leaf) for leaf in leaves])])
         return leaves, offsets
 
-    def _features(self, X_scaled, lifetime):
-        """CSR leaf-indicator features of scaled points at ``lifetime``."""
+    def _node_columns(self, lifetime):
+        """Per tree, the column of every leaf at ``lifetime`` (-1 for other nodes), and the
+        offset of every tree's columns."""
         leaves, offsets = self._leaf_columns(lifetime)
+        col_of_node = []
+        for tree, leaf, offset in zip(self._trees, leaves, offsets[:-1], strict=True):
+            col = np.full(tree.node_count, -1, dtype=np.intp)
+            col[leaf] = offset + np.arange(len(leaf))
+            col_of_node.append(col)
+        return col_of_node, offsets
+
+    def _indicators(self, X_scaled, lifetime, col_of_node, n_columns):
+        """CSR leaf-indicator features of scaled points at ``lifetime``, the leaves of tree
+        ``m`` numbered by ``col_of_node[m]``; a point cut off by a tree's extension gets no
+        entry for it."""
         nodes = extension_leaves(self._trees, X_scaled, self._keys, lifetime)
         n, n_trees = nodes.shape
         columns = np.full(nodes.shape, -1, dtype=np.intp)
         for m in range(n_trees):
             inside = nodes[:, m] >= 0
-            columns[inside, m] = offsets[m] + np.searchsorted(leaves[m], nodes[inside, m])
-        rows = np.repeat(np.arange(n), n_trees)
+            columns[inside, m] = col_of_node[m][nodes[inside, m]]
         keep = columns.ravel() >= 0
+        rows = np.repeat(np.arange(n), n_trees)[keep]
         return sparse.csr_matrix(
-            (np.full(keep.sum(), 1.0 / np.sqrt(n_trees)), (rows[keep], columns.ravel()[keep])),
-            shape=(n, offsets[-1]),
+            (np.full(len(rows), 1.0 / np.sqrt(n_trees)), (rows, columns.ravel()[keep])),
+            shape=(n, n_columns),
         )
 
-    def _events(self, max_features):
-        """Cuts of all trees sorted by birth time, truncated to ``max_features`` cells, and the
-        lifetime at which the truncated model ends (the next birth time, or the terminal one)."""
-        times, events = [], []
-        for m, tree in enumerate(self._trees):
-            nodes = tree.nodes_array
-            internal = np.flatnonzero(nodes["left_child"] != -1)
-            times.append(nodes["split_time"][internal])
-            events.append(np.column_stack([np.full(len(internal), m), internal]))
-        times = np.concatenate(times)
-        events = np.concatenate(events).astype(np.intp)
-        order = np.argsort(times, kind="stable")
-        # Each cut adds one cell to the M root cells.
-        n_events = max(0, min(len(order), max_features - len(self._trees)))
-        terminal = times[order[n_events]] if n_events < len(order) else self._trees[0].lifetime
-        order = order[:n_events]
-        return times[order], np.ascontiguousarray(events[order]), float(terminal)
+    def _features(self, X_scaled, lifetime):
+        """CSR leaf-indicator features of scaled points at ``lifetime`` (columns by tree, then
+        by leaf id)."""
+        col_of_node, offsets = self._node_columns(lifetime)
+        return self._indicators(X_scaled, lifetime, col_of_node, offsets[-1])
 
-    def _path_structure(self, events):
-        """Per tree: points in subtree order, node ranges, children, and the cells of the model
-        holding every event (the start of a backward sweep)."""
-        orders, starts, ends, children, cells = [], [], [], [], []
-        for m, tree in enumerate(self._trees):
-            order, start, end = subtree_order(tree, tree.leaf_sample_assignment())
-            orders.append(order)
-            starts.append(start)
-            ends.append(end)
-            nodes = tree.nodes_array
-            children.append(np.ascontiguousarray(
-                np.column_stack([nodes["left_child"], nodes["right_child"]])))
-            # Children of cut nodes that are not cut themselves, or the root when none is.
-            cut = np.zeros(tree.node_count, dtype=bool)
-            cut[events[events[:, 0] == m, 1]] = True
-            parent_cut = np.r_[True, cut[nodes["parent"][1:]]]
-            cells.append(np.flatnonzero(parent_cut & ~cut))
-        return orders, starts, ends, children, cells
+    def _cut_source(self, max_features):
+        """The path engine's source of the trees' cuts on the stored points, stopped before the
+        model has more than ``max_features`` cells."""
+        return TreeCuts.from_trees(self._trees, max_cells=max_features)
 
 
 class _KernelPathMixin:
@@ -143,18 +130,63 @@ class _KernelPathMixin:
     model: with validation data the path runs on copies of the trees extended with the
     validation inputs (:meth:`_path_copy`). ``lifetime="auto"`` runs the same path on a probe
     (:meth:`_path_probe`): trees sampled on the fit part up to ``max_lifetime``, with no solve.
-    Subclasses define ``_validate_training`` (validates ``X, y`` and fixes the target units).
+    Subclasses define ``_validate_training`` (validates ``X, y`` and fixes the target units)
+    and ``_train`` (trains on the sampled trees and ``y``).
     """
+
+    # Classifiers stratify the hold-out split of lifetime="auto".
+    _stratify = False
 
     @property
     def path_(self):
         """Alias of ``lifetime_path_``."""
         return self.lifetime_path_
 
-    def _check_path_request(self, direction):
+    @atomic_fit
+    def fit(self, X, y):
+        """Sample the trees and train the model on them (choosing the lifetime if "auto").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = self._validate_training(X, y)
+        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
+        path = None
+        if self.lifetime == "auto":
+            path = self._auto_path(X, y)
+            lifetime = path.best_lifetime
+        else:
+            self._validate_lifetime()
+            lifetime = float(self.lifetime)
+        self._sample(X, lifetime)
+        self._y_fit = y.copy()  # read by the lifetime paths
+        self._train(y)
+        if path is not None:
+            self.lifetime_path_ = path
+        return self
+
+    def _path_inputs(self, direction, X, y, y_numeric=True):
+        """Check a path request: the model the path reads (a copy holding the validation
+        inputs, if any), the validated validation targets, and which points train."""
         check_is_fitted(self, "_y_fit")
         if direction not in ("forward", "backward"):
             raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        if (X is None) != (y is None):
+            raise ValueError("give both validation inputs X and targets y, or neither")
+        model, y_val = self, self._y_fit[:0]
+        if X is not None:
+            X, y_val = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
+                                     y_numeric=y_numeric)
+            model = self._path_copy(X)
+        is_train = np.r_[np.ones(len(self._y_fit), np.uint8), np.zeros(len(y_val), np.uint8)]
+        return model, y_val, is_train
 
     def _path_copy(self, X_val):
         """A shallow copy whose trees (deep copies) and store also hold the validation inputs.
@@ -176,10 +208,20 @@ class _KernelPathMixin:
         probe._y_fit = y
         return probe
 
-    def _path_split(self, X, y, stratify=False):
-        """The hold-out split of ``lifetime="auto"``."""
-        return holdout_split(X, y, self.validation_fraction, self.random_state,
-                             stratify=stratify)
+    def _auto_path(self, X, y):
+        """The path that chooses ``lifetime="auto"``: trees sampled up to ``max_lifetime`` on
+        the fit part of a hold-out split, trained and scored on the rest."""
+        X_fit, X_val, y_fit, y_val = holdout_split(
+            X, y, self.validation_fraction, self.random_state, stratify=self._stratify)
+        probe = self._path_probe(X_fit, y_fit)
+        X_val, y_val = probe._known(X_val, y_val)
+        if len(y_val) == 0:
+            return probe.lifetime_path()
+        return probe.lifetime_path(X_val, y_val)
+
+    def _known(self, X, y):
+        """Validation rows whose targets the model can score."""
+        return X, y
 
 
 class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
@@ -385,61 +427,26 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
 
     # ------------------------------------------------------------------ fitting
 
-    @atomic_fit
-    def fit(self, X, y):
-        """Sample the trees and solve the ridge problem (choosing the lifetime if "auto").
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = self._validate_training(X, y)
-        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
-        path = None
-        if self.lifetime == "auto":
-            path = self._auto_path(X, y)
-            lifetime = path.best_lifetime
-        else:
-            self._validate_lifetime()
-            lifetime = float(self.lifetime)
-        self._sample(X, lifetime)
-        self._y_fit = y.copy()  # read by the lifetime paths
-        self._solve(y)
-        if path is not None:
-            self.lifetime_path_ = path
-        return self
-
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         self._y_offset = float(np.mean(y))
         return X, y
 
-    def _solve(self, y):
+    def _train(self, y):
         """Dense ridge solve at ``lifetime_`` on the stored (training) points."""
-        Z = self._features(self._store.X, self.lifetime_)
+        self._col_of_node, offsets = self._node_columns(self.lifetime_)
+        Z = self._indicators(self._store.X, self.lifetime_, self._col_of_node, offsets[-1])
         if Z.shape[1] > 20000:
             raise ValueError(
                 f"{Z.shape[1]} features: too many for the dense solver; lower the lifetime or "
                 "the number of trees"
             )
-        leaves, offsets = self._leaf_columns(self.lifetime_)
-        self._col_of_node = []
-        for tree, leaf, offset in zip(self._trees, leaves, offsets[:-1], strict=True):
-            col = np.full(tree.node_count, -1, dtype=np.intp)
-            col[leaf] = offset + np.arange(len(leaf))
-            self._col_of_node.append(col)
         # A training point of every cell, and its tree, to follow the cell when online updates
         # move nodes.
         self._col_rep = np.zeros(Z.shape[1], dtype=np.intp)
         coo = Z.tocoo()
         self._col_rep[coo.col] = coo.row
-        self._col_tree = np.repeat(np.arange(len(leaves)), [len(leaf) for leaf in leaves])
+        self._col_tree = np.repeat(np.arange(len(self._trees)), np.diff(offsets))
         A = (Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1])
         self._ridge = RidgeInverse(max(Z.shape[1], 1), float(self.alpha))
         targets = y - self._y_offset
@@ -458,18 +465,8 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
 
     def _z(self, X_scaled):
         """Features of scaled points in the model's column order."""
-        nodes = extension_leaves(self._trees, X_scaled, self._keys, self.lifetime_)
-        n, n_trees = nodes.shape
-        cols = np.full(nodes.shape, -1, dtype=np.intp)
-        for m in range(n_trees):
-            inside = nodes[:, m] >= 0
-            cols[inside, m] = self._col_of_node[m][nodes[inside, m]]
-        keep = cols.ravel() >= 0
-        rows = np.repeat(np.arange(n), n_trees)[keep]
-        return sparse.csr_matrix(
-            (np.full(len(rows), 1.0 / np.sqrt(n_trees)), (rows, cols.ravel()[keep])),
-            shape=(n, self._ridge.n_features),
-        )
+        return self._indicators(X_scaled, self.lifetime_, self._col_of_node,
+                                self._ridge.n_features)
 
     def predict(self, X, return_std=False):
         """Ridge prediction, optionally with the Bayesian predictive standard deviation.
@@ -612,25 +609,13 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
             criterion is the validation error (minimised), or without validation data the
             marginal likelihood (maximised).
         """
-        self._check_path_request(direction)
-        if (X is None) != (y is None):
-            raise ValueError("give both validation inputs X and targets y, or neither")
-        model, y_val = self, np.zeros(0)
-        if X is not None:
-            X, y_val = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
-                                     y_numeric=True)
-            model = self._path_copy(X)
-        n_train = len(self._y_fit)
+        model, y_val, is_train = self._path_inputs(direction, X, y)
         targets = np.concatenate([self._y_fit, y_val]) - self._y_offset
-        is_train = np.r_[np.ones(n_train, np.uint8), np.zeros(len(y_val), np.uint8)]
-        times, events, terminal = model._events(int(self.max_features))
-        orders, starts, ends, children, cells = model._path_structure(events)
+        source = model._cut_source(int(self.max_features))
         # Each cut is one matrix-vector product and one rank-3 update of the inverse (BLAS;
         # threads help once the inverse no longer fits in cache).
-        results = kernel_ridge_path(
-            orders, starts, ends, children, cells, events[:, 0].copy(), events[:, 1].copy(),
-            targets, is_train, float(self.alpha), direction == "forward",
-        )
+        results = walk_path(source, RidgePathVisitor(targets, is_train, float(self.alpha)),
+                            direction == "forward")
         metrics = {"training_error": results[:, 0]}
         if len(y_val):
             metrics["validation_error"] = results[:, 1]
@@ -638,17 +623,16 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         metrics["n_features"] = results[:, 3].astype(np.intp)
         criterion = "validation_error" if len(y_val) else "log_marginal_likelihood"
         return LifetimePath.from_cut_times(
-            times, terminal, metrics, criterion, criterion == "log_marginal_likelihood",
-            direction=direction,
+            source.times, source.terminal, metrics, criterion,
+            criterion == "log_marginal_likelihood", direction=direction,
         )
 
     def _auto_path(self, X, y):
-        """The path that chooses ``lifetime="auto"``: trees sampled up to ``max_lifetime`` on
-        the fit part of a hold-out split (or on all the data for the marginal likelihood)."""
+        """The path that chooses ``lifetime="auto"``; by the marginal likelihood, of trees
+        sampled up to ``max_lifetime`` on all the data."""
         if self.lifetime_selection == "marginal_likelihood":
             return self._path_probe(X, y).lifetime_path()
-        X_fit, X_val, y_fit, y_val = self._path_split(X, y)
-        return self._path_probe(X_fit, y_fit).lifetime_path(X_val, y_val)
+        return super()._auto_path(X, y)
 
     def predict_lifetime_mixture(self, X, path=None, prior=None, n_components=10):
         """Bayesian predictive averaged over the lifetime posterior of ``path``.

@@ -14,10 +14,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import atomic_fit
 from mondrian.kernel._features import extension_leaves
-from mondrian.kernel._ridge_path import kernel_sgd_path
+from mondrian.kernel._sgd_path import SGDPathVisitor
 from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
+from mondrian.path._engine import walk_path
 from mondrian.path.result import LifetimePath
 
 __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLifetimePath"]
@@ -43,6 +43,7 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
     }
 
     _logistic = False
+    _stratify = False
 
     def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1e-4, learning_rate=0.2,
                  steps_per_cut=20, n_epochs=3, max_lifetime=np.inf, max_features=20000,
@@ -61,48 +62,27 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
 
     def _run(self, targets, is_train, max_features, eval_every):
         """Train along the cuts of the model's trees (at most ``max_features`` cells)."""
-        times, events, terminal = self._events(max_features)
-        orders, starts, ends, children, _ = self._path_structure(events)
-        n_train = int(is_train.sum())
-        weights, records, errors, columns = kernel_sgd_path(
-            orders, starts, ends, children, events[:, 0].copy(), events[:, 1].copy(),
+        source = self._cut_source(max_features)
+        visitor = SGDPathVisitor(
             np.ascontiguousarray(targets), is_train, float(self.alpha),
-            float(self.learning_rate), int(self.steps_per_cut), int(self.n_epochs) * n_train,
-            max(1, eval_every), self._logistic, int(self._seeds[0] % (2**32)),
+            float(self.learning_rate), int(self.steps_per_cut),
+            int(self.n_epochs) * int(is_train.sum()), max(1, eval_every), self._logistic,
+            int(self._seeds[0] % (2**32)),
         )
-        cuts = records[:, 0].astype(np.intp)
-        lifetimes = np.r_[0.0, times][cuts]
-        upper = np.r_[times, terminal][cuts]
-        return weights, records[:, 1:], errors, columns, lifetimes, upper
+        rows = walk_path(source, visitor, True)
+        # Rows of the evaluated models: number of cuts, losses, error rates.
+        rows = rows[~np.isnan(rows[:, 0])]
+        cuts = rows[:, 0].astype(np.intp)
+        lifetimes = np.r_[0.0, source.times][cuts]
+        upper = np.r_[source.times, source.terminal][cuts]
+        return (visitor.weights(), rows[:, 1:3], rows[:, 3:], visitor.columns(), lifetimes,
+                upper)
 
-    @atomic_fit
-    def fit(self, X, y):
-        """Sample the trees and train along their cuts up to the lifetime.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = self._validate_training(X, y)
-        self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
-        path = None
-        if self.lifetime == "auto":
-            path = self._auto_path(X, y)
-            lifetime = path.best_lifetime
-        else:
-            self._validate_lifetime()
-            lifetime = float(self.lifetime)
-        self._sample(X, lifetime)
-        self._y_fit = y.copy()  # read by the lifetime paths
-        is_train = np.ones(len(X), np.uint8)
+    def _train(self, y):
+        """Train along the cuts of the sampled trees (all of them)."""
+        is_train = np.ones(len(y), np.uint8)
         weights, *_, columns, _, _ = self._run(self._targets(y), is_train,
-                                               np.iinfo(np.intp).max, len(X) + 1)
+                                               np.iinfo(np.intp).max, len(y) + 1)
         # Column of every leaf, read from the training points that sit in it.
         self._col_of_node = []
         for m, tree in enumerate(self._trees):
@@ -110,9 +90,6 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             col[tree.leaf_sample_assignment()] = columns[m]
             self._col_of_node.append(col)
         self.coef_ = weights
-        if path is not None:
-            self.lifetime_path_ = path
-        return self
 
     def lifetime_path(self, X=None, y=None, *, direction="forward", eval_every=None):
         """Train a copy along every cut up to the fitted lifetime and record its losses.
@@ -145,23 +122,15 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             (``validation_error``). The criterion (minimised) is the validation loss, or the
             training loss without validation data.
         """
-        self._check_path_request(direction)
         if direction == "backward":
             raise ValueError(
                 'an SGD path trains forward from lifetime 0: direction="backward" is not '
                 "available (MondrianKernelRidge has an exact backward path)"
             )
-        if (X is None) != (y is None):
-            raise ValueError("give both validation inputs X and targets y, or neither")
-        model, targets_val = self, self._targets(self._y_fit[:0])
-        if X is not None:
-            X, y = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
-                                 y_numeric=not self._logistic)
-            targets_val = self._path_targets(y)
-            model = self._path_copy(X)
-        n_val = len(targets_val)
-        targets = np.vstack([self._targets(self._y_fit), targets_val])
-        is_train = np.r_[np.ones(len(self._y_fit), np.uint8), np.zeros(n_val, np.uint8)]
+        model, y_val, is_train = self._path_inputs(direction, X, y,
+                                                   y_numeric=not self._logistic)
+        n_val = len(y_val)
+        targets = np.vstack([self._targets(self._y_fit), self._path_targets(y_val)])
         if eval_every is None:
             eval_every = max(1, int(self.max_features) // 50)
         _, losses, errors, _, lifetimes, upper = model._run(
@@ -176,20 +145,6 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
                 metrics["validation_error"] = errors[:, 1]
         criterion = "validation_loss" if n_val else "training_loss"
         return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False)
-
-    def _auto_path(self, X, y):
-        """The path that chooses ``lifetime="auto"``: trees sampled up to ``max_lifetime`` on
-        the fit part of a hold-out split, trained and scored on the rest."""
-        X_fit, X_val, y_fit, y_val = self._path_split(X, y, stratify=self._logistic)
-        probe = self._path_probe(X_fit, y_fit)
-        X_val, y_val = probe._known(X_val, y_val)
-        if len(y_val) == 0:
-            return probe.lifetime_path()
-        return probe.lifetime_path(X_val, y_val)
-
-    def _known(self, X, y):
-        """Validation rows whose targets the model can score."""
-        return X, y
 
     def _path_targets(self, y):
         return self._targets(y)
@@ -299,6 +254,7 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
     """
 
     _logistic = True
+    _stratify = True
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")

@@ -27,6 +27,7 @@ cdef class TreeCuts(CutSource):
     # birth time; per tree, a depth-first order of the points in which every node's points are
     # contiguous (orders[m, starts[offsets[m] + j]:ends[offsets[m] + j]] are node j's points).
     cdef readonly object times            # ndarray (n_events,): birth time of every event
+    cdef readonly float64_t terminal      # lifetime up to which the walked model holds (or inf)
     cdef const intp_t[:, ::1] events      # (n_events, 4): tree, node, left child, right child
     cdef const intp_t[::1] offsets        # (n_groups + 1,): first flat node id of every tree
     cdef const intp_t[::1] starts         # flat over nodes: start of the node's points in orders

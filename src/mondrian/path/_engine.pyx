@@ -29,6 +29,13 @@ import numpy as np
 
 # ---------------------------------------------------------------------------- cut sources
 
+def _flat_offsets(arrays):
+    """Offsets of the arrays laid end to end: the first flat index of each, then the total."""
+    offsets = np.zeros(len(arrays) + 1, dtype=np.intp)
+    offsets[1:] = np.cumsum([len(a) for a in arrays])
+    return offsets
+
+
 cdef class CutSource:
     """Base class of the cut sources of the path engine (not for direct use)."""
 
@@ -77,6 +84,7 @@ cdef class TreeCuts(CutSource):
         self.starts = np.ascontiguousarray(starts, dtype=np.intp)
         self.ends = np.ascontiguousarray(ends, dtype=np.intp)
         self.orders = np.ascontiguousarray(orders, dtype=np.intp)
+        self.terminal = INFINITY
         self.n_events = self.events.shape[0]
         self.n_groups = self.offsets.shape[0] - 1
         self.n_points = self.orders.shape[1]
@@ -89,41 +97,40 @@ cdef class TreeCuts(CutSource):
             raise ValueError("one time per event is needed")
 
     @classmethod
-    def from_lists(cls, list orders, list starts, list ends, list children,
-                   event_tree, event_node, times=None):
-        """Build the source from per-tree arrays (the kernel paths' layout).
+    def from_trees(cls, list trees, leaf_of_point=None, float64_t stop=INFINITY,
+                   max_cells=None):
+        """The source of ``trees`` read on ``leaf_of_point``, in one call.
 
         Parameters
         ----------
-        orders, starts, ends : list of ndarray, one per tree
-            From :func:`subtree_order`.
-        children : list of ndarray of shape (node_count, 2)
-            Left and right child of every node, per tree.
-        event_tree, event_node : ndarray of intp
-            The cuts, sorted by increasing birth time.
-        times : ndarray, default=None
-            Their birth times (zeros when not given).
+        trees : list of MondrianTree
+            Trees of one lifetime.
+        leaf_of_point : ndarray of intp, shape (n_trees, n_points), default=None
+            Leaf of every point in every tree (see :func:`plan_path`); by default the points
+            each tree stores (``MondrianTree.leaf_sample_assignment``).
+        stop : float, default=inf
+            Keep only the cuts born before ``stop``.
+        max_cells : int, default=None
+            Keep the first-born cuts while the model has at most this many cells (the
+            ``n_trees`` roots plus one per cut).
+
+        Returns
+        -------
+        TreeCuts
+            Its ``terminal`` is the lifetime at which the kept model ends: the birth time of
+            the first cut left out, else ``stop`` or the trees' lifetime, whichever is smaller.
         """
-        cdef intp_t n_trees = len(orders), m
-        n_points = max([len(o) for o in orders], default=0)
-        flat_orders = np.zeros((n_trees, n_points), dtype=np.intp)
-        for m in range(n_trees):
-            flat_orders[m, : len(orders[m])] = orders[m]
-        offsets = np.zeros(n_trees + 1, dtype=np.intp)
-        offsets[1:] = np.cumsum([len(s) for s in starts])
-        event_tree = np.asarray(event_tree, dtype=np.intp)
-        event_node = np.asarray(event_node, dtype=np.intp)
-        events = np.empty((len(event_tree), 4), dtype=np.intp)
-        events[:, 0] = event_tree
-        events[:, 1] = event_node
-        for m in range(n_trees):
-            mine = event_tree == m
-            events[mine, 2:] = np.asarray(children[m], dtype=np.intp)[event_node[mine]]
-        if times is None:
-            times = np.zeros(len(event_tree))
-        return cls(times, events, offsets,
-                   np.concatenate(starts) if n_trees else np.empty(0, np.intp),
-                   np.concatenate(ends) if n_trees else np.empty(0, np.intp), flat_orders)
+        cdef TreeCuts source
+        if leaf_of_point is None:
+            leaf_of_point = np.vstack([tree.leaf_sample_assignment() for tree in trees]
+                                      if trees else np.empty((0, 0))).astype(np.intp)
+        max_events = None if max_cells is None else int(max_cells) - len(trees)
+        plan, terminal = _plan(trees, np.ascontiguousarray(leaf_of_point, dtype=np.intp),
+                               stop, max_events)
+        source = cls(*plan)
+        lifetimes = [(<MondrianTree>tree).lifetime for tree in trees]
+        source.terminal = min(terminal, stop, min(lifetimes, default=INFINITY))
+        return source
 
     def as_tuple(self):
         """``(times, events, offsets, starts, ends, orders)`` (the layout of :func:`plan_path`)."""
@@ -249,6 +256,11 @@ def cut_events(list trees, float64_t stop=INFINITY, max_events=None):
     tree, node, left, right : ndarray of intp
         Tree index, split node and its children.
     """
+    return _cut_events(trees, stop, max_events)[0]
+
+
+def _cut_events(list trees, float64_t stop, max_events):
+    """:func:`cut_events`, and the birth time of the first cut left out (inf if none)."""
     times, tree_ids, nodes, lefts, rights = [], [], [], [], []
     for m, tree in enumerate(trees):
         arr = tree.nodes_array
@@ -265,10 +277,11 @@ def cut_events(list trees, float64_t stop=INFINITY, max_events=None):
         keep = int(np.searchsorted(times[order], stop, side="left"))
     if max_events is not None:
         keep = max(0, min(keep, int(max_events)))
+    next_time = float(times[order[keep]]) if keep < order.shape[0] else INFINITY
     order = order[:keep]
     columns = [np.concatenate(a)[order] if a else np.empty(0, np.intp)
                for a in (tree_ids, nodes, lefts, rights)]
-    return (times[order], *columns)
+    return (times[order], *columns), next_time
 
 
 def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INFINITY,
@@ -292,10 +305,16 @@ def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INF
         ``(times, events, offsets, starts, ends, orders)``, to pass to :func:`run_path`
         (several readers of the same points can share one plan) or to :class:`TreeCuts`.
     """
+    return _plan(trees, leaf_of_point, stop, max_events)[0]
+
+
+def _plan(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop, max_events):
+    """:func:`plan_path`, and the birth time of the first cut left out (inf if none)."""
     cdef intp_t n_trees = len(trees), n_points = leaf_of_point.shape[1], m
     if leaf_of_point.shape[0] != n_trees:
         raise ValueError("leaf_of_point needs one row per tree")
-    times, ev_tree, ev_node, ev_left, ev_right = cut_events(trees, stop, max_events)
+    (times, ev_tree, ev_node, ev_left, ev_right), next_time = _cut_events(trees, stop,
+                                                                          max_events)
     offsets = np.zeros(n_trees + 1, dtype=np.intp)
     for m in range(n_trees):
         offsets[m + 1] = offsets[m] + (<MondrianTree>trees[m]).node_count
@@ -309,7 +328,7 @@ def plan_path(list trees, const intp_t[:, ::1] leaf_of_point, float64_t stop=INF
         ends[offsets[m]: offsets[m + 1]] = end
     events = np.ascontiguousarray(np.column_stack([ev_tree, ev_node, ev_left, ev_right]),
                                   dtype=np.intp)
-    return times, events, offsets, starts, ends, orders
+    return (times, events, offsets, starts, ends, orders), next_time
 
 
 # ---------------------------------------------------------------------------- visitors
@@ -349,22 +368,28 @@ cdef class PathReader(CutVisitor):
     cdef int split(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k
-        for k in range(n_left):
-            self.move(group, left_points[k], cell, left, True)
-        for k in range(n_right):
-            self.move(group, right_points[k], cell, right, True)
+        _move_points(self, group, cell, left, left_points, n_left, True)
+        _move_points(self, group, cell, right, right_points, n_right, True)
         return 0
 
     cdef int merge(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k
-        for k in range(n_left):
-            self.move(group, left_points[k], left, cell, False)
-        for k in range(n_right):
-            self.move(group, right_points[k], right, cell, False)
+        _move_points(self, group, cell, left, left_points, n_left, False)
+        _move_points(self, group, cell, right, right_points, n_right, False)
         return 0
+
+
+cdef inline void _move_points(PathReader reader, intp_t group, intp_t cell, intp_t child,
+                              const intp_t* points, intp_t n, bint descend) noexcept nogil:
+    """Move ``points`` from ``cell`` down to ``child`` (``descend``) or back up, one by one."""
+    cdef intp_t k
+    if descend:
+        for k in range(n):
+            reader.move(group, points[k], cell, child, True)
+    else:
+        for k in range(n):
+            reader.move(group, points[k], child, cell, False)
 
 
 cdef class CountingVisitor(CutVisitor):
@@ -396,25 +421,13 @@ cdef class CountingVisitor(CutVisitor):
     cdef int split(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k, n = n_left + n_right
-        for k in range(n_left):
-            self.cell_of[group, left_points[k]] = left
-        for k in range(n_right):
-            self.cell_of[group, right_points[k]] = right
-        self.n_live += 1
-        self.pairs += <float64_t>n_left * n_left + <float64_t>n_right * n_right - <float64_t>n * n
+        _count_regroup(self, group, left, left_points, n_left, right, right_points, n_right, 1)
         return 0
 
     cdef int merge(self, intp_t group, intp_t cell, intp_t left, intp_t right,
                    const intp_t* left_points, intp_t n_left,
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
-        cdef intp_t k, n = n_left + n_right
-        for k in range(n_left):
-            self.cell_of[group, left_points[k]] = cell
-        for k in range(n_right):
-            self.cell_of[group, right_points[k]] = cell
-        self.n_live -= 1
-        self.pairs -= <float64_t>n_left * n_left + <float64_t>n_right * n_right - <float64_t>n * n
+        _count_regroup(self, group, cell, left_points, n_left, cell, right_points, n_right, -1)
         return 0
 
     cdef int record(self, intp_t n_cuts, float64_t* row) except -1 nogil:
@@ -426,6 +439,22 @@ cdef class CountingVisitor(CutVisitor):
         """Current cell of every point in every tree, shape (n_trees, n_points)."""
         return np.asarray(self.cell_of).copy()
 
+
+cdef inline void _count_regroup(CountingVisitor visitor, intp_t group,
+                                intp_t left_cell, const intp_t* left_points, intp_t n_left,
+                                intp_t right_cell, const intp_t* right_points, intp_t n_right,
+                                int step) noexcept nogil:
+    """Place the two sides' points in their cells; a split (``step=1``) adds a live cell and
+    the change of the pair count, a merge (``step=-1``) takes them back."""
+    cdef intp_t k, n = n_left + n_right
+    for k in range(n_left):
+        visitor.cell_of[group, left_points[k]] = left_cell
+    for k in range(n_right):
+        visitor.cell_of[group, right_points[k]] = right_cell
+    visitor.n_live += step
+    # Negating a float is exact, so a merge undoes its split to the bit.
+    visitor.pairs += step * (<float64_t>n_left * n_left + <float64_t>n_right * n_right
+                             - <float64_t>n * n)
 
 cdef class CellColumns(CutVisitor):
     """Base class of the visitors with one feature column per live cell (not for direct use)."""
@@ -620,8 +649,7 @@ cdef class GaussianLeafReader(PathReader):
         self.n_trees = len(node_mean)
         self.n_points = y.shape[0]
         self.noise = noise
-        offsets = np.concatenate([[0], np.cumsum([len(a) for a in node_mean])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(node_mean)
         mean = np.concatenate(node_mean).astype(np.float64)
         second = np.concatenate(node_var) + noise + mean * mean
         self.mean_flat = mean
@@ -795,8 +823,7 @@ cdef class LogDensityReader(PathReader):
         self.n_metrics = 1
         self.n_trees = len(edges)
         self.n_points = log_background.shape[0]
-        offsets = np.concatenate([[0], np.cumsum([len(e) for e in edges])]).astype(np.intp)
-        self.offsets = offsets
+        self.offsets = offsets = _flat_offsets(edges)
         self.edges = np.ascontiguousarray(np.concatenate(edges), dtype=np.float64)
         self.log_background = np.array(log_background, dtype=np.float64)
         self.log_forest_weight = log_forest_weight
