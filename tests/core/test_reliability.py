@@ -147,3 +147,13 @@ def test_kernel_ridge_partial_fit_respects_max_features():
     model.set_params(max_features=4000)
     model.partial_fit(X[30:], Y_REG[30:])
     assert model._ridge.n_features > n_features + 3
+
+
+def test_auto_lifetime_of_regressor_does_not_depend_on_units_of_y():
+    data = np.random.RandomState(3)
+    Xa = data.rand(300, 2)
+    ya = np.sin(6 * Xa[:, 0]) + 0.05 * data.randn(300)
+    lifetimes = [MondrianForestRegressor(4, lifetime="auto", random_state=0).fit(Xa, ya * s)
+                 .lifetime_ for s in (1.0, 1e-6, 1e6)]
+    assert lifetimes[1] == pytest.approx(lifetimes[0], rel=1e-6)
+    assert lifetimes[2] == pytest.approx(lifetimes[0], rel=1e-6)
