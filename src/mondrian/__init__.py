@@ -21,6 +21,11 @@ from mondrian.kernel import (
     RandomBinningFeatures,
     SGDLifetimePath,
 )
+from mondrian.partition import (
+    RandomPartitionFeatures,
+    RandomPartitionGPRegressor,
+    RandomPartitionKernelPCA,
+)
 from mondrian.path.result import LifetimePath
 
 __version__ = "0.1.0"
@@ -40,5 +45,8 @@ __all__ = [
     "MondrianTreeClassifier",
     "MondrianTreeStructure",
     "RandomBinningFeatures",
+    "RandomPartitionFeatures",
+    "RandomPartitionGPRegressor",
+    "RandomPartitionKernelPCA",
     "__version__",
 ]

@@ -1,0 +1,319 @@
+"""Random partition kernels (Davies & Ghahramani, 2014): Figs. 2-6 of the paper, on our data.
+
+uci (Figs. 3-4)
+    GP regression on the UCI regression sets with their standard (PBP) splits: test RMSE and
+    test Gaussian log-likelihood (predictive variance = latent variance + fitted noise) of
+    ``RandomPartitionGPRegressor`` with the random-forest kernel, the fast-cluster kernel and the
+    Mondrian partition kernel (random lifetime on [0, L], L chosen by marginal likelihood over
+    a grid), all with ``--n-partitions`` partitions; scikit-learn's exact GP with an RBF and an
+    ARD-RBF kernel (constant * RBF + white noise, ``normalize_y``, 2 optimiser restarts) on at
+    most ``--max-exact`` training rows; and ``RandomForestRegressor`` (``--n-partitions`` trees;
+    its log-likelihood uses the spread of the trees' predictions). The partition GPs train on at
+    most ``--max-train`` rows (the CG regime needs one solve per test point for the variances).
+    Features are standardised on the training rows for every method.
+fig5
+    Test RMSE against the number of partitions m on one set.
+fig6
+    Kernel PCA wall time (fit: partitions + 2 components by Lanczos) against N on synthetic
+    data (10 Gaussian features), fast-cluster kernel, ``--n-partitions`` partitions; log-log
+    slope; scikit-learn's exact ``KernelPCA`` (RBF) where it fits.
+digits (Fig. 2)
+    2-D kernel PCA of the digits (fast-cluster kernel, and random-forest kernel from a
+    ``RandomForestClassifier`` on the digit labels) beside linear PCA.
+
+BLAS runs single-threaded (``OPENBLAS_NUM_THREADS=1`` unless set): on the shared 2-core machine a
+threaded dense eigensolver was 15x slower than a single thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from shared.cli import add_datasets, add_output_options, add_sized, make_parser, parse_args  # noqa: E402
+from shared.datasets import load_uci_regression, subsample_train  # noqa: E402
+from shared.figures import figure_path, import_pyplot, save_figure  # noqa: E402
+from shared.metrics import gaussian_nll, rmse  # noqa: E402
+from shared.optional import import_mondrian  # noqa: E402
+from shared.report import Report, environment_line, load_line, log  # noqa: E402
+from sklearn.ensemble import RandomForestRegressor  # noqa: E402
+from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+UCI_ORDER = ("yacht", "energy", "concrete", "wine_red", "kin8nm", "power_plant", "naval",
+             "protein")
+METHODS = ("RF kernel GP", "fast-cluster GP", "Mondrian GP", "RBF GP", "ARD-RBF GP",
+           "RandomForest")
+
+
+def _partition_gp(mondrian, partitioner, m, seed, X, y, Xt):
+    gp = mondrian.RandomPartitionGPRegressor(partitioner, n_partitions=m, random_state=seed)
+    gp.fit(X, y)
+    mean, std = gp.predict(Xt, return_std=True)
+    return mean, std**2 + gp.noise_variance_, gp
+
+
+def _mondrian_gp(mondrian, m, seed, X, y, Xt, grid=(0.3, 1.0, 3.0, 10.0, 30.0)):
+    """Random-lifetime Mondrian partition kernel, L by marginal likelihood over ``grid``."""
+    from mondrian.partition import MondrianPartitioner
+
+    best = None
+    for L in grid:
+        gp = mondrian.RandomPartitionGPRegressor(
+            MondrianPartitioner(lifetime=L, random_lifetime=True), n_partitions=m,
+            random_state=seed).fit(X, y)
+        if best is None or gp.log_marginal_likelihood_ > best[1].log_marginal_likelihood_:
+            best = (L, gp)
+    mean, std = best[1].predict(Xt, return_std=True)
+    return mean, std**2 + best[1].noise_variance_, best[0]
+
+
+def _exact_gp(ard, X, y, Xt, seed):
+    d = X.shape[1]
+    kernel = ConstantKernel() * RBF(length_scale=np.ones(d) if ard else 1.0) + WhiteKernel()
+    gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=2,
+                                  random_state=seed).fit(X, y)
+    mean, std = gp.predict(Xt, return_std=True)  # WhiteKernel in the kernel: includes noise
+    return mean, std**2
+
+
+def _forest(m, seed, X, y, Xt):
+    """RandomForestRegressor; its predictive variance is the spread of the trees."""
+    rf = RandomForestRegressor(n_estimators=m, random_state=seed, n_jobs=2).fit(X, y)
+    per_tree = np.stack([t.predict(Xt) for t in rf.estimators_])
+    return per_tree.mean(axis=0), per_tree.var(axis=0) + 1e-12
+
+
+def _timed(times, key, func, *a):
+    t0 = time.perf_counter()
+    out = func(*a)
+    times[key] = time.perf_counter() - t0
+    log(f"  {key}: {times[key]:.0f} s")
+    return out
+
+
+def run_uci(args, mondrian, report):
+    rows = []
+    for name in args.datasets:
+        data = load_uci_regression(name, split=0)
+        scaler = StandardScaler().fit(data.X_train)
+        Xtr_all, Xte = scaler.transform(data.X_train), scaler.transform(data.X_test)
+        ytr_all, yte = data.y_train, data.y_test
+        sub = subsample_train(data, args.max_train, args.seed)
+        Xtr, ytr = scaler.transform(sub.X_train), sub.y_train
+        ex = subsample_train(data, args.max_exact, args.seed)
+        Xex, yex = scaler.transform(ex.X_train), ex.y_train
+        res, times = {}, {}
+        m, seed = args.n_partitions, args.seed
+        res["RF kernel GP"] = _timed(times, "RF kernel GP", _partition_gp, mondrian,
+                                     "random_forest", m, seed, Xtr, ytr, Xte)[:2]
+        res["fast-cluster GP"] = _timed(times, "fast-cluster GP", _partition_gp, mondrian,
+                                        "fast_cluster", m, seed, Xtr, ytr, Xte)[:2]
+        mean, var, L = _timed(times, "Mondrian GP", _mondrian_gp, mondrian, m, seed, Xtr, ytr,
+                              Xte)
+        res["Mondrian GP"] = (mean, var)
+        res["RBF GP"] = _timed(times, "RBF GP", _exact_gp, False, Xex, yex, Xte, seed)
+        res["ARD-RBF GP"] = _timed(times, "ARD-RBF GP", _exact_gp, True, Xex, yex, Xte, seed)
+        res["RandomForest"] = _timed(times, "RandomForest", _forest, m, seed, Xtr_all, ytr_all,
+                                     Xte)
+        row = {"dataset": name, "N train (GP / exact / RF)": f"{len(ytr)} / {len(yex)} / "
+               f"{len(ytr_all)}", "N test": len(yte), "Mondrian L": L}
+        for method in METHODS:
+            mean, var = res[method]
+            row[f"RMSE {method}"] = rmse(yte, mean)
+            row[f"LL {method}"] = -gaussian_nll(yte, mean, var)
+            row[f"time {method}"] = times[method]
+        rows.append(row)
+        log(f"{name}: done in {sum(times.values()):.0f} s")
+        # Written after every set, so that an interrupted run keeps what it measured.
+        _uci_tables(args, rows, report.__class__(), header=report).write(args.uci_output)
+    return _uci_tables(args, rows, report, header=None)
+
+
+def _uci_tables(args, rows, report, header):
+    if header is not None:
+        for part in header.parts:
+            report.parts.append(part)
+    ll = sum(r["LL RF kernel GP"] > r["LL ARD-RBF GP"] for r in rows)
+    rm = sum(r["RMSE RF kernel GP"] < r["RMSE RandomForest"] for r in rows)
+    report.add("\n## GP regression on the UCI sets (Figs. 3-4), standard split 0\n")
+    report.table(rows, ["dataset", "N train (GP / exact / RF)", "N test"]
+                 + [f"RMSE {m}" for m in METHODS],
+                 formats={f"RMSE {m}": ".3f" for m in METHODS}, title="Test RMSE")
+    report.table(rows, ["dataset", "Mondrian L"] + [f"LL {m}" for m in METHODS],
+                 formats={f"LL {m}": ".3f" for m in METHODS} | {"Mondrian L": ".0f"},
+                 title="Test log-likelihood per point (higher is better)")
+    report.table(rows, ["dataset"] + [f"time {m}" for m in METHODS],
+                 formats={f"time {m}": ".1f" for m in METHODS},
+                 title="Wall time per method (s; fit + predict, shared loaded machine)")
+    report.checks("Targets (issue 13)", [
+        ("RF-kernel GP beats the ARD-RBF GP on test log-likelihood on >= 4 sets",
+         ll >= 4 if len(rows) >= 4 or ll >= 4 else None, f"{ll} of {len(rows)}"),
+        ("RF-kernel GP beats RandomForestRegressor's RMSE on >= half of the sets",
+         rm >= len(rows) / 2, f"{rm} of {len(rows)}"),
+    ])
+    return report
+
+
+def run_fig5(args, mondrian, report, plt):
+    from mondrian.partition import MondrianPartitioner
+
+    data = load_uci_regression(args.fig5_dataset, split=0)
+    data = subsample_train(data, args.max_train, args.seed)
+    scaler = StandardScaler().fit(data.X_train)
+    X, Xt = scaler.transform(data.X_train), scaler.transform(data.X_test)
+    ms = [2, 5, 10, 25, 50, 100, 200] if not args.quick else [2, 10, 50]
+    kernels = {"random forest": "random_forest", "fast cluster": "fast_cluster",
+               "Mondrian (L=10, random)": MondrianPartitioner(10.0, random_lifetime=True)}
+    rows, curves = [], {k: [] for k in kernels}
+    for m in ms:
+        row = {"m": m}
+        for label, part in kernels.items():
+            gp = mondrian.RandomPartitionGPRegressor(part, n_partitions=m,
+                                                     random_state=args.seed).fit(X, data.y_train)
+            row[label] = rmse(data.y_test, gp.predict(Xt))
+            curves[label].append(row[label])
+        rows.append(row)
+        log(f"fig5: m={m} done")
+    report.table(rows, ["m", *kernels], formats={k: ".3f" for k in kernels},
+                 title=f"Fig. 5: test RMSE against m ({args.fig5_dataset}, split 0)")
+    if plt is not None and not args.no_plots:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for label, ys in curves.items():
+            ax.plot(ms, ys, marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("partitions m")
+        ax.set_ylabel("test RMSE")
+        ax.set_title(f"{args.fig5_dataset}: error against m")
+        ax.legend()
+        fig.tight_layout()
+        report.add(f"\n![fig5]({save_figure(fig, figure_path('partition_fig5', args.quick), plt)})")
+
+
+def run_fig6(args, mondrian, report, plt):
+    from sklearn.decomposition import KernelPCA
+
+    sizes = [1000, 3000, 10000, 30000, 100000, 300000, 1000000]
+    sizes = [n for n in sizes if n <= args.max_pca]
+    rng = np.random.default_rng(args.seed)
+    rows, times = [], []
+    for n in sizes:
+        X = rng.normal(size=(n, 10))
+        t0 = time.perf_counter()
+        mondrian.RandomPartitionKernelPCA("fast_cluster", n_components=2,
+                                          n_partitions=args.n_partitions, tol=1e-6,
+                                          random_state=args.seed).fit(X)
+        t = time.perf_counter() - t0
+        row = {"N": n, "fast-cluster KPCA (s)": t, "points per minute": n / t * 60}
+        if n <= args.max_exact_pca:
+            t0 = time.perf_counter()
+            KernelPCA(n_components=2, kernel="rbf", eigen_solver="arpack").fit(X)
+            row["exact RBF KernelPCA (s)"] = time.perf_counter() - t0
+        rows.append(row)
+        times.append(t)
+        log(f"fig6: N={n}: {t:.1f} s")
+    big = [i for i, n in enumerate(sizes) if n >= 10000]
+    slope = float(np.polyfit(np.log(np.array(sizes)[big]), np.log(np.array(times)[big]), 1)[0]) \
+        if len(big) >= 2 else float("nan")
+    report.table(rows, ["N", "fast-cluster KPCA (s)", "points per minute",
+                        "exact RBF KernelPCA (s)"],
+                 formats={"fast-cluster KPCA (s)": ".2f", "points per minute": ".3g",
+                          "exact RBF KernelPCA (s)": ".2f"},
+                 title=f"Fig. 6: kernel PCA wall time (m={args.n_partitions}, 2 components)")
+    rate = rows[-1]["points per minute"]
+    report.checks("Targets (issue 13)", [
+        (">= 100k points per minute at the largest N", rate >= 1e5,
+         f"{rate:.3g} at N={sizes[-1]}"),
+        ("log-log slope (N >= 10^4) within 1 +/- 0.15", abs(slope - 1) <= 0.15 if big else None,
+         f"{slope:.3f}"),
+    ])
+    if plt is not None and not args.no_plots:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.loglog(sizes, times, marker="o", label=f"fast-cluster KPCA (slope {slope:.2f})")
+        key = "exact RBF KernelPCA (s)"
+        ex = [(r["N"], r[key]) for r in rows if key in r]
+        if ex:
+            ax.loglog(*zip(*ex, strict=True), marker="s", label="exact RBF KernelPCA")
+        ax.set_xlabel("N")
+        ax.set_ylabel("wall time (s)")
+        ax.legend()
+        fig.tight_layout()
+        report.add(f"\n![fig6]({save_figure(fig, figure_path('partition_fig6', args.quick), plt)})")
+
+
+def run_digits(args, mondrian, report, plt):
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import RandomForestClassifier
+
+    from mondrian.partition import RandomForestPartitioner
+
+    X, y = load_digits(return_X_y=True)
+    panels = {
+        "linear PCA": PCA(n_components=2).fit_transform(X),
+        "fast-cluster kernel PCA": mondrian.RandomPartitionKernelPCA(
+            "fast_cluster", 2, n_partitions=args.n_partitions,
+            random_state=args.seed).fit_transform(X),
+        "random-forest kernel PCA": mondrian.RandomPartitionKernelPCA(
+            RandomForestPartitioner(RandomForestClassifier(
+                n_estimators=args.n_partitions, max_features="sqrt", random_state=args.seed)),
+            2, n_partitions=args.n_partitions, random_state=args.seed).fit_transform(X, y),
+    }
+    if plt is None or args.no_plots:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (title, T) in zip(axes, panels.items(), strict=True):
+        sc = ax.scatter(T[:, 0], T[:, 1], c=y, cmap="tab10", s=4)
+        ax.set_title(title)
+    fig.colorbar(sc, ax=axes, label="digit")
+    report.add("\n## Digits in 2-D (Fig. 2)\n")
+    report.add(f"![digits]({save_figure(fig, figure_path('partition_digits', args.quick), plt)})")
+
+
+def main(argv=None) -> None:
+    parser = make_parser(__doc__.splitlines()[0], default_repeats=1)
+    add_datasets(parser, UCI_ORDER, quick=("yacht", "energy"))
+    add_sized(parser, "--n-partitions", 200, 50, "partitions m (trees of the forests)")
+    add_sized(parser, "--max-train", 2000, 500, "training rows of the partition GPs")
+    add_sized(parser, "--max-exact", 1000, 300, "training rows of the exact scikit-learn GPs")
+    add_sized(parser, "--max-pca", 1000000, 30000, "largest N of the kernel PCA timing")
+    add_sized(parser, "--max-exact-pca", 5000, 3000, "largest N of scikit-learn's KernelPCA")
+    parser.add_argument("--fig5-dataset", default="concrete")
+    parser.add_argument("--uci-output", default=None,
+                        help="also write the UCI tables here after every dataset")
+    parser.add_argument("--parts", default="uci,fig5,fig6,digits",
+                        help="comma-separated subset of uci,fig5,fig6,digits")
+    add_output_options(parser, "partition.md")
+    args = parse_args(parser, argv)
+    mondrian, why_not = import_mondrian()
+    if mondrian is None:
+        raise SystemExit(why_not)
+    plt, why = import_pyplot()
+    start = os.getloadavg()
+    report = Report()
+    report.add("# Random partition kernels (Davies & Ghahramani, 2014)\n")
+    report.add(f"{environment_line()}\n\nmode: {'quick' if args.quick else 'full'}; "
+               f"m={args.n_partitions}; datasets: {', '.join(args.datasets)}")
+    if why:
+        report.add(why)
+    parts = args.parts.split(",")
+    if "uci" in parts:
+        run_uci(args, mondrian, report)
+    if "fig5" in parts:
+        run_fig5(args, mondrian, report, plt)
+    if "fig6" in parts:
+        run_fig6(args, mondrian, report, plt)
+    if "digits" in parts:
+        run_digits(args, mondrian, report, plt)
+    report.add(f"\n{load_line(start)}")
+    report.write(args.output)
+
+
+if __name__ == "__main__":
+    main()
