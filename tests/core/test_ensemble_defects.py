@@ -89,7 +89,8 @@ def test_outer_dask_backend_changes_nothing(make):
     distributed = pytest.importorskip(
         "dask.distributed", reason="dask.distributed is not installed: dask backend not tested"
     )
-    with distributed.Client(processes=True, n_workers=2, threads_per_worker=1):
+    with distributed.Client(processes=True, n_workers=2, threads_per_worker=1,
+                            dashboard_address=None):
         _check_backend(make, "dask")
 
 
@@ -107,7 +108,8 @@ def test_grid_search_under_dask_scores_like_without_it():
         return search.fit(X, y).cv_results_["mean_test_score"]
 
     expected = scores()
-    with distributed.Client(processes=True, n_workers=2, threads_per_worker=1):
+    with distributed.Client(processes=True, n_workers=2, threads_per_worker=1,
+                            dashboard_address=None):
         with joblib.parallel_config(backend="dask"):
             assert_array_equal(scores(), expected)
 

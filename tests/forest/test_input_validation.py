@@ -148,6 +148,18 @@ def test_learn_one_with_dicts(data):
         model.learn_one({"a": np.nan, "b": 0.0, "c": 0.0}, 0)
 
 
+def test_predict_one_with_a_dict_does_not_change_the_model(data):
+    """Predicting with a dict never records its key order (only learn_one does): the model
+    pickles the same before and after, and a later learn_one reads the keys of its own dict."""
+    X, y = data
+    model = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    before = pickle.dumps(model)
+    row = {"a": X[0, 0], "b": X[0, 1], "c": X[0, 2]}
+    model.predict_one(row)
+    model.predict_proba_one(row)
+    assert pickle.dumps(model) == before
+
+
 def test_learn_one_matches_partial_fit(data):
     X, y = data
     a = MondrianForestClassifier(n_estimators=4, random_state=3)

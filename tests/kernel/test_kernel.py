@@ -313,3 +313,29 @@ def test_sgd_path_replays_the_fit(Estimator):
     np.testing.assert_allclose(path.training_loss[-1], loss, rtol=1e-9)
     with pytest.raises(ValueError, match="backward"):
         model.lifetime_path(direction="backward")
+
+
+@pytest.mark.exact
+def test_features_read_the_fitted_lifetime_not_the_parameter():
+    """set_params(lifetime=...) after fit changes neither the features nor their number, and
+    a lifetime above the fitted one is refused (the trees were only grown up to it)."""
+    X = np.random.RandomState(0).uniform(size=(50, 3))
+    model = MondrianKernelFeatures(20, lifetime=1.0, random_state=0).fit(X)
+    Z, n_out = model.transform(X), model.n_features_out_
+    model.set_params(lifetime=5.0)
+    assert model.n_features_out_ == n_out
+    assert (model.transform(X) != Z).nnz == 0
+    with pytest.raises(ValueError, match="fitted lifetime"):
+        model.transform(X, lifetime=4.0)
+
+
+@pytest.mark.parametrize("Model", [MondrianKernelRidge, MondrianKernelSGDRegressor])
+def test_max_features_below_the_number_of_trees_is_refused(Model):
+    """The model at lifetime 0 already has one feature per tree: a cap below that is an error
+    naming the parameter, not a silently empty path."""
+    X, y, X_val, y_val = _path_problem(seed=11)
+    model = Model(10, lifetime=2.0, max_features=5, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="max_features=5 is below n_estimators=10"):
+        model.lifetime_path(X_val, y_val)
+    with pytest.raises(ValueError, match="max_features"):
+        Model(10, lifetime="auto", max_features=5, random_state=0).fit(X, y)

@@ -264,7 +264,8 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
                   if name != "random_state"}
         views = []
         for k in range(len(self._trees)):
-            view = cls(**params)
+            # The tree's own seed makes a later view.fit reproducible.
+            view = cls(**params, random_state=int(self._seeds[k] % 2**32))
             view._ensemble = self._ensemble.single_tree(k)
             for name in self._tree_view_attributes:
                 if name in self.__dict__:

@@ -363,14 +363,20 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- river-style API
 
-    def _one_row(self, x):
-        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array."""
+    def _one_row(self, x, learn=False):
+        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array.
+
+        Only ``learn=True`` (``learn_one``) records the key order of a first dict: predicting
+        never changes the model.
+        """
         if isinstance(x, dict):
             names = getattr(self, "feature_names_in_", None)
             if names is None:
                 names = getattr(self, "_dict_keys", None)
                 if names is None:
-                    names = self._dict_keys = list(x)
+                    names = list(x)
+                    if learn:
+                        self._dict_keys = names
             try:
                 values = [x[name] for name in names]
             except KeyError as exc:
@@ -419,7 +425,7 @@ class _BaseMondrianClassifier(
             return self._learn_one(x, y)
 
     def _learn_one(self, x, y):
-        row = self._one_row(x)  # may remember the key order of a first dict
+        row = self._one_row(x, learn=True)  # may remember the key order of a first dict
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()

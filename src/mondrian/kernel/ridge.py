@@ -69,10 +69,11 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
         self._keys = np.concatenate([self._keys, self._extension_keys(seeds)])
 
     def _lifetime(self, lifetime):
-        lam = self.lifetime if lifetime is None else lifetime
-        if not 0 <= lam <= self.lifetime:
+        # The fitted lifetime, not the parameter: set_params after fit must not change a read.
+        lam = self.lifetime_ if lifetime is None else lifetime
+        if not 0 <= lam <= self.lifetime_:
             raise ValueError(
-                f"lifetime must be in [0, {self.lifetime}] (the fitted lifetime), got {lam}"
+                f"lifetime must be in [0, {self.lifetime_}] (the fitted lifetime), got {lam}"
             )
         return float(lam)
 
@@ -119,6 +120,11 @@ class _MondrianKernelBase(BaseMondrianEnsemble):
     def _cut_source(self, max_features):
         """The path engine's source of the trees' cuts on the stored points, stopped before the
         model has more than ``max_features`` cells."""
+        if max_features < len(self._trees):
+            raise ValueError(
+                f"max_features={max_features} is below n_estimators={len(self._trees)}: the "
+                "model at lifetime 0 already has one feature (the root cell) per tree"
+            )
         return TreeCuts.from_trees(self._trees, max_cells=max_features)
 
 
@@ -339,7 +345,7 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
     def n_features_out_(self):
         """Number of output features at the fitted lifetime."""
         check_is_fitted(self, "_trees")
-        return int(self._leaf_columns(float(self.lifetime))[1][-1])
+        return int(self._leaf_columns(self.lifetime_)[1][-1])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
