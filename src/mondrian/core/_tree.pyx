@@ -837,6 +837,37 @@ cdef class MondrianTree:
         """The four words of the tree's generator state."""
         return np.array([self.rng.s0, self.rng.s1, self.rng.s2, self.rng.s3], dtype=np.uint64)
 
+    def _copy(self):
+        """An independent copy (nodes, stored-point lists, random stream), by ``memcpy``.
+
+        Equal to a pickle round trip, much faster: the online updates snapshot every tree with
+        it so that a failed call can restore the model exactly.
+        """
+        cdef MondrianTree out = type(self).__new__(
+            type(self), self.n_features, self.value_stride, self.lifetime,
+            self.min_samples_split, self.pause_pure, 0)
+        cdef intp_t n = self.node_count, m = self.n_samples_seen
+        if n == 0:
+            out._resize(1)
+        else:
+            # Exactly n nodes, every byte written by memcpy (no zeroing pass).
+            _realloc(<void**>&out.nodes, n, sizeof(Node))
+            _realloc(<void**>&out.bounds, n * 2 * self.n_features, sizeof(float64_t))
+            memcpy(out.nodes, self.nodes, n * sizeof(Node))
+            memcpy(out.bounds, self.bounds, n * 2 * self.n_features * sizeof(float64_t))
+            if self.value_stride:
+                _realloc(<void**>&out.value, n * self.value_stride, sizeof(float64_t))
+                memcpy(out.value, self.value, n * self.value_stride * sizeof(float64_t))
+            out.capacity = n
+        out.node_count = n
+        if m:
+            _realloc(<void**>&out.sample_next, m, sizeof(intp_t))
+            memcpy(out.sample_next, self.sample_next, m * sizeof(intp_t))
+            out.sample_capacity = m
+            out.n_samples_seen = m
+        out.rng = self.rng
+        return out
+
     def __reduce__(self):
         return (
             type(self),

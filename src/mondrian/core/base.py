@@ -8,11 +8,12 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -21,7 +22,10 @@ __all__ = [
     "VersionedStateMixin",
     "pruned_copy",
     "unchanged_on_error",
+    "check_strict_params",
+    "StrictParamsMixin",
     "atomic_fit",
+    "atomic_update",
     "PruneMixin",
     "TreeEnsemble",
     "SingleTreeMixin",
@@ -39,14 +43,30 @@ FOREST_PARAMETER_CONSTRAINTS = {
 
 
 @contextmanager
-def unchanged_on_error(estimator):
-    """Restore the estimator's attributes if the block raises: a failed (re)fit leaves the
-    previous model (or the unfitted estimator) as it was, though validation sets some
-    attributes early."""
+def unchanged_on_error(estimator, deep=False):
+    """Restore the estimator if the block raises (any exception: a rejected input, a
+    ``MemoryError``, a ``KeyboardInterrupt``): a failed call leaves the model as it was.
+
+    The attributes are always restored. With ``deep=True`` (online updates, which change the
+    fitted model in place) the tree ensemble is snapshotted (:meth:`TreeEnsemble.snapshot`:
+    time linear in the size of the trees) and so are the containers and the attributes named
+    in ``_mutable_state``, which the update may change in place.
+    """
     saved = dict(estimator.__dict__)
+    snapshot = None
+    if deep:
+        ensemble = saved.get("_ensemble")
+        if ensemble is not None and not ensemble.read_only:
+            snapshot = ensemble.snapshot()
+        mutable = getattr(estimator, "_mutable_state", ())
+        for name, value in saved.items():
+            if isinstance(value, (list, dict, set)) or name in mutable:
+                saved[name] = copy.copy(value)
     try:
         yield
     except BaseException:
+        if snapshot is not None:
+            saved["_ensemble"].restore(snapshot)
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
@@ -63,6 +83,47 @@ def atomic_fit(method):
     return wrapper
 
 
+def atomic_update(method):
+    """Decorator: run an online update under :func:`unchanged_on_error` with ``deep=True``."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with unchanged_on_error(self, deep=True):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def check_strict_params(estimator):
+    """Reject what scikit-learn's constraints let through: booleans given for numbers
+    (``n_estimators=True``, ``lifetime=True``) and ``n_jobs=0``.
+
+    Raises an ``InvalidParameterError`` (a ``ValueError`` and a ``TypeError``).
+    """
+    constraints = getattr(estimator, "_parameter_constraints", {})
+    for name, value in estimator.get_params(deep=False).items():
+        allowed = constraints.get(name, [])
+        if isinstance(value, (bool, np.bool_)) and "boolean" not in allowed \
+                and bool not in allowed:
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be a number, not a "
+                f"bool; got {value!r}."
+            )
+        if name == "n_jobs" and value is not None and not isinstance(value, bool) and value == 0:
+            raise InvalidParameterError(
+                f"The 'n_jobs' parameter of {type(estimator).__name__} must be None, a positive "
+                "number of threads or a negative count from the number of cores; got 0."
+            )
+
+
+class StrictParamsMixin:
+    """``_validate_params`` that also applies :func:`check_strict_params`."""
+
+    def _validate_params(self):
+        super()._validate_params()
+        check_strict_params(self)
+
+
 class VersionedStateMixin:
     """Pickled estimators carry ``_mondrian_state_version`` (``_state_version``) and refuse to
     load a state written by another version."""
@@ -70,7 +131,7 @@ class VersionedStateMixin:
     _state_version = STATE_VERSION
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: never write into the live __dict__
         state["_mondrian_state_version"] = self._state_version
         return state
 
@@ -92,8 +153,12 @@ def _same_param(a, b):
     return type(a) is type(b) and a == b
 
 
-class EnsembleMixin:
+class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     """The estimator side of a :class:`TreeEnsemble` held in ``self._ensemble``.
+
+    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`): any number of threads
+    may read the model at once (``predict``, ``transform``, ``score``, pickling...); ``fit``,
+    ``partial_fit`` and ``learn_one`` run alone, and reads arriving meanwhile wait for them.
 
     Read-only ``_trees``, ``_store``, ``_scaler`` and ``_seeds``; scikit-learn's warm-start
     rules for ``partial_fit`` (:meth:`_warm_start`); and ``estimators_``, read-only single-tree
@@ -101,6 +166,8 @@ class EnsembleMixin:
     ``_tree_view_attributes``.
     """
 
+    # Attributes an online update may change in place (copied by unchanged_on_error(deep=True)).
+    _mutable_state = ()
     # Parameters that shape the fitted trees: changing one after fit asks for a new fit.
     _refit_params = ()
     # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).

@@ -17,7 +17,8 @@ from mondrian.core._tree import MondrianTree, extend_trees
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.store import DataStore
 
-__all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "n_threads", "run_threads"]
+__all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "fail_after_trees", "n_threads",
+           "run_threads"]
 
 # Trees per unit of accumulated work (fixed, so results do not depend on n_jobs).
 TREES_PER_CHUNK = 16
@@ -27,6 +28,30 @@ ENSEMBLE_STATE_VERSION = 1
 
 # Largest seed of a tree's random stream (exclusive).
 _SEED_HIGH = np.iinfo(np.int64).max
+
+
+# Test hook (issue 11): while set, ``(countdown, exception)``: :meth:`TreeEnsemble.extend` raises
+# ``exception`` once ``countdown`` more trees have been extended (see ``fail_after_trees``).
+_failure = None
+
+
+def fail_after_trees(n_trees, exception=MemoryError):
+    """Test hook: make the next tree extensions raise ``exception`` after ``n_trees`` trees
+    (``None`` disarms it). It stands for a failure inside the core (out of memory, an
+    interrupt) part-way through an update, after some trees changed."""
+    global _failure
+    _failure = None if n_trees is None else [int(n_trees), exception]
+
+
+def _extend_with_hook(trees, X, rows, indices):
+    global _failure
+    for tree in trees:
+        if _failure is not None:
+            if _failure[0] <= 0:
+                exception, _failure = _failure[1], None
+                raise exception("failure injected by mondrian.core.ensemble.fail_after_trees")
+            _failure[0] -= 1
+        extend_trees([tree], X, rows, indices)
 
 
 def draw_seeds(random_state, n_trees, start=0):
@@ -204,6 +229,9 @@ class TreeEnsemble:
         self._check_writable()
         trees = self.trees if trees is None else trees
         X, rows = self.store.X, self.store.rows
+        if _failure is not None:
+            _extend_with_hook(trees, X, rows, indices)
+            return
         n_jobs = n_threads(n_jobs, len(trees))
         if n_jobs == 1:  # the one-point online path: no thread machinery
             extend_trees(trees, X, rows, indices)
@@ -224,6 +252,41 @@ class TreeEnsemble:
         self.extend(np.arange(self.store.n_samples, dtype=np.intp), n_jobs, verbose, new)
         self.trees = self.trees + new
         self.seeds = np.concatenate([self.seeds, seeds])
+
+    # ----------------------------------------------------------------- transactions
+
+    def snapshot(self):
+        """What :meth:`restore` needs to put the ensemble back as it is now.
+
+        Trees are copied with ``memcpy`` (time and memory linear in their size); the store
+        and the feature map only append or replace arrays, so references (plus the stored
+        inputs during the warm-up, which a change of map rewrites in place) suffice.
+        """
+        store, feature_map = self.store, self.feature_map
+        warm = feature_map.n_seen < feature_map.warm_up
+        return {
+            "ensemble": dict(self.__dict__),
+            "trees": [tree._copy() for tree in self.trees],
+            "store": (store._X, store._rows, store.n_samples,
+                      store.X.copy() if warm else None),
+            "feature_map": dict(feature_map.__dict__),
+        }
+
+    def restore(self, snapshot):
+        """Put the ensemble back in the state of ``snapshot`` (after a failed update).
+
+        The trees become the snapshot's copies (the changed ones are dropped, so a thread
+        still extending them cannot touch the restored model).
+        """
+        self.__dict__.clear()
+        self.__dict__.update(snapshot["ensemble"])
+        self.trees = snapshot["trees"]
+        store = self.store
+        store._X, store._rows, store.n_samples, X = snapshot["store"]
+        if X is not None:
+            store._X[: store.n_samples] = X
+        self.feature_map.__dict__.clear()
+        self.feature_map.__dict__.update(snapshot["feature_map"])
 
     # ----------------------------------------------------------------- reading
 

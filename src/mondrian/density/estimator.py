@@ -267,7 +267,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         """
         if not hasattr(self, "_trees"):
             return self.fit(X)
-        with unchanged_on_error(self):
+        with unchanged_on_error(self, deep=True):
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = self._warm_start_check()
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")

@@ -42,6 +42,21 @@ def _reject_mixed_labels(y):
         raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
 
 
+def _check_one_label(y):
+    """Raise a clear error for a single label that could not be a class (before any change)."""
+    if y is None:
+        raise ValueError("y is None: learn_one needs the sample's class label")
+    if np.ndim(y) != 0:
+        raise ValueError(f"y must be a single label (a number or a string), got {y!r}")
+    try:
+        hash(y)
+    except TypeError:
+        raise TypeError(f"a label must be hashable, got {type(y).__name__}") from None
+    if isinstance(y, (float, np.floating)) and not np.isfinite(y):
+        raise ValueError(f"a label must be finite, got {y!r}")
+    check_classification_targets(np.asarray([y]))
+
+
 class _BaseMondrianClassifier(
     ClassifierMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
 ):
@@ -156,6 +171,10 @@ class _BaseMondrianClassifier(
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
         fitted on all the points at once.
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
         ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
@@ -175,7 +194,7 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
-        with unchanged_on_error(self):
+        with unchanged_on_error(self, deep=True):
             return self._partial_fit(X, y, classes)
 
     def _partial_fit(self, X, y, classes):
@@ -383,6 +402,10 @@ class _BaseMondrianClassifier(
     def learn_one(self, x, y):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         Parameters
         ----------
         x : dict or 1-D array-like
@@ -397,7 +420,12 @@ class _BaseMondrianClassifier(
         self : object
         """
         self._check_writable()
-        row = self._one_row(x, learn=True)
+        _check_one_label(y)
+        with unchanged_on_error(self, deep=True):
+            return self._learn_one(x, y)
+
+    def _learn_one(self, x, y):
+        row = self._one_row(x, learn=True)  # may remember the key order of a first dict
         first = not hasattr(self, "_trees")
         if first:
             self._validate_params()

@@ -41,6 +41,12 @@ N_TREES_HELD_OUT = 4
 MIN_SAMPLES_HELD_OUT = 50
 
 
+def _check_finite_targets(y):
+    """Object targets holding None become NaN under ``y_numeric``: reject them clearly."""
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN, infinity or None")
+
+
 class _TargetScaler:
     """Affine map of the targets, frozen like the feature map (see ``FeatureScaler``).
 
@@ -93,6 +99,7 @@ class _BaseMondrianRegressor(
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
+    _mutable_state = ("_posterior_cache",)
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
     )
@@ -123,9 +130,19 @@ class _BaseMondrianRegressor(
             self._init_trees(X, self._n_trees(), 3, lifetime)
             self._posterior_cache = _PosteriorCache()
             self._version = 0
-        self._y_scaler.update(y)
-        rows = self._rows(y)
-        self._y_sums += rows.sum(axis=0)
+        # The target map, the rows and the sums are staged and checked before any is kept.
+        y_scaler = copy.copy(self._y_scaler)
+        y_scaler.update(y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            y_std = y_scaler.transform(y)
+            rows = np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
+            sums = self._y_sums + rows.sum(axis=0)
+        if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(sums))):
+            raise ValueError(
+                "y holds values too large relative to the range of the targets seen so far "
+                "(their squares overflow float64): rescale y"
+            )
+        self._y_scaler, self._y_sums = y_scaler, sums
         self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(X, rows, self._n_jobs())
         self._version += 1
@@ -154,6 +171,10 @@ class _BaseMondrianRegressor(
     def partial_fit(self, X, y):
         """Extend the forest with new training points (same law as fitting all at once).
 
+        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
+        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        wait for it to finish.
+
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
         ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
@@ -167,7 +188,7 @@ class _BaseMondrianRegressor(
         -------
         self : object
         """
-        with unchanged_on_error(self):
+        with unchanged_on_error(self, deep=True):
             first = not hasattr(self, "_trees")
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = 0 if first else self._warm_start_check()
@@ -175,6 +196,7 @@ class _BaseMondrianRegressor(
                 self._validate_params()
             X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                                  reset=first)
+            _check_finite_targets(y)
             if not first:
                 self._scaler.check(X)  # before the target map and sums change
             return self._learn(X, y, first, n_new_trees)

@@ -24,6 +24,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.base import check_strict_params, unchanged_on_error
+
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 
 # Bin indices beyond this magnitude would overflow int64 (or lose integer precision in float64).
@@ -150,15 +152,19 @@ class RandomBinningFeatures(_LaplaceFeatures):
         self : object
             The fitted transformer.
         """
-        self._validate_params()
-        X = validate_data(self, X, dtype=np.float64)
-        rng = check_random_state(self.random_state)
-        shape = (self.n_components, self.n_features_in_)
-        self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
-        self.shifts_ = rng.uniform(size=shape) * self.widths_
-        self._grids = [self._index_grid(self._bin_indices(X, m)) for m in range(self.n_components)]
-        self.n_bins_ = np.array([len(grid[3]) for grid in self._grids], dtype=np.intp)
-        self._offsets = np.concatenate([[0], np.cumsum(self.n_bins_)]).astype(np.intp)
+        # A rejected refit keeps the fitted transformer (feature_names_in_ included).
+        with unchanged_on_error(self):
+            self._validate_params()
+            check_strict_params(self)
+            X = validate_data(self, X, dtype=np.float64)
+            rng = check_random_state(self.random_state)
+            shape = (self.n_components, self.n_features_in_)
+            self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
+            self.shifts_ = rng.uniform(size=shape) * self.widths_
+            self._grids = [self._index_grid(self._bin_indices(X, m))
+                           for m in range(self.n_components)]
+            self.n_bins_ = np.array([len(grid[3]) for grid in self._grids], dtype=np.intp)
+            self._offsets = np.concatenate([[0], np.cumsum(self.n_bins_)]).astype(np.intp)
         return self
 
     def _bin_indices(self, X, m):
@@ -339,13 +345,16 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
         self : object
             The fitted transformer.
         """
-        self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
-        rng = check_random_state(self.random_state)
-        self.random_weights_ = self.lifetime * rng.standard_cauchy(
-            size=(self.n_features_in_, self.n_components)
-        )
-        self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
+        # A rejected refit keeps the fitted transformer (feature_names_in_ included).
+        with unchanged_on_error(self):
+            self._validate_params()
+            check_strict_params(self)
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+            rng = check_random_state(self.random_state)
+            self.random_weights_ = self.lifetime * rng.standard_cauchy(
+                size=(self.n_features_in_, self.n_components)
+            )
+            self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         return self
 
     def transform(self, X):
@@ -363,7 +372,14 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
         """
         check_is_fitted(self, "random_weights_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        projection = safe_sparse_dot(X, self.random_weights_, dense_output=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            projection = safe_sparse_dot(X, self.random_weights_, dense_output=True)
+        if not np.all(np.isfinite(projection)):
+            # cos of an overflowed projection is NaN: say so instead of returning it.
+            raise ValueError(
+                "X is too large for these random frequencies (X @ random_weights_ overflows "
+                "float64): rescale the inputs"
+            )
         projection += self.random_offset_
         np.cos(projection, out=projection)
         projection *= np.sqrt(2.0 / self.n_components)

@@ -16,7 +16,7 @@ from sklearn.base import RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble, atomic_fit
+from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
@@ -299,7 +299,7 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         self._sample(X, float(self.lifetime))
         return self
 
-    @atomic_fit
+    @atomic_update
     def partial_fit(self, X, y=None):
         """Extend the trees with new points (same law as sampling them on all points).
 
@@ -377,7 +377,9 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     max_lifetime : float, default=np.inf
         Terminal lifetime of the sweep for ``lifetime="auto"``.
     max_features : int, default=4000
-        Paths stop before the number of features exceeds this (they cost O(C²) memory).
+        Paths stop before the number of features exceeds this (they cost O(C²) memory), and
+        ``partial_fit`` refuses (``ValueError``, model unchanged) a batch that would grow the
+        fitted model past it; it may be raised with ``set_params`` between calls.
     lifetime_selection : {"validation", "marginal_likelihood"}, default="validation"
         Criterion of ``lifetime="auto"``.
     validation_fraction : float, default=0.2
@@ -412,6 +414,9 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     _refit_params = (*_MondrianKernelBase._refit_params, "alpha")
     # New trees change every feature (and their 1/sqrt(M) weight): the ridge solve needs a fit.
     _can_add_trees = False
+
+    # The ridge inverse is updated in place by partial_fit (snapshotted by atomic_update).
+    _mutable_state = ("_ridge",)
 
     def __init__(self, n_estimators=50, *, lifetime=1.0, alpha=1.0, max_lifetime=np.inf,
                  max_features=4000, lifetime_selection="validation", validation_fraction=0.2,
@@ -510,7 +515,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
 
     # ------------------------------------------------------------------ online
 
-    @atomic_fit
+    @atomic_update
     def partial_fit(self, X, y):
         """Exact online update (Supplement C of the paper).
 
@@ -535,6 +540,8 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         self._warm_start_check()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
+        if not np.all(np.isfinite(y)):  # object targets holding None arrive as NaN
+            raise ValueError("y contains NaN, infinity or None")
         self._scaler.check(X)
         start = self._store.n_samples
         self._add_points(X, np.zeros((X.shape[0], 0)))
@@ -562,6 +569,15 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
             col[tree.apply(X[self._col_rep[own]], self.lifetime_)] = own
             for point, node in zip(new_points, tree.apply(new_X, self.lifetime_), strict=True):
                 if col[node] < 0:
+                    if self._ridge.n_features >= self.max_features:
+                        # Each feature costs O(C) memory in the O(C²) inverse: refuse to grow
+                        # past the cap (atomic_update restores the model as it was).
+                        raise ValueError(
+                            f"this batch would grow the model past max_features="
+                            f"{self.max_features} features (the ridge inverse costs O(C²) "
+                            "memory); raise max_features with set_params to continue online, "
+                            "or refit"
+                        )
                     col[node] = self._ridge.n_features
                     self._ridge.append_empty()
                     self._col_rep = np.append(self._col_rep, point)

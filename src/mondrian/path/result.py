@@ -38,7 +38,10 @@ def best_interval(values, maximize):
     top = np.max(score)
     if not np.isfinite(top):
         return int(np.argmax(score))  # all NaN (first interval) or an infinite best
-    return int(np.argmax(score >= top - TIE_TOLERANCE * max(1.0, abs(top))))
+    # Relative to the magnitude of the curve (no absolute floor): the choice must not depend
+    # on the units of the metric (a regressor's error in units of y squared).
+    scale = np.max(np.abs(score[np.isfinite(score)]))
+    return int(np.argmax(score >= top - TIE_TOLERANCE * scale))
 
 
 class LifetimePath:
