@@ -91,7 +91,14 @@ def _disarm():
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("exception", [MemoryError, KeyboardInterrupt])
 @pytest.mark.parametrize("after", [0, 1, N_TREES - 1])
-def test_failure_inside_the_core_leaves_model_unchanged(case, phase, exception, after):
+def test_failure_inside_the_core_leaves_model_unchanged(case, phase, exception, after, request):
+    if case.startswith("classifier-learn_one") and phase == "frozen":
+        # Known gap (issue 11): a one-row update of a model holding more than 32 rows is not
+        # snapshotted (copying every tree per learn_one made streams quadratic); rolling it
+        # back needs an undo log of the nodes the extension changes.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="learn_one on a large model is not rolled back after a "
+                                "failure inside the core (no undo log yet)"))
     model = _fitted(case, phase)
     _, a, b = PHASES[phase]
     update = CASES[case][2]

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import (
     EnsembleMixin,
     VersionedStateMixin,
+    online_update,
     pruned_copy,
     unchanged_on_error,
 )
@@ -267,7 +268,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         """
         if not hasattr(self, "_trees"):
             return self.fit(X)
-        with unchanged_on_error(self, deep=True):
+        with online_update(self, X):
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = self._warm_start_check()
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")

@@ -14,6 +14,7 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    online_update,
     unchanged_on_error,
 )
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
@@ -194,7 +195,7 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
-        with unchanged_on_error(self, deep=True):
+        with online_update(self, X):
             return self._partial_fit(X, y, classes)
 
     def _partial_fit(self, X, y, classes):
@@ -420,9 +421,18 @@ class _BaseMondrianClassifier(
         self : object
         """
         self._check_writable()
-        _check_one_label(y)
-        with unchanged_on_error(self, deep=True):
+        if not self._is_known_class(y):  # a class seen before needs no check (the common case)
+            _check_one_label(y)
+        with online_update(self, x):
             return self._learn_one(x, y)
+
+    def _is_known_class(self, y):
+        if "classes_" not in self.__dict__ or np.ndim(y) != 0:
+            return False
+        try:
+            return y in self._class_codes()
+        except TypeError:  # unhashable: _check_one_label says so
+            return False
 
     def _learn_one(self, x, y):
         row = self._one_row(x, learn=True)  # may remember the key order of a first dict

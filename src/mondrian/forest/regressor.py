@@ -15,6 +15,7 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    online_update,
     unchanged_on_error,
 )
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
@@ -188,7 +189,7 @@ class _BaseMondrianRegressor(
         -------
         self : object
         """
-        with unchanged_on_error(self, deep=True):
+        with online_update(self, X):
             first = not hasattr(self, "_trees")
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = 0 if first else self._warm_start_check()
