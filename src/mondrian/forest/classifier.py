@@ -172,8 +172,10 @@ class _BaseMondrianClassifier(
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
         fitted on all the points at once.
 
-        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
-        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        The update is thread-safe and validated before any change: a rejected input leaves the
+        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
+        inside an update that adds at least 1/32 of the stored points (see the user guide,
+        "Threads and failed calls"); reads from other threads
         wait for it to finish.
 
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
@@ -403,8 +405,10 @@ class _BaseMondrianClassifier(
     def learn_one(self, x, y):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
-        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
-        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        The update is thread-safe and validated before any change: a rejected input leaves the
+        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
+        inside an update that adds at least 1/32 of the stored points (see the user guide,
+        "Threads and failed calls"); reads from other threads
         wait for it to finish.
 
         Parameters

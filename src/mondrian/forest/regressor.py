@@ -172,8 +172,10 @@ class _BaseMondrianRegressor(
     def partial_fit(self, X, y):
         """Extend the forest with new training points (same law as fitting all at once).
 
-        The update is atomic and thread-safe: if it raises (a rejected input, a ``MemoryError``,
-        a ``KeyboardInterrupt``), the model is left exactly as before; reads from other threads
+        The update is thread-safe and validated before any change: a rejected input leaves the
+        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
+        inside an update that adds at least 1/32 of the stored points (see the user guide,
+        "Threads and failed calls"); reads from other threads
         wait for it to finish.
 
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
