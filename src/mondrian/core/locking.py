@@ -155,11 +155,7 @@ class LockedMethodsMixin:
             setattr(cls, name, _locked(value, write=name in cls._write_methods))
 
     def __getstate__(self):
-        lock = model_lock(self)
-        lock.acquire_read()
-        try:
-            state = dict(super().__getstate__())
-        finally:
-            lock.release_read()
+        # The read hold comes from the wrapper __init_subclass__ puts on every subclass.
+        state = dict(super().__getstate__())
         state.pop(LOCK_ATTRIBUTE, None)
         return state
