@@ -102,6 +102,14 @@ cdef class MondrianTree:
     seed : int
         Seed of the tree's own random stream.
 
+    Attributes
+    ----------
+    count_columns : int
+        What the ``min_samples_split`` rule counts (0 after construction): 0 the stored points,
+        ``k > 0`` the sum of the first ``k`` statistics columns, ``-1`` the sum of all of them.
+        Models whose rows carry a sample weight set it so that a weighted point counts as its
+        weight (a weight ``w`` pauses like ``w`` repeated points).
+
     Notes
     -----
     The root is node 0. A leaf has ``split_time == lifetime`` (``inf`` by default). The arrays
@@ -211,7 +219,14 @@ cdef class MondrianTree:
         """Pause rule of section 3.1: too few points, or pure statistics when asked."""
         cdef intp_t k, nonzero = 0
         cdef float64_t* val
-        if self.nodes[node].n_node_samples < self.min_samples_split:
+        cdef float64_t count = 0.0
+        if self.count_columns == 0:
+            count = self.nodes[node].n_node_samples
+        else:
+            val = self.value + node * self.value_stride
+            for k in range(self.value_stride if self.count_columns < 0 else self.count_columns):
+                count += val[k]
+        if count < self.min_samples_split:
             return True
         if self.pause_pure:
             val = self.value + node * self.value_stride
@@ -659,6 +674,7 @@ cdef class MondrianTree:
         cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
                                            self.min_samples_split, self.pause_pure, 0)
         out.rng = self.rng
+        out.count_columns = self.count_columns
         if self.node_count == 0:
             return out
         cdef intp_t D = self.n_features, S = self.value_stride
@@ -847,6 +863,7 @@ cdef class MondrianTree:
             type(self), self.n_features, self.value_stride, self.lifetime,
             self.min_samples_split, self.pause_pure, 0)
         cdef intp_t n = self.node_count, m = self.n_samples_seen
+        out.count_columns = self.count_columns
         if n == 0:
             out._resize(1)
         else:
@@ -888,6 +905,7 @@ cdef class MondrianTree:
             "value": self.value_array,
             "sample_next": sample_next,
             "rng": self.get_rng_state(),
+            "count_columns": self.count_columns,
         }
 
     def __setstate__(self, state):
@@ -924,6 +942,7 @@ cdef class MondrianTree:
         self.rng.s1 = rng[1]
         self.rng.s2 = rng[2]
         self.rng.s3 = rng[3]
+        self.count_columns = state.get("count_columns", 0)
 
 
 def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,

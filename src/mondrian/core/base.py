@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
@@ -30,6 +30,8 @@ __all__ = [
     "PruneMixin",
     "TreeEnsemble",
     "SingleTreeMixin",
+    "check_sample_weight",
+    "drop_zero_weights",
 ]
 
 # Version of the pickled estimator state (the ensemble and the trees carry their own too).
@@ -116,6 +118,42 @@ def atomic_update(method):
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+def check_sample_weight(sample_weight, X):
+    """Validated sample weights (float64, finite, non-negative, not all zero), or None.
+
+    A weight is a count: 0 leaves its row out, an integer ``k`` stands for ``k`` copies of it.
+
+    Raises
+    ------
+    ValueError
+        For a negative, NaN or infinite weight, a wrong shape, or weights that are all zero.
+    """
+    if sample_weight is None:
+        return None
+    weights = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if not np.any(weights > 0):
+        raise ValueError(
+            "Sample weights must contain at least one non-zero number: a weight of zero leaves "
+            "its row out, so all-zero weights leave nothing to learn from"
+        )
+    return weights
+
+
+def drop_zero_weights(weights, *arrays):
+    """``arrays`` without the rows of weight 0, then the remaining weights (None: unchanged).
+
+    Rows of weight 0 never reach the store, so they do not shape the partition either.
+    """
+    if weights is None:
+        return (*arrays, None)
+    keep = weights > 0
+    if keep.all():
+        return (*arrays, weights)
+    return (*(np.ascontiguousarray(a[keep]) for a in arrays), weights[keep])
 
 
 def check_strict_params(estimator):
@@ -319,6 +357,9 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     }
 
     _pause_pure = False
+    # What the trees' min_samples_split rule counts (MondrianTree.count_columns): 0 the stored
+    # points; the models whose rows carry sample weights count weights instead.
+    _count_columns = 0
     _refit_params = ("lifetime", "min_samples_split", "feature_scaling")
 
     # ----------------------------------------------------------------- validation
@@ -351,6 +392,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
             feature_scaling=self.feature_scaling == "minmax",
             min_samples_split=int(self.min_samples_split), pause_pure=self._pause_pure,
+            count_columns=self._count_columns,
         )
         self._remember_params()
 

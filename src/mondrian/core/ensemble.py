@@ -127,6 +127,9 @@ class TreeEnsemble:
         Leaves whose statistics have a single non-zero column pause (classification).
     tree_class : type, default=MondrianTree
         Tree type (``MondrianTree`` or a subclass such as the density's ``FullCellTree``).
+    count_columns : int, default=0
+        What the trees' ``min_samples_split`` rule counts (``MondrianTree.count_columns``): 0
+        the points, else weighted counts read from the contribution rows.
 
     Attributes
     ----------
@@ -140,12 +143,13 @@ class TreeEnsemble:
     """
 
     def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
-                 pause_pure=False, tree_class=MondrianTree):
+                 pause_pure=False, tree_class=MondrianTree, count_columns=0):
         self.n_features = int(n_features)
         self.lifetime = float(lifetime)
         self.min_samples_split = int(min_samples_split)
         self.pause_pure = bool(pause_pure)
         self.tree_class = tree_class
+        self.count_columns = int(count_columns)
         self.feature_map = feature_map
         self.store = DataStore(self.n_features, int(width))
         self.seeds = np.asarray(seeds, dtype=np.int64).copy()
@@ -184,11 +188,14 @@ class TreeEnsemble:
                 f"lifetime={self.lifetime:g}{view})")
 
     def _new_trees(self, seeds):
-        return [
+        trees = [
             self.tree_class(self.n_features, self.width, self.lifetime, self.min_samples_split,
                             self.pause_pure, int(seed))
             for seed in seeds
         ]
+        for tree in trees:
+            tree.count_columns = self.count_columns
+        return trees
 
     def _check_writable(self):
         if self.read_only:
@@ -344,7 +351,8 @@ class TreeEnsemble:
         ``U`` is in the trees' coordinates and gets zero contribution rows (inputs without
         labels). The trees are extended, never re-sampled, and the feature map does not move,
         so by projectivity the copy has the law of trees sampled on all the points together.
-        This is the transductive ensemble that the lifetime paths read.
+        This is the transductive ensemble that the lifetime paths read. Its pause rule counts
+        points (``count_columns = 0``), so that the unlabelled points count.
 
         Returns
         -------
@@ -354,6 +362,11 @@ class TreeEnsemble:
         """
         out = self._like([copy.deepcopy(tree) for tree in self.trees], self.seeds,
                          copy.deepcopy(self.store), copy.deepcopy(self.feature_map))
+        # The copy's pause rule counts points: the unlabelled points (zero rows, so zero
+        # weight) shape it as labelled ones do. Unweighted fits count the same either way.
+        out.count_columns = 0
+        for tree in out.trees:
+            tree.count_columns = 0
         indices = out.add_scaled(np.ascontiguousarray(U, dtype=np.float64),
                                  np.zeros((U.shape[0], self.width)), n_jobs)
         return out, indices
@@ -393,7 +406,7 @@ class TreeEnsemble:
             Naming the first difference that makes the ensembles incompatible.
         """
         for name in ("tree_class", "n_features", "width", "lifetime", "min_samples_split",
-                     "pause_pure"):
+                     "pause_pure", "count_columns"):
             a, b = getattr(self, name), getattr(other, name)
             if a != b:
                 raise ValueError(f"cannot merge tree ensembles with different {name}: "
@@ -440,4 +453,5 @@ class TreeEnsemble:
                 f"cannot load a TreeEnsemble saved with state version {version}; this version "
                 f"of the package reads version {ENSEMBLE_STATE_VERSION}"
             )
+        state.setdefault("count_columns", 0)  # saved before weighted counts existed
         self.__dict__.update(state)

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import (
     EnsembleMixin,
     VersionedStateMixin,
+    check_sample_weight,
     online_update,
     pruned_copy,
     unchanged_on_error,
@@ -42,6 +43,19 @@ CONCENTRATIONS = np.geomspace(1e-5, 10.0, 7)
 
 # Reported in place of log densities below the most negative float (far outside the domain).
 LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
+
+
+def _repeat_weighted(X, sample_weight):
+    """``X`` with every row repeated by its integer weight (rows of weight 0 dropped)."""
+    weights = check_sample_weight(sample_weight, X)
+    if weights is None:
+        return X
+    if not np.array_equal(weights, np.round(weights)):
+        raise ValueError(
+            "MondrianForestDensity takes integer sample weights (counts: each row stands for "
+            "that many copies of it); fractional weights are not supported"
+        )
+    return np.ascontiguousarray(np.repeat(X, weights.astype(np.intp), axis=0))
 
 
 def _domain_map(lower, width):
@@ -197,7 +211,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
 
     # ----------------------------------------------------------------- training
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fix the domain ``B_0`` on ``X`` and sample the forest on it.
 
         Parameters
@@ -206,6 +220,10 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             Training points; NaN and infinite values are rejected.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Integer counts: a row of weight ``k`` is stored ``k`` times (exactly the forest of
+            the repeated data; 0 leaves it out, also of the domain). Fractional weights raise
+            a ``ValueError``.
 
         Returns
         -------
@@ -215,6 +233,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
             self._validate_params()
             X = validate_data(self, X, dtype=np.float64, order="C")
+            X = _repeat_weighted(X, sample_weight)
             lower, width = self._domain(X)
             n, n_features = X.shape
             U = np.clip((X - lower) / width, 0.0, 1.0)
@@ -244,7 +263,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
                 self._select_hyperparameters(auto_concentration)
         return self
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, sample_weight=None):
         """Add training points (the first call fits and fixes the domain).
 
         Points inside ``B_0`` extend the trees, with the law of a forest fitted on all the
@@ -261,17 +280,20 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             New training points.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Integer counts, as in :meth:`fit`.
 
         Returns
         -------
         self : object
         """
         if not hasattr(self, "_trees"):
-            return self.fit(X)
+            return self.fit(X, sample_weight=sample_weight)
         with online_update(self, X):
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = self._warm_start_check()
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            X = _repeat_weighted(X, sample_weight)
             U, inside = self._to_unit(X)
             n_inside = int(inside.sum())
             self._grow_new_trees(n_new_trees, self.n_jobs)

@@ -14,6 +14,16 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
 
 
+cdef inline float64_t _table(float64_t count) noexcept nogil:
+    """IKN tables of a class with ``count`` customers: ``min(count, 1)``.
+
+    With integer counts this is the indicator ``count > 0``; with weighted (fractional) counts
+    it keeps ``count - d * tables >= 0``, so every probability stays non-negative, and a
+    class seen with weight ``w < 1`` opens ``w`` of a table.
+    """
+    return count if count < 1.0 else 1.0
+
+
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                        bint strict, float64_t lifetime, float64_t* g_parent,
                        float64_t* g, float64_t* counts, float64_t* out) noexcept nogil:
@@ -42,14 +52,14 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
             for k in range(K):
                 counts[k] = val_left[k]
                 n_cust += val_left[k]
-                n_tab += val_left[k] > 0.0
+                n_tab += _table(val_left[k])
         else:
             val_left = tree.value + tree.nodes[j].left_child * K
             val_right = tree.value + tree.nodes[j].right_child * K
             for k in range(K):
-                counts[k] = (val_left[k] > 0.0) + <float64_t>(val_right[k] > 0.0)
+                counts[k] = _table(val_left[k]) + _table(val_right[k])
                 n_cust += counts[k]
-                n_tab += counts[k] > 0.0
+                n_tab += _table(counts[k])
 
         # x branches off above the node with probability p: a new node whose discount is
         # the one of a cut at the branching time, averaged over that time.
@@ -63,7 +73,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
             weight = step.reach * step.p
             if weight > 0.0:
                 for k in range(K):
-                    tab = 1.0 if counts[k] > 0.0 else 0.0
+                    tab = _table(counts[k])
                     if strict:
                         out[k] += weight * (
                             (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
@@ -79,7 +89,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         b = discount / n_cust
         c = discount * n_tab / n_cust
         for k in range(K):
-            g[k] = a * counts[k] - b * (counts[k] > 0.0) + c * g_parent[k]
+            g[k] = a * counts[k] - b * _table(counts[k]) + c * g_parent[k]
         if step.is_leaf:
             for k in range(K):
                 out[k] += step.survival * g[k]

@@ -14,6 +14,8 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    check_sample_weight,
+    drop_zero_weights,
     online_update,
     unchanged_on_error,
 )
@@ -71,19 +73,63 @@ class _BaseMondrianClassifier(
         "concentration": [Interval(numbers.Real, 0, None, closed="neither")],
         "branch_off_counts": [StrOptions({"node", "tables"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
     }
 
     _pause_pure = True
+    _count_columns = -1  # min_samples_split counts the summed (weighted) class counts
 
     def _after_prune(self):
         self.__dict__.pop("_codes_cache", None)
 
     # ----------------------------------------------------------------- labels
 
-    def _rows(self, codes):
+    def _rows(self, codes, weights=None):
         rows = np.zeros((codes.shape[0], len(self.classes_)), dtype=np.float64)
-        rows[np.arange(codes.shape[0]), codes] = 1.0
+        rows[np.arange(codes.shape[0]), codes] = 1.0 if weights is None else weights
         return rows
+
+    def _class_factor(self, label):
+        """Weight of the class ``label`` under a dict ``class_weight`` (1 when absent)."""
+        factor = self.class_weight.get(label, 1.0)
+        if (not isinstance(factor, numbers.Real) or isinstance(factor, bool)
+                or not np.isfinite(factor) or factor < 0):
+            raise ValueError(
+                f"class_weight[{label!r}] must be a finite non-negative number, got {factor!r}"
+            )
+        return float(factor)
+
+    def _sample_weights(self, sample_weight, X, y, online):
+        """Row weights: ``sample_weight`` times the class weights (None: all ones).
+
+        ``class_weight="balanced"`` gives class ``k`` the factor ``W / (K * W_k)`` (``W_k``
+        the weight of class ``k``, ``W`` the total, ``K`` the classes of positive weight):
+        scikit-learn's rule, computed on weighted counts so that integer weights still equal
+        repeated rows. It needs the whole training set, so only ``fit`` takes it.
+        """
+        weights = check_sample_weight(sample_weight, X)
+        if self.class_weight is None:
+            return weights
+        if isinstance(self.class_weight, str) and online:
+            raise ValueError(
+                'class_weight="balanced" is computed on the whole training set: use fit, or '
+                "give partial_fit a dict of class weights"
+            )
+        base = np.ones(len(y)) if weights is None else weights
+        labels, inverse = np.unique(y, return_inverse=True)
+        if isinstance(self.class_weight, str):
+            totals = np.bincount(inverse, weights=base, minlength=len(labels))
+            factors = np.zeros(len(labels))
+            positive = totals > 0
+            factors[positive] = base.sum() / (positive.sum() * totals[positive])
+        else:
+            factors = np.array([self._class_factor(label) for label in labels.tolist()])
+        weights = base * factors[inverse]
+        if not np.any(weights > 0):
+            raise ValueError(
+                "every sample has zero weight after class_weight: nothing to learn from"
+            )
+        return weights
 
     def _class_codes(self):
         """``{label: column}`` lookup for the one-sample path, rebuilt when classes change."""
@@ -138,7 +184,7 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- training
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Sample the forest on the training data (batch Mondrian process, section 1).
 
         Parameters
@@ -147,6 +193,12 @@ class _BaseMondrianClassifier(
             Training inputs; NaN and infinite values are rejected.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights, read as counts: a weight of 0 leaves the row out (it does
+            not shape the partition either, and a class seen only with weight 0 is not in
+            ``classes_``), an integer weight ``k`` gives the forest of the row repeated ``k``
+            times. Fractional weights scale the class counts (see the user guide, "Sample
+            weights"). Multiplied by ``class_weight``.
 
         Returns
         -------
@@ -157,16 +209,18 @@ class _BaseMondrianClassifier(
             _reject_mixed_labels(y)
             X, y = validate_data(self, X, y, dtype=np.float64, order="C")
             check_classification_targets(y)
+            weights = self._sample_weights(sample_weight, X, y, online=False)
+            X, y, weights = drop_zero_weights(weights, X, y)
             self._validate_lifetime()
-            lifetime = self._fit_lifetime(X, y)
+            lifetime = self._fit_lifetime(X, y, weights)
             classes, codes = np.unique(y, return_inverse=True)
             self.classes_ = classes
             self._classes_fixed = False
             self._init_trees(X, self._n_trees(), len(classes), lifetime)
-            self._add_points(X, self._rows(codes), self._n_jobs())
+            self._add_points(X, self._rows(codes, weights), self._n_jobs())
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Extend the forest with new training points (online Mondrian, sections 2-3).
 
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
@@ -192,15 +246,18 @@ class _BaseMondrianClassifier(
         classes : array-like, default=None
             All the classes the stream may contain. When given, labels outside it raise a
             ``ValueError`` and the HNSP prior is uniform over all of them from the start.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Counts, as in :meth:`fit` (rows of weight 0 are left out); multiplied by a dict
+            ``class_weight`` (``"balanced"`` is refused: it needs the whole training set).
 
         Returns
         -------
         self : object
         """
         with online_update(self, X):
-            return self._partial_fit(X, y, classes)
+            return self._partial_fit(X, y, classes, sample_weight)
 
-    def _partial_fit(self, X, y, classes):
+    def _partial_fit(self, X, y, classes, sample_weight=None):
         first = not hasattr(self, "_trees")
         self._check_writable()
         if first:
@@ -208,6 +265,8 @@ class _BaseMondrianClassifier(
         _reject_mixed_labels(y)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
         check_classification_targets(y)
+        weights = self._sample_weights(sample_weight, X, y, online=True)
+        X, y, weights = drop_zero_weights(weights, X, y)
         if classes is not None:
             _reject_mixed_labels(classes)
             classes = np.unique(np.asarray(classes))
@@ -221,7 +280,7 @@ class _BaseMondrianClassifier(
                     f"y contains labels {unseen.tolist()} that are not in `classes` "
                     f"({start.tolist()})"
                 )
-            lifetime = self._fit_lifetime(X, y)
+            lifetime = self._fit_lifetime(X, y, weights)
             self.classes_ = start
             self._classes_fixed = classes is not None
             self._init_trees(X, self._n_trees(), len(start), lifetime)
@@ -255,7 +314,7 @@ class _BaseMondrianClassifier(
         codes = self._encode(y)
         if not first:
             self._grow_new_trees(n_new_trees, self._n_jobs())
-        self._add_points(X, self._rows(codes), self._n_jobs())
+        self._add_points(X, self._rows(codes, weights), self._n_jobs())
         return self
 
     # ----------------------------------------------------------------- prediction
@@ -449,6 +508,11 @@ class _BaseMondrianClassifier(
                     'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
                     "before learn_one"
                 )
+            if isinstance(self.class_weight, str):
+                raise ValueError(
+                    'class_weight="balanced" is computed on the whole training set: use fit, '
+                    "or a dict of class weights"
+                )
             self.n_features_in_ = row.shape[1]
             self.classes_ = np.asarray([y])
             self._classes_fixed = False
@@ -463,7 +527,17 @@ class _BaseMondrianClassifier(
             code = self._class_codes()[y]
         if not first and n_new_trees:
             self._grow_new_trees(n_new_trees, self._n_jobs())
-        self._add_points(row, self._one_hot[code : code + 1], 1)
+        row_stats = self._one_hot[code : code + 1]
+        if isinstance(self.class_weight, dict):
+            factor = self._class_factor(y)
+            if factor == 0.0:
+                if first:
+                    raise ValueError(
+                        f"class_weight[{y!r}] is 0: the first sample learnt cannot be left out"
+                    )
+                return self  # a row of weight 0 is left out
+            row_stats = row_stats * factor
+        self._add_points(row, row_stats, 1)
         return self
 
     def predict_proba_one(self, x):
@@ -541,7 +615,8 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     validation_fraction : float, default=0.2
         Share of the data held out to choose the lifetime when ``lifetime="auto"``.
     min_samples_split : int, default=2
-        Leaves holding fewer training points pause.
+        Leaves holding fewer training points (a total sample weight below it, with weights)
+        pause.
     feature_scaling : {"minmax"} or None, default="minmax"
         The Mondrian process is not scale invariant. ``"minmax"`` divides each feature by its
         observed range, frozen the first time the range is positive, so that rescaling a
@@ -551,6 +626,11 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         Counts given to the node created when a test point branches off above node ``j``:
         ``"node"`` reuses ``j``'s IKN counts (as the reference implementation), ``"tables"``
         uses the strict IKN counts (``j``'s tables).
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied into the sample weights (``{label: weight}``,
+        absent labels weigh 1). ``"balanced"`` weighs class ``k`` by
+        ``n_samples / (n_classes * n_k)`` (with weighted counts), in ``fit`` only; a dict also
+        applies to ``partial_fit`` and ``learn_one``.
     n_jobs : int, default=None
         Number of threads over trees for training and prediction (the Cython core releases the
         GIL). ``None`` means 1, ``-1`` all cores. Results do not depend on it.
@@ -610,6 +690,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         feature_scaling="minmax",
         branch_off_counts="node",
         validation_fraction=0.2,
+        class_weight=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -620,6 +701,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         self.discount_factor = discount_factor
         self.concentration = concentration
         self.validation_fraction = validation_fraction
+        self.class_weight = class_weight
         self.min_samples_split = min_samples_split
         self.feature_scaling = feature_scaling
         self.branch_off_counts = branch_off_counts
@@ -660,6 +742,8 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         Counts of the node created when a test point branches off.
     validation_fraction : float, default=0.2
         Share of the data held out by ``lifetime="auto"``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as in the forest.
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -684,6 +768,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         feature_scaling="minmax",
         branch_off_counts="node",
         validation_fraction=0.2,
+        class_weight=None,
         random_state=None,
     ):
         self.lifetime = lifetime
@@ -694,6 +779,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         self.feature_scaling = feature_scaling
         self.branch_off_counts = branch_off_counts
         self.validation_fraction = validation_fraction
+        self.class_weight = class_weight
         self.random_state = random_state
 
     @property

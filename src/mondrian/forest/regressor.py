@@ -15,6 +15,8 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    check_sample_weight,
+    drop_zero_weights,
     online_update,
     unchanged_on_error,
 )
@@ -40,6 +42,19 @@ HELD_OUT_FRACTION = 0.2
 HELD_OUT_MAX_POINTS = 2000  # held-out points scored per grid point, at most
 N_TREES_HELD_OUT = 4
 MIN_SAMPLES_HELD_OUT = 50
+
+
+def _check_one_output(y):
+    """A clear error for multi-output targets (before scikit-learn's generic one)."""
+    shape = getattr(y, "shape", None)
+    if shape is None:
+        shape = np.asarray(y).shape if y is not None else ()
+    if len(shape) == 2 and shape[1] != 1:
+        raise ValueError(
+            f"y has shape {shape}: the Mondrian regressors predict one target (their Gaussian "
+            "leaf statistics are per output). Fit one model per output, e.g. "
+            "sklearn.multioutput.MultiOutputRegressor(MondrianForestRegressor())"
+        )
 
 
 def _check_finite_targets(y):
@@ -101,6 +116,7 @@ class _BaseMondrianRegressor(
     }
 
     _mutable_state = ("_posterior_cache",)
+    _count_columns = 1  # min_samples_split counts the (weighted) first statistics column
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
     )
@@ -116,15 +132,12 @@ class _BaseMondrianRegressor(
 
     # ----------------------------------------------------------------- training
 
-    def _rows(self, y):
-        y_std = self._y_scaler.transform(y)
-        return np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
-
-    def _learn(self, X, y, first, n_new_trees=0):
+    def _learn(self, X, y, first, n_new_trees=0, weights=None):
+        """Add the points (of positive ``weights``, None: all 1) to the model."""
         if first:
             self._validate_lifetime()
-            lifetime = self._fit_lifetime(X, y)
-            self._hyper_choice = self._held_out_choice(X, y, lifetime)
+            lifetime = self._fit_lifetime(X, y, weights)
+            self._hyper_choice = self._held_out_choice(X, y, lifetime, weights)
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
@@ -137,6 +150,8 @@ class _BaseMondrianRegressor(
         with np.errstate(over="ignore", invalid="ignore"):
             y_std = y_scaler.transform(y)
             rows = np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
+            if weights is not None:
+                rows *= weights[:, None]  # Gaussian sufficient statistics scale by the weight
             sums = self._y_sums + rows.sum(axis=0)
         if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(sums))):
             raise ValueError(
@@ -150,7 +165,7 @@ class _BaseMondrianRegressor(
         self._posterior()
         return self
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Sample the forest on the training data.
 
         Parameters
@@ -158,7 +173,13 @@ class _BaseMondrianRegressor(
         X : array-like of shape (n_samples, n_features)
             Training inputs; NaN and infinite values are rejected.
         y : array-like of shape (n_samples,)
-            Targets (any units; the model is equivariant to affine changes of units).
+            Targets (any units; the model is equivariant to affine changes of units). A 2-D
+            ``y`` with several columns is refused (one model per output).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights, read as counts: a weight of 0 leaves the row out (it does
+            not shape the partition either), an integer weight ``k`` gives the model of the
+            row repeated ``k`` times. A fractional weight scales the row's Gaussian sufficient
+            statistics ``(1, y, y**2)`` (see the user guide, "Sample weights").
 
         Returns
         -------
@@ -166,10 +187,14 @@ class _BaseMondrianRegressor(
         """
         with unchanged_on_error(self):
             self._validate_params()
+            _check_one_output(y)
             X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-            return self._learn(X, y, first=True)
+            _check_finite_targets(y)
+            weights = check_sample_weight(sample_weight, X)
+            X, y, weights = drop_zero_weights(weights, X, y)
+            return self._learn(X, y, first=True, weights=weights)
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Extend the forest with new training points (same law as fitting all at once).
 
         The update is thread-safe and validated before any change: a rejected input leaves the
@@ -186,6 +211,8 @@ class _BaseMondrianRegressor(
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Counts, as in :meth:`fit` (rows of weight 0 are left out).
 
         Returns
         -------
@@ -197,12 +224,15 @@ class _BaseMondrianRegressor(
             n_new_trees = 0 if first else self._warm_start_check()
             if first:
                 self._validate_params()
+            _check_one_output(y)
             X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                                  reset=first)
             _check_finite_targets(y)
+            weights = check_sample_weight(sample_weight, X)
+            X, y, weights = drop_zero_weights(weights, X, y)
             if not first:
                 self._scaler.check(X)  # before the target map and sums change
-            return self._learn(X, y, first, n_new_trees)
+            return self._learn(X, y, first, n_new_trees, weights)
 
     # ----------------------------------------------------------------- hyperparameters
 
@@ -241,7 +271,7 @@ class _BaseMondrianRegressor(
         times = times[np.isfinite(times) & (times > 0)]
         return float(np.median(times)) if times.size else 1.0
 
-    def _held_out_choice(self, X, y, lifetime):
+    def _held_out_choice(self, X, y, lifetime, weights=None):
         """Noise share and rate multiplier with the best held-out predictive likelihood.
 
         A probe forest of ``N_TREES_HELD_OUT`` trees is fitted on ``1 - HELD_OUT_FRACTION`` of
@@ -259,8 +289,15 @@ class _BaseMondrianRegressor(
         if not (search_shares or search_rates):
             return None
         rng = check_random_state(self.random_state)
-        X_fit, X_val, y_fit, y_val = holdout_split(X, y, HELD_OUT_FRACTION, rng)
+        if weights is None:
+            weights = np.ones(len(y))
+        # The weights follow their rows through the split (a last column of X).
+        X_fit, X_val, y_fit, y_val = holdout_split(np.column_stack([X, weights]), y,
+                                                   HELD_OUT_FRACTION, rng)
         X_val, y_val = X_val[:HELD_OUT_MAX_POINTS], y_val[:HELD_OUT_MAX_POINTS]
+        w_fit, w_val = X_fit[:, -1], X_val[:, -1]
+        X_fit = np.ascontiguousarray(X_fit[:, :-1])
+        X_val = np.ascontiguousarray(X_val[:, :-1])
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,
             feature_scaling=self.feature_scaling, smoothing=self.smoothing,
@@ -269,7 +306,7 @@ class _BaseMondrianRegressor(
             random_state=rng.randint(np.iinfo(np.int32).max),
         )
         probe._probe = True
-        probe.fit(X_fit, y_fit)
+        probe.fit(X_fit, y_fit, sample_weight=w_fit)
         mean, var = probe._base_params()
         base_rate = 1.0 / probe._time_scale(probe._trees)
         X_val = probe._scaler.transform(X_val, clip=True)
@@ -280,7 +317,8 @@ class _BaseMondrianRegressor(
         for share in shares:
             for multiplier in multipliers:
                 params = probe._params(mean, var, share, self._rate(multiplier, base_rate))
-                score = probe._held_out_nll(params, X_val, y_val, self._n_trees() == 1)
+                score = probe._held_out_nll(params, X_val, y_val, self._n_trees() == 1,
+                                            w_val)
                 if score < best_score:
                     best, best_score = (share, multiplier), score
         return best
@@ -291,9 +329,9 @@ class _BaseMondrianRegressor(
             return self.sigmoid_rate
         return (1.0 if multiplier is None else multiplier) * base_rate
 
-    def _held_out_nll(self, params, X_scaled, y_std, per_tree):
-        """Mean Gaussian negative log-likelihood of the predictive at ``params``: of the
-        forest, or the average over its trees taken one by one (``per_tree``)."""
+    def _held_out_nll(self, params, X_scaled, y_std, per_tree, weights):
+        """Weighted mean Gaussian negative log-likelihood of the predictive at ``params``: of
+        the forest, or the average over its trees taken one by one (``per_tree``)."""
         messages = [upward_messages(tree, params)[:2] for tree in self._trees]
         groups = ([[k] for k in range(len(self._trees))] if per_tree
                   else [list(range(len(self._trees)))])
@@ -305,7 +343,8 @@ class _BaseMondrianRegressor(
                                   int(self.n_quadrature))
             out /= len(group)
             var = np.maximum(out[:, 1] - out[:, 0] ** 2, 1e-300)
-            total += np.mean(0.5 * np.log(2 * np.pi * var) + (y_std - out[:, 0]) ** 2 / (2 * var))
+            nll = 0.5 * np.log(2 * np.pi * var) + (y_std - out[:, 0]) ** 2 / (2 * var)
+            total += np.average(nll, weights=weights)
         return float(total / len(groups))
 
     def _empirical_bayes(self, mean, var):
@@ -501,7 +540,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
     n_estimators : int, default=100
         Number of trees.
 {_LIFETIME_DOC}    min_samples_split : int, default=2
-        Leaves with fewer points pause.
+        Leaves with fewer points (a total sample weight below it, with weights) pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
 {_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None

@@ -113,17 +113,32 @@ class LifetimePathMixin:
 
     # ----------------------------------------------------------------- lifetime="auto"
 
-    def _fit_lifetime(self, X, y):
-        """The lifetime to fit at: the parameter, or the best of a validation path."""
+    def _fit_lifetime(self, X, y, weights=None):
+        """The lifetime to fit at: the parameter, or the best of a validation path.
+
+        With sample ``weights`` (positive), the probe forest is fitted with the weights of its
+        rows; the validation losses are unweighted means.
+        """
         self.__dict__.pop("lifetime_path_", None)  # from an earlier fit
         if not (isinstance(self.lifetime, str) and self.lifetime == "auto"):
             return float(self.lifetime)
+        if weights is not None:
+            X = np.column_stack([X, weights])  # the weights follow their rows through the split
         X_fit, X_val, y_fit, y_val = holdout_split(
             X, y, self.validation_fraction, self.random_state, stratify=self._auto_stratified,
             min_fit=2,
         )
+        fit_weights = None
+        if weights is not None:
+            X_fit, fit_weights = np.ascontiguousarray(X_fit[:, :-1]), X_fit[:, -1]
+            X_val = np.ascontiguousarray(X_val[:, :-1])
         probe = clone(self).set_params(lifetime=np.inf)
-        probe.fit(X_fit, y_fit)
+        if fit_weights is None:
+            probe.fit(X_fit, y_fit)
+        else:
+            probe.set_params(**({"class_weight": None} if "class_weight" in
+                                probe.get_params() else {}))
+            probe.fit(X_fit, y_fit, sample_weight=fit_weights)
         X_val, y_val = probe._auto_validation(X_val, y_val)
         if len(y_val) == 0:
             return np.inf
