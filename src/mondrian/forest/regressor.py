@@ -284,7 +284,8 @@ class _BaseMondrianRegressor(
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
-        if getattr(self, "_probe", False) or len(y) < MIN_SAMPLES_HELD_OUT:
+        n = len(y) if weights is None else float(weights.sum())  # weights are counts
+        if getattr(self, "_probe", False) or n < MIN_SAMPLES_HELD_OUT:
             return None
         if not (search_shares or search_rates):
             return None
