@@ -7,6 +7,7 @@ import numbers
 from contextlib import contextmanager
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -30,6 +31,7 @@ __all__ = [
     "PruneMixin",
     "TreeEnsemble",
     "SingleTreeMixin",
+    "FeatureImportanceMixin",
     "check_sample_weight",
     "drop_zero_weights",
 ]
@@ -425,6 +427,42 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         X = self._validate_X_predict(X)
         return np.column_stack([tree.apply(X) for tree in self._trees])
 
+    def decision_path(self, X):
+        """Nodes each sample goes through, root to leaf, in every tree (scikit-learn style).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        indicator : sparse matrix of shape (n_samples, n_nodes)
+            CSR matrix whose non-zero ``(i, j)`` entries mark node ``j`` on the path of sample
+            ``i``; the nodes of tree ``k`` are columns ``n_nodes_ptr[k]:n_nodes_ptr[k + 1]``
+            (in the order of ``tree_.children_left``). The leaves are those of :meth:`apply`.
+        n_nodes_ptr : ndarray of shape (n_trees + 1,)
+            Column offsets of the trees.
+        """
+        X = self._validate_X_predict(X)
+        n = X.shape[0]
+        rows, cols, ptr = [], [], [0]
+        for tree in self._trees:
+            parent = tree.nodes_array["parent"]
+            node, sample = tree.apply(X), np.arange(n)
+            while node.size:  # one step up per level, over all samples at once
+                rows.append(sample)
+                cols.append(node + ptr[-1])
+                up = parent[node]
+                keep = up >= 0
+                node, sample = up[keep], sample[keep]
+            ptr.append(ptr[-1] + tree.node_count)
+        rows = np.concatenate(rows) if rows else np.zeros(0, np.intp)
+        cols = np.concatenate(cols) if cols else np.zeros(0, np.intp)
+        indicator = sparse.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
+                                      shape=(n, ptr[-1]))
+        indicator.sort_indices()
+        return indicator, np.asarray(ptr, dtype=np.intp)
+
     @property
     def feature_offset_(self):
         """Offset of the min-max feature map (first value seen of each feature)."""
@@ -499,11 +537,80 @@ def pruned_copy(estimator, lifetime, allow_zero):
     return pruned
 
 
+class FeatureImportanceMixin:
+    """``feature_importances_``: the decrease of the leaf posterior's training loss at the
+    cuts of each feature (subclasses define ``_node_losses``)."""
+
+    def _node_losses(self, value):
+        """Training loss of every node read as a leaf, from its statistics rows."""
+        raise NotImplementedError
+
+    def _learned_importances(self):
+        """Learned per-feature weights to report instead, when the model has them (None).
+
+        This is the one place a model with learned per-dimension weights (the relevance
+        issue's ``feature_weights_``) returns their normalised values.
+        """
+        return None
+
+    @property
+    def feature_importances_(self):
+        """Share of each feature in the decrease of the training loss at the trees' cuts.
+
+        At every cut, the loss of the node read as a leaf minus the losses of its two
+        children (a cut that does not lower it counts 0) is credited to the cut's feature.
+        The loss of a node is its training loss under the leaf posterior the lifetime paths
+        read, computed from its (weighted) statistics: for a classifier the log-loss
+        ``-sum_k n_k log((n_k + a / K) / (n + a))`` of a Dirichlet leaf with the
+        ``concentration`` ``a``; for a regressor the squared error about the node's mean
+        (``sum y**2 - (sum y)**2 / n``). Each tree's credits are normalised to sum to one
+        (a tree without cuts gives zeros), then averaged over the trees and normalised again,
+        as scikit-learn's forests do. Unlike scikit-learn's trees the cuts are not chosen to
+        lower the loss: a feature the labels do not depend on gets cuts but little credit.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            Non-negative, summing to one unless no cut lowers the loss (then all zero).
+        """
+        check_is_fitted(self, "_trees")
+        learned = self._learned_importances()
+        if learned is not None:
+            return learned
+        total = np.zeros(self.n_features_in_)
+        for tree in self._trees:
+            nodes = tree.nodes_array
+            internal = nodes["left_child"] != TREE_LEAF
+            losses = self._node_losses(tree.value_array)
+            gain = (losses[internal] - losses[nodes["left_child"][internal]]
+                    - losses[nodes["right_child"][internal]])
+            credit = np.bincount(nodes["feature"][internal], weights=np.maximum(gain, 0.0),
+                                 minlength=self.n_features_in_)
+            if credit.sum() > 0:
+                total += credit / credit.sum()
+        return total / total.sum() if total.sum() > 0 else total
+
+
 class SingleTreeMixin:
     """The single-tree form of an ensemble estimator (its ``apply`` returns one column)."""
 
     def _n_trees(self):
         return 1
+
+    def decision_path(self, X):
+        """Nodes each sample goes through, root to leaf (scikit-learn style).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        indicator : sparse matrix of shape (n_samples, n_nodes)
+            CSR matrix whose non-zero ``(i, j)`` entries mark node ``j`` on the path of
+            sample ``i``.
+        """
+        return super().decision_path(X)[0]
 
     def apply(self, X):
         """Leaf id reached by every sample.

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import (
     FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
+    FeatureImportanceMixin,
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
@@ -61,7 +62,7 @@ def _check_one_label(y):
 
 
 class _BaseMondrianClassifier(
-    ClassifierMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
+    ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 
@@ -88,6 +89,13 @@ class _BaseMondrianClassifier(
         rows = np.zeros((codes.shape[0], len(self.classes_)), dtype=np.float64)
         rows[np.arange(codes.shape[0]), codes] = 1.0 if weights is None else weights
         return rows
+
+    def _node_losses(self, value):
+        # Training log-loss of each node's Dirichlet leaf posterior (feature_importances_).
+        n_classes = value.shape[1]
+        a = float(self.concentration)
+        mean = (value + a / n_classes) / (value.sum(axis=1, keepdims=True) + a)
+        return -np.sum(value * np.log(mean), axis=1)
 
     def _class_factor(self, label):
         """Weight of the class ``label`` under a dict ``class_weight`` (1 when absent)."""

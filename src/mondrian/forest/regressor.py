@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import (
     FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
+    FeatureImportanceMixin,
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
@@ -100,7 +101,7 @@ class _PosteriorCache:
 
 
 class _BaseMondrianRegressor(
-    RegressorMixin, LifetimePathMixin, PruneMixin, BaseMondrianEnsemble
+    RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
@@ -131,6 +132,11 @@ class _BaseMondrianRegressor(
         self._y_scaler = copy.deepcopy(self._y_scaler)
 
     # ----------------------------------------------------------------- training
+
+    def _node_losses(self, value):
+        # Squared error of each node's targets about their (weighted) mean, from (n, Σy, Σy²).
+        n = np.maximum(value[:, 0], np.finfo(float).tiny)
+        return np.maximum(value[:, 2] - value[:, 1] ** 2 / n, 0.0)
 
     def _learn(self, X, y, first, n_new_trees=0, weights=None):
         """Add the points (of positive ``weights``, None: all 1) to the model."""
