@@ -34,6 +34,7 @@ __all__ = [
     "FeatureImportanceMixin",
     "check_sample_weight",
     "drop_zero_weights",
+    "sparse_output",
 ]
 
 # Version of the pickled estimator state (the ensemble and the trees carry their own too).
@@ -156,6 +157,27 @@ def drop_zero_weights(weights, *arrays):
     if keep.all():
         return (*arrays, weights)
     return (*(np.ascontiguousarray(a[keep]) for a in arrays), weights[keep])
+
+
+def sparse_output(estimator, Z, X):
+    """The sparse features ``Z`` of the input ``X`` in the container chosen by
+    ``estimator.set_output``.
+
+    scikit-learn refuses sparse data under ``set_output(transform="pandas")``; these
+    transformers then return a pandas DataFrame of sparse columns (``pd.SparseDtype``, no
+    densification) named by ``get_feature_names_out``, with the index of ``X`` when it is a
+    DataFrame. Any other configuration gets ``Z``.
+    """
+    from sklearn.utils._set_output import _get_output_config
+
+    if _get_output_config("transform", estimator)["dense"] != "pandas":
+        return Z
+    import pandas as pd
+
+    names = estimator.get_feature_names_out()
+    columns = names if len(names) == Z.shape[1] else None  # e.g. a smaller lifetime
+    return pd.DataFrame.sparse.from_spmatrix(Z, index=getattr(X, "index", None),
+                                             columns=columns)
 
 
 def check_strict_params(estimator):

@@ -466,7 +466,10 @@ class _BaseMondrianClassifier(
                 f"{self.n_features_in_} features as input"
             )
         if not np.isfinite(row).all():
-            raise ValueError("x contains NaN or infinity")
+            raise ValueError(
+                "x contains NaN or infinity: the Mondrian models take no missing values; "
+                "impute them first (e.g. sklearn.impute.SimpleImputer)"
+            )
         return row
 
     def learn_one(self, x, y):

@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import check_strict_params, unchanged_on_error
+from mondrian.core.base import check_strict_params, sparse_output, unchanged_on_error
 
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 
@@ -236,10 +236,11 @@ class RandomBinningFeatures(_LaplaceFeatures):
         -------
         Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
             At most ``n_components`` non-zeros per row, one per grid whose bin of the point held
-            training points.
+            training points (a pandas DataFrame of sparse columns under
+            ``set_output(transform="pandas")``).
         """
         check_is_fitted(self, "widths_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        original, X = X, validate_data(self, X, dtype=np.float64, reset=False)
         n = X.shape[0]
         columns = np.full((n, self.n_components), -1, dtype=np.intp)
         for m, grid in enumerate(self._grids):
@@ -251,7 +252,9 @@ class RandomBinningFeatures(_LaplaceFeatures):
         indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.intp)
         indices = columns[keep]
         data = np.full(len(indices), 1.0 / np.sqrt(self.n_components))
-        return sparse.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_))
+        return sparse_output(
+            self, sparse.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_)),
+            original)
 
     @property
     def n_features_out_(self):

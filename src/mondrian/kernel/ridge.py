@@ -12,11 +12,11 @@ import numbers
 import numpy as np
 from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.base import RegressorMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update
+from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update, sparse_output
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
@@ -230,7 +230,18 @@ class _KernelPathMixin:
         return X, y
 
 
-class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
+# Rows of a sparse input densified at a time by MondrianKernelFeatures.transform.
+SPARSE_CHUNK = 4096
+
+
+def _dense_rows(X):
+    """A validated sparse ``X`` as a dense C-contiguous float64 array (the trees store and
+    route dense points)."""
+    return np.ascontiguousarray(X.toarray(), dtype=np.float64) if sparse.issparse(X) else X
+
+
+class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                             _MondrianKernelBase):
     """Sparse random features of the Laplace kernel from Mondrian trees.
 
     ``fit`` samples ``n_estimators`` Mondrian trees with lifetime λ on the data. A point's
@@ -244,6 +255,9 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
     that tree. The uniform draw deciding this is a hash of the point and the tree, so the same
     point always gets the same features, and for every pair of a new and a training point the
     probability of sharing a cell is exactly the Laplace kernel.
+
+    Sparse inputs (CSR, CSC...) are accepted: ``fit`` and ``partial_fit`` densify them (the
+    trees store their points densely), ``transform`` densifies 4096 rows at a time.
 
     Parameters
     ----------
@@ -294,7 +308,8 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         self : object
         """
         self._validate_params()
-        X = validate_data(self, X, dtype=np.float64, order="C")
+        X = _dense_rows(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                      order="C"))
         self._validate_lifetime()
         self._sample(X, float(self.lifetime))
         return self
@@ -319,7 +334,8 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         if not hasattr(self, "_trees"):
             return self.fit(X)
         n_new_trees = self._warm_start_check()
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = _dense_rows(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                      order="C", reset=False))
         self._scaler.check(X)
         self._grow_new_trees(n_new_trees)
         self._add_points(X, np.zeros((X.shape[0], 0)))
@@ -337,9 +353,19 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_features_out)
+            Or a pandas DataFrame of sparse columns under ``set_output(transform="pandas")``.
         """
-        X = self._validate_X_predict(X)
-        return self._features(X, self._lifetime(lifetime))
+        lam = self._lifetime(lifetime) if hasattr(self, "_trees") else None
+        if not sparse.issparse(X):
+            return sparse_output(self, self._features(self._validate_X_predict(X), lam), X)
+        check_is_fitted(self, "_trees")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        blocks = [
+            self._features(self._scaler.transform(_dense_rows(X[i : i + SPARSE_CHUNK]),
+                                                  clip=True), lam)
+            for i in range(0, X.shape[0], SPARSE_CHUNK)
+        ]
+        return sparse_output(self, sparse.vstack(blocks, format="csr"), X)
 
     @property
     def n_features_out_(self):
@@ -347,9 +373,15 @@ class MondrianKernelFeatures(TransformerMixin, _MondrianKernelBase):
         check_is_fitted(self, "_trees")
         return int(self._leaf_columns(self.lifetime_)[1][-1])
 
+    @property
+    def _n_features_out(self):
+        """Number of output features, for :meth:`get_feature_names_out`."""
+        return self.n_features_out_
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = []
+        tags.input_tags.sparse = True
         return tags
 
 

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.base import sparse_output
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,
@@ -203,9 +204,10 @@ class RandomPartitionFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_features_out)
-            Entries ``1/sqrt(n_partitions)``.
+            Entries ``1/sqrt(n_partitions)`` (a pandas DataFrame of sparse columns under
+            ``set_output(transform="pandas")``).
         """
-        return self._indicator(self._partition_labels_t(X))
+        return sparse_output(self, self._indicator(self._partition_labels_t(X)), X)
 
     def fit_transform(self, X, y=None):
         """Fit, then the features of the training points.
@@ -218,8 +220,9 @@ class RandomPartitionFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_features_out)
+            (a pandas DataFrame of sparse columns under ``set_output(transform="pandas")``).
         """
-        return self.fit(X, y)._indicator(self._labels)
+        return sparse_output(self, self.fit(X, y)._indicator(self._labels), X)
 
     def kernel_operator(self):
         """The training kernel matrix ``K`` as a ``LinearOperator`` (``O(m N)`` per product).
