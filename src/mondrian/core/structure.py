@@ -51,6 +51,17 @@ class MondrianTreeStructure:
         Whether each node is a paused leaf.
     max_depth : int
         Depth of the deepest leaf (the root has depth 0).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from mondrian import MondrianTreeClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> tree = MondrianTreeClassifier(random_state=0).fit(X, y).tree_
+    >>> int(tree.n_node_samples[0]), tree.value[0].tolist()
+    (150, [50.0, 50.0, 50.0])
+    >>> bool((tree.children_left == -1).sum() == (tree.node_count + 1) // 2)
+    True
     """
 
     def __init__(self, tree, scaler, value_transform=None):

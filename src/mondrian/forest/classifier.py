@@ -666,6 +666,9 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         Feature names, when ``X`` had them.
     feature_offset_, feature_scale_ : ndarray of shape (n_features,)
         The min-max map ``(x - offset) / scale`` applied before the trees.
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of each feature in the decrease of the training log-loss of the Dirichlet leaf
+        posteriors at the trees' cuts (see the user guide, "Feature importances").
 
     Notes
     -----
@@ -682,6 +685,13 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:1]).shape
     (1, 3)
+
+    Sample weights are counts (2 = the row twice), and the petal features carry the labels:
+
+    >>> weights = [2] * 50 + [1] * 100
+    >>> clf = MondrianForestClassifier(n_estimators=20, random_state=0)
+    >>> clf.fit(X, y, sample_weight=weights).feature_importances_.argmax() in (2, 3)
+    True
     """
 
     _parameter_constraints = {
@@ -766,6 +776,19 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         Sorted class labels.
     n_features_in_ : int
         Number of features seen during fit.
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of each feature in the decrease of the training log-loss at the cuts.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from mondrian import MondrianTreeClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> tree = MondrianTreeClassifier(random_state=0).fit(X, y)
+    >>> tree.predict(X[:2]).tolist(), tree.apply(X[:2]).shape
+    ([0, 0], (2,))
+    >>> tree.decision_path(X[:2]).shape[1] == tree.tree_.node_count
+    True
     """
 
     def __init__(

@@ -567,6 +567,9 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Hyperparameters in use (units of y).
     lifetime_ : float
         The lifetime of the fitted trees (the parameter, or the one chosen by ``"auto"``).
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of each feature in the decrease of the training squared error at the trees'
+        cuts (see the user guide, "Feature importances").
 
     Examples
     --------
@@ -636,6 +639,18 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         targets below each node (units of y).
     n_features_in_ : int
         Number of features seen during fit.
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of each feature in the decrease of the training squared error at the cuts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianTreeRegressor
+    >>> X = np.linspace(0, 1, 40)[:, None]
+    >>> tree = MondrianTreeRegressor(random_state=0).fit(X, X[:, 0] ** 2)
+    >>> mean, std = tree.predict([[0.5]], return_std=True)
+    >>> bool(abs(mean[0] - 0.25) < 0.1)
+    True
     """
 
     def __init__(

@@ -431,6 +431,19 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         Ridge weights.
     n_features_in_ : int
         Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianKernelRidge
+    >>> X = np.random.RandomState(0).uniform(size=(100, 2))
+    >>> y = np.sin(4 * X[:, 0]) + X[:, 1]
+    >>> ridge = MondrianKernelRidge(n_estimators=20, lifetime=3.0, random_state=0).fit(X, y)
+    >>> bool(ridge.score(X, y) > 0.9)
+    True
+    >>> path = ridge.lifetime_path()  # every lifetime up to 3.0, in one sweep
+    >>> path.criterion
+    'log_marginal_likelihood'
     """
 
     _parameter_constraints = {

@@ -206,6 +206,18 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         Lifetime of the fitted model.
     lifetime_path_ : LifetimePath
         The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianKernelSGDRegressor
+    >>> X = np.random.RandomState(0).uniform(size=(100, 2))
+    >>> y = np.sin(4 * X[:, 0]) + X[:, 1]
+    >>> sgd = MondrianKernelSGDRegressor(n_estimators=20, lifetime=3.0, random_state=0)
+    >>> bool(sgd.fit(X, y).score(X, y) > 0.9)
+    True
+    >>> sorted(sgd.lifetime_path(X, y).metrics)
+    ['training_loss', 'validation_loss']
     """
 
     def _validate_training(self, X, y):
@@ -251,6 +263,16 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
         Lifetime of the fitted model.
     lifetime_path_ : LifetimePath
         The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianKernelSGDClassifier
+    >>> X = np.random.RandomState(0).uniform(size=(100, 2))
+    >>> y = X[:, 0] + X[:, 1] > 1
+    >>> clf = MondrianKernelSGDClassifier(n_estimators=20, lifetime=3.0, random_state=0)
+    >>> bool(clf.fit(X, y).score(X, y) > 0.9)
+    True
     """
 
     _logistic = True

@@ -83,6 +83,20 @@ class LifetimePath:
         among values equal up to a relative ``1e-10``).
     best_lifetime : float
         A lifetime inside that interval: its midpoint, or ``inf`` when it is unbounded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianForestRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(size=(200, 2))
+    >>> y = np.sin(4 * X[:, 0]) + 0.1 * rng.randn(200)
+    >>> reg = MondrianForestRegressor(n_estimators=5, random_state=0).fit(X[:150], y[:150])
+    >>> path = reg.lifetime_path(X[150:], y[150:])
+    >>> path.criterion, bool(path.best_lifetime > 0)
+    ('mse', True)
+    >>> bool(path.mse[path.best_index] == path.metrics["mse"].min())
+    True
     """
 
     def __init__(self, lifetimes, upper_lifetimes, metrics, criterion, maximize, *,
