@@ -212,3 +212,17 @@ def test_density_integer_weights_repeat_rows():
     assert_array_equal(a.score_samples(X), b.score_samples(X))
     with pytest.raises(ValueError, match="integer"):
         MondrianForestDensity(n_estimators=2, lifetime=3.0).fit(X, sample_weight=w * 0.5 + 0.1)
+
+
+@pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
+def test_auto_lifetime_leaves_zero_weight_rows_out(Model):
+    """lifetime="auto" holds out part of the rows of positive weight only."""
+    X, y, _ = _data(n=150, seed=4)
+    if Model is MondrianForestRegressor:
+        y = X[:, 0] + np.sin(5 * X[:, 1])
+    w = (np.arange(150) % 3 != 1).astype(float)
+    keep = w > 0
+    a = Model(n_estimators=3, lifetime="auto", random_state=0).fit(X, y, sample_weight=w)
+    b = Model(n_estimators=3, lifetime="auto", random_state=0).fit(X[keep], y[keep])
+    assert a.lifetime_ == b.lifetime_
+    assert_allclose(a.predict(X), b.predict(X), rtol=1e-12)

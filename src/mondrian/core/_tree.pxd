@@ -33,9 +33,9 @@ cdef class MondrianTree:
     cdef readonly float64_t lifetime        # lambda, possibly +inf
     cdef readonly intp_t min_samples_split  # leaves with fewer points pause
     cdef readonly bint pause_pure           # pause leaves whose statistics have one non-zero entry
-    cdef public intp_t count_columns        # count of the min_samples_split rule: 0 the points,
-                                            # k > 0 the sum of the first k value columns, -1 all
-                                            # (weighted counts: sample_weight)
+    # What min_samples_split counts: 0 the points, k > 0 the sum of value[:k], -1 of the whole row
+    # (weighted counts, for sample_weight).
+    cdef public intp_t count_columns
 
     # Storage: node i owns nodes[i], bounds[2*D*i : 2*D*(i+1)] and value[S*i : S*(i+1)].
     cdef Node* nodes                        # (capacity,) packed node structs
