@@ -64,25 +64,30 @@ def test_learn_one_nan_names_the_imputer():
     *_supervised(),
     (MondrianForestDensity(n_estimators=2, lifetime=2.0, random_state=0), None),
     (MondrianKernelRidge(n_estimators=3, random_state=0), y_reg),
-    (RandomBinningFeatures(n_components=5, random_state=0), None),
+    (RandomPartitionFeatures(n_partitions=3, random_state=0), None),
 ], ids=lambda v: type(v).__name__)
 def test_sparse_input_is_refused_with_the_way_out(model, y):
     with pytest.raises(TypeError, match="toarray"):
         model.fit(sparse.csr_matrix(X), y)
 
 
-def test_kernel_features_take_sparse_rows():
-    """The same features from sparse rows as from dense ones (densified in chunks)."""
+@pytest.mark.parametrize("Features", [MondrianKernelFeatures, RandomBinningFeatures])
+def test_kernel_features_take_sparse_rows(Features, monkeypatch):
+    """The same features from sparse rows as from dense ones (densified in blocks)."""
+    monkeypatch.setattr("mondrian.core.base.SPARSE_CHUNK", 7)  # several blocks
     X_sparse = X.copy()
     X_sparse[X_sparse < 0.4] = 0.0
-    dense = MondrianKernelFeatures(n_estimators=20, lifetime=3.0, random_state=0)
-    sparse_model = MondrianKernelFeatures(n_estimators=20, lifetime=3.0, random_state=0)
+    params = ({"n_estimators": 20} if Features is MondrianKernelFeatures
+              else {"n_components": 20})
+    dense = Features(**params, lifetime=3.0, random_state=0)
+    sparse_model = Features(**params, lifetime=3.0, random_state=0)
     Z_dense = dense.fit(X_sparse).transform(X_sparse + 0.01)
     Z_sparse = sparse_model.fit(sparse.csr_matrix(X_sparse)).transform(
         sparse.csc_matrix(X_sparse + 0.01))
     assert (Z_dense != Z_sparse).nnz == 0
-    sparse_model.partial_fit(sparse.csr_matrix(X_sparse[:5]))
-    dense.partial_fit(X_sparse[:5])
+    if hasattr(dense, "partial_fit"):
+        sparse_model.partial_fit(sparse.csr_matrix(X_sparse[:5]))
+        dense.partial_fit(X_sparse[:5])
     assert (dense.transform(X) != sparse_model.transform(sparse.csr_matrix(X))).nnz == 0
 
 

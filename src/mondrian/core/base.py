@@ -35,6 +35,8 @@ __all__ = [
     "check_sample_weight",
     "drop_zero_weights",
     "sparse_output",
+    "dense_blocks",
+    "SPARSE_CHUNK",
 ]
 
 # Version of the pickled estimator state (the ensemble and the trees carry their own too).
@@ -157,6 +159,20 @@ def drop_zero_weights(weights, *arrays):
     if keep.all():
         return (*arrays, weights)
     return (*(np.ascontiguousarray(a[keep]) for a in arrays), weights[keep])
+
+
+# Rows of a sparse input densified at a time by the transformers that take sparse rows.
+SPARSE_CHUNK = 4096
+
+
+def dense_blocks(X):
+    """The rows of a validated ``X`` as dense C-contiguous float64 blocks: ``[X]`` when it is
+    dense, else consecutive blocks of ``SPARSE_CHUNK`` densified rows (the trees and grids
+    place dense points; densifying by blocks bounds the memory of a sparse input)."""
+    if not sparse.issparse(X):
+        return [X]
+    return [np.ascontiguousarray(X[i : i + SPARSE_CHUNK].toarray(), dtype=np.float64)
+            for i in range(0, X.shape[0], SPARSE_CHUNK)]
 
 
 def sparse_output(estimator, Z, X):

@@ -24,7 +24,12 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import check_strict_params, sparse_output, unchanged_on_error
+from mondrian.core.base import (
+    check_strict_params,
+    dense_blocks,
+    sparse_output,
+    unchanged_on_error,
+)
 
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 
@@ -142,8 +147,8 @@ class RandomBinningFeatures(_LaplaceFeatures):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points (dense).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points (sparse ones are densified: every coordinate picks a bin).
         y : None
             Ignored.
 
@@ -156,7 +161,8 @@ class RandomBinningFeatures(_LaplaceFeatures):
         with unchanged_on_error(self):
             self._validate_params()
             check_strict_params(self)
-            X = validate_data(self, X, dtype=np.float64)
+            X = np.vstack(dense_blocks(validate_data(self, X, accept_sparse="csr",
+                                                     dtype=np.float64)))
             rng = check_random_state(self.random_state)
             shape = (self.n_components, self.n_features_in_)
             self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
@@ -229,8 +235,8 @@ class RandomBinningFeatures(_LaplaceFeatures):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Points to map (dense).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Points to map (sparse ones are densified 4096 rows at a time).
 
         Returns
         -------
@@ -240,7 +246,13 @@ class RandomBinningFeatures(_LaplaceFeatures):
             ``set_output(transform="pandas")``).
         """
         check_is_fitted(self, "widths_")
-        original, X = X, validate_data(self, X, dtype=np.float64, reset=False)
+        original, X = X, validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                       reset=False)
+        blocks = [self._indicators(block) for block in dense_blocks(X)]
+        return sparse_output(self, sparse.vstack(blocks, format="csr"), original)
+
+    def _indicators(self, X):
+        """CSR bin indicators of the dense points ``X``."""
         n = X.shape[0]
         columns = np.full((n, self.n_components), -1, dtype=np.intp)
         for m, grid in enumerate(self._grids):
@@ -252,9 +264,7 @@ class RandomBinningFeatures(_LaplaceFeatures):
         indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.intp)
         indices = columns[keep]
         data = np.full(len(indices), 1.0 / np.sqrt(self.n_components))
-        return sparse_output(
-            self, sparse.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_)),
-            original)
+        return sparse.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out_))
 
     @property
     def n_features_out_(self):
@@ -267,6 +277,10 @@ class RandomBinningFeatures(_LaplaceFeatures):
         """Number of output features, for :meth:`get_feature_names_out`."""
         return self.n_features_out_
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
 class LaplaceRandomFourierFeatures(_LaplaceFeatures):

@@ -16,7 +16,13 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, Transf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import BaseMondrianEnsemble, atomic_fit, atomic_update, sparse_output
+from mondrian.core.base import (
+    BaseMondrianEnsemble,
+    atomic_fit,
+    atomic_update,
+    dense_blocks,
+    sparse_output,
+)
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
@@ -230,16 +236,6 @@ class _KernelPathMixin:
         return X, y
 
 
-# Rows of a sparse input densified at a time by MondrianKernelFeatures.transform.
-SPARSE_CHUNK = 4096
-
-
-def _dense_rows(X):
-    """A validated sparse ``X`` as a dense C-contiguous float64 array (the trees store and
-    route dense points)."""
-    return np.ascontiguousarray(X.toarray(), dtype=np.float64) if sparse.issparse(X) else X
-
-
 class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                              _MondrianKernelBase):
     """Sparse random features of the Laplace kernel from Mondrian trees.
@@ -308,8 +304,8 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self : object
         """
         self._validate_params()
-        X = _dense_rows(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                      order="C"))
+        X = np.vstack(dense_blocks(validate_data(self, X, accept_sparse="csr",
+                                                 dtype=np.float64, order="C")))
         self._validate_lifetime()
         self._sample(X, float(self.lifetime))
         return self
@@ -334,8 +330,8 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         if not hasattr(self, "_trees"):
             return self.fit(X)
         n_new_trees = self._warm_start_check()
-        X = _dense_rows(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                      order="C", reset=False))
+        X = np.vstack(dense_blocks(validate_data(self, X, accept_sparse="csr",
+                                                 dtype=np.float64, order="C", reset=False)))
         self._scaler.check(X)
         self._grow_new_trees(n_new_trees)
         self._add_points(X, np.zeros((X.shape[0], 0)))
@@ -360,11 +356,8 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             return sparse_output(self, self._features(self._validate_X_predict(X), lam), X)
         check_is_fitted(self, "_trees")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        blocks = [
-            self._features(self._scaler.transform(_dense_rows(X[i : i + SPARSE_CHUNK]),
-                                                  clip=True), lam)
-            for i in range(0, X.shape[0], SPARSE_CHUNK)
-        ]
+        blocks = [self._features(self._scaler.transform(block, clip=True), lam)
+                  for block in dense_blocks(X)]
         return sparse_output(self, sparse.vstack(blocks, format="csr"), X)
 
     @property
