@@ -393,37 +393,49 @@ def plot_density(model, *, bounds=None, grid_size=100, X=None, log=False, levels
     return ax
 
 
-def plot_search_curves(curves, *, errors=None, best="min", reference=None, xlabel="lifetime",
+def plot_search_curves(curves, *, points=None, errors=None, best="min", marks=None,
+                       stars=None, reference=None, xlabel="lifetime",
                        ylabel="validation error", logx=True, logy=False, title=None,
-                       steps=False, ax=None):
+                       steps=False, legend=True, ax=None):
     """Metric-against-parameter curves of a search, each with its best point marked.
 
     A kernel width search (the Mondrian kernel's lifetime path against a grid search of a
     Laplace kernel's width, timings of either, errors against a number of features) is a set of
-    curves ``y(x)``; this draws them on common (log) axes.
+    curves ``y(x)``; this draws them on common (log) axes, with the single evaluations of a
+    grid as points, the chosen parameter as a vertical line and baselines as horizontal ones.
 
     Parameters
     ----------
     curves : dict
-        ``{label: (x, y)}``, one curve each.
+        ``{label: (x, y)}``, one line each.
+    points : dict, default=None
+        ``{label: (x, y)}`` drawn as markers only (the fits of a grid search). A label that is
+        also a curve's takes that curve's colour and no legend entry of its own.
     errors : dict, default=None
         ``{label: yerr}`` for the curves that have error bars.
     best : {"min", "max"} or None, default="min"
         Mark each curve's smallest (largest) value with a star; None marks nothing.
+    marks : dict, default=None
+        ``{label: x}`` vertical lines (a chosen lifetime): black dotted, then red dashed, then
+        green dash-dotted.
+    stars : dict, default=None
+        ``{label: (x, y)}`` single points drawn as black stars (the value at a chosen
+        lifetime); labels starting with ``_`` stay out of the legend.
     reference : dict, default=None
-        ``{label: y}`` horizontal reference lines (an exact solution, a baseline).
+        ``{label: y}`` horizontal dashed lines (an exact solution, a baseline).
     xlabel, ylabel : str
     logx, logy : bool, default=True, False
     title : str, default=None
     steps : bool, default=False
-        Draw the curves as steps (lifetime paths are piecewise constant).
+        Draw the curves as steps (paths are piecewise constant between their lifetimes).
+    legend : bool, default=True
     ax : matplotlib Axes, default=None
 
     Returns
     -------
     matplotlib Axes
-        One line (or error bar container) per curve, one star per curve when ``best`` is set,
-        one dashed line per reference.
+        One line (or error-bar container) per curve, one star per curve when ``best`` is set,
+        one marker line per entry of ``points``, one line per mark and per reference.
 
     Examples
     --------
@@ -440,6 +452,7 @@ def plot_search_curves(curves, *, errors=None, best="min", reference=None, xlabe
         raise ValueError(f'best must be "min", "max" or None, got {best!r}')
     ax = _new_axes(ax, figsize=(6, 4.2))
     errors = errors or {}
+    colors = {}
     for label, (x, y) in curves.items():
         x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
         if label in errors:
@@ -452,9 +465,23 @@ def plot_search_curves(curves, *, errors=None, best="min", reference=None, xlabe
             (line,) = ax.plot(x, y, marker=marker, markersize=4, label=label,
                               drawstyle="steps-post" if steps else "default")
             color = line.get_color()
+        colors[label] = color
         if best is not None and np.isfinite(y).any():
             j = int(np.nanargmin(y) if best == "min" else np.nanargmax(y))
             ax.plot([x[j]], [y[j]], marker="*", markersize=12, color=color, linestyle="none")
+    shapes = iter(["s", "^", "D", "v", "o", "P"] * 4)
+    for label, (x, y) in (points or {}).items():
+        shared = label in colors
+        ax.plot(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64),
+                linestyle="none", marker=next(shapes), alpha=0.6 if shared else 1.0,
+                color=colors.get(label), label="_" + str(label) if shared else label)
+    for label, (x, y) in (stars or {}).items():
+        ax.plot([float(x)], [float(y)], marker="*", markersize=12, color="k",
+                linestyle="none", label=label)
+    mark_styles = [("k", ":"), ("tab:red", "--"), ("tab:green", "-.")]
+    for j, (label, value) in enumerate((marks or {}).items()):
+        color, style = mark_styles[j % len(mark_styles)]
+        ax.axvline(float(value), color=color, linestyle=style, linewidth=1, label=label)
     for label, value in (reference or {}).items():
         ax.axhline(float(value), color="k", linestyle="--", linewidth=1, label=label)
     if logx:
@@ -465,5 +492,6 @@ def plot_search_curves(curves, *, errors=None, best="min", reference=None, xlabe
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=8)
+    if legend:
+        ax.legend(fontsize=8)
     return ax
