@@ -30,7 +30,7 @@ exclude_patterns = ["_build", "examples", "gallery", "Thumbs.db", ".DS_Store"]
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
-autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
+autodoc_default_options = {"members": True}
 autodoc_member_order = "groupwise"
 autosummary_generate = False
 
@@ -42,12 +42,14 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"mondrian {release}"
 html_theme_options = {
     "navigation_depth": 2,
+    "header_links_before_dropdown": 7,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": [],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"]}
+# Every page is in the top bar: no left sidebar, so the text and tables get its width.
+html_sidebars = {"**": []}
 html_show_sourcelink = False
 
 

@@ -300,7 +300,7 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
         Phases ``b_r``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the features seen during ``fit``, when ``X`` has string column names.
 
     See Also
