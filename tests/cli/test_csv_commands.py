@@ -2,8 +2,6 @@
 
 import csv
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -102,10 +100,3 @@ def test_detect_task():
     assert detect_task(np.array(["1", "2", "1"])) == "classification"
     assert detect_task(np.array(["0.5", "2", "1"])) == "regression"
     assert detect_task(np.array([str(k) for k in range(50)])) == "regression"
-
-
-def test_commands_run_as_a_module(reg_csv):
-    done = subprocess.run([sys.executable, "-m", "mondrian", "fit", reg_csv, "--n-estimators",
-                           "3", "--quiet"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "test RMSE" in done.stdout
