@@ -52,7 +52,7 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 from shared.cli import add_output_options, add_sized, make_parser, parse_args
-from shared.figures import figure_path, import_pyplot, save_figure
+from shared.figures import figure_path, import_pyplot, mondrian_plot, save_figure
 from shared.measure import fit_estimator, time_callable
 from shared.optional import import_mondrian
 from shared.report import Report, environment_line, log
@@ -432,23 +432,27 @@ def plot_path(curves: PathCurves, path, plt) -> str:
     lifetimes = np.asarray(p.lifetimes)
     keep = lifetimes > 0  # the first interval starts at λ = 0, off a log axis
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.step(lifetimes[keep], np.asarray(p.metrics["log_likelihood"])[keep], where="post",
-            label="test log-likelihood (full model)")
-    ax.step(lifetimes[keep], np.asarray(p.metrics["loo_log_likelihood"])[keep], where="post",
-            label="leave-one-out log-likelihood (training points, forest part)")
-    ax.axvline(curves.lifetime, color="k", linestyle=":",
-               label=f"chosen by LOO: λ = {curves.lifetime:.3g}")
-    ax.axvline(float(p.best_lifetime), color="tab:red", linestyle="--",
-               label=f"best on test: λ = {float(p.best_lifetime):.3g}")
-    ax.plot([curves.lifetime], [curves.test_ll_at_lifetime], marker="*", markersize=12,
-            color="k", linestyle="none")
-    ax.set_xscale("log")
-    ax.set_xlabel("lifetime λ (standardized units)")
-    ax.set_ylabel("mean log-likelihood per point")
+    mondrian_plot().plot_search_curves(
+        {"test log-likelihood (full model)":
+             (lifetimes[keep], np.asarray(p.metrics["log_likelihood"])[keep]),
+         "leave-one-out log-likelihood (training points, forest part)":
+             (lifetimes[keep], np.asarray(p.metrics["loo_log_likelihood"])[keep])},
+        stars={"_chosen": (curves.lifetime, curves.test_ll_at_lifetime)},
+        marks={f"chosen by LOO: λ = {curves.lifetime:.3g}": curves.lifetime,
+               f"best on test: λ = {float(p.best_lifetime):.3g}": float(p.best_lifetime)},
+        best=None, steps=True, xlabel="lifetime λ (standardized units)",
+        ylabel="mean log-likelihood per point", legend=False, ax=ax)
     ax.set_title("mixture2d: MondrianForestDensity lifetime path (default concentration)")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return save_figure(fig, path, plt)
+
+
+class _Scores:
+    """A ``score_samples`` for :func:`mondrian.plot.plot_density` from any function."""
+
+    def __init__(self, function):
+        self.score_samples = function
 
 
 def plot_digits(data: dict, path, plt) -> str:
@@ -462,7 +466,12 @@ def plot_digits(data: dict, path, plt) -> str:
     for ax, name in zip(axes, names, strict=True):
         clf = data["fitted"][name]
         margin = np.diff(clf.decision(grid), axis=1).reshape(g0.shape)  # log-odds of "9"
-        ax.contourf(g0, g1, np.clip(margin, -10, 10), levels=21, cmap="RdBu_r", alpha=0.6)
+        # The log-odds drawn as a "log density" on the grid by mondrian.plot.
+        mondrian_plot().plot_density(
+            _Scores(lambda Z, clf=clf: np.clip(np.diff(clf.decision(Z), axis=1)[:, 0], -10, 10)),
+            bounds=(lo[0], hi[0], lo[1], hi[1]), grid_size=200, log=True, levels=21,
+            cmap="RdBu_r", colorbar=False, ax=ax)
+        ax.set_ylabel("")
         ax.contour(g0, g1, margin, levels=[0.0], colors="k", linewidths=1.0)
         for c, marker in zip(clf.classes_, ("o", "^"), strict=True):
             ax.scatter(Z[y == c, 0], Z[y == c, 1], s=14, marker=marker, edgecolor="k",

@@ -64,7 +64,7 @@ from shared.datasets import (
     require_datasets,
     subsample_train,
 )
-from shared.figures import figure_path, import_pyplot, save_figure
+from shared.figures import figure_path, import_pyplot, mondrian_plot, save_figure
 from shared.measure import fit_estimator, time_callable
 from shared.metrics import gaussian_nll, rmse
 from shared.optional import import_mondrian
@@ -380,23 +380,19 @@ def plot_dataset(out: Outcome, quick: bool, plt) -> str:
     """Validation metrics against the lifetime: the path, the chosen λ, the grid refits."""
     curve, task = out.curve, out.split.task
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    plot = mondrian_plot()
     for j, (ax, metric) in enumerate(zip(axes, task.metrics, strict=True)):
         values = curve["primary"] if j == 0 else curve["secondary"]
-        ax.plot(curve["lifetimes"], values, drawstyle="steps-post",
-                label="path (independent leaves, transductive)")
-        ax.plot([g[0] for g in curve["grid"]], [g[1 + j] for g in curve["grid"]],
-                linestyle="none", marker="o", label="refit at λ, default smoothing")
-        ax.axvline(curve["best"], color="k", linestyle=":",
-                   label=f"chosen λ = {curve['best']:.3g}")
-        ax.plot([curve["best"]], [curve["best_vals"][j]], marker="*", markersize=12,
-                color="k", linestyle="none")
-        if curve["forest_inf"][j] is not None:
-            ax.axhline(curve["forest_inf"][j], color="tab:red", linestyle="--",
-                       label="forest at λ=inf, default smoothing")
-        ax.set_xscale("log")
-        ax.set_xlabel("lifetime λ (scaled feature units)")
-        ax.set_ylabel(f"validation {metric}")
-        ax.legend(fontsize=8)
+        reference = ({"forest at λ=inf, default smoothing": curve["forest_inf"][j]}
+                     if curve["forest_inf"][j] is not None else None)
+        plot.plot_search_curves(
+            {"path (independent leaves, transductive)": (curve["lifetimes"], values)},
+            points={"refit at λ, default smoothing": ([g[0] for g in curve["grid"]],
+                                                      [g[1 + j] for g in curve["grid"]])},
+            stars={"_chosen": (curve["best"], curve["best_vals"][j])},
+            marks={f"chosen λ = {curve['best']:.3g}": curve["best"]}, reference=reference,
+            best=None, steps=True, xlabel="lifetime λ (scaled feature units)",
+            ylabel=f"validation {metric}", ax=ax)
     fig.suptitle(f"{out.split.name}: validation {task.metrics[0]} and {task.metrics[1]} vs "
                  f"lifetime ({out.n_trees} trees, {len(out.split.y_val)} validation rows)")
     fig.tight_layout()

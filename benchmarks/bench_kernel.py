@@ -80,7 +80,7 @@ from dataclasses import dataclass
 import numpy as np
 from shared.cli import add_output_options, add_sized, make_parser, parse_args, parse_list
 from shared.datasets import load_cpu_act, require_datasets, subsample_train
-from shared.figures import figure_path, import_pyplot, save_figure
+from shared.figures import figure_path, import_pyplot, mondrian_plot, save_figure
 from shared.measure import time_callable
 from shared.metrics import rmse
 from shared.optional import import_mondrian
@@ -654,36 +654,32 @@ def run_fig6(problem: Problem, args, alpha: float, lifetime: float, report: Repo
 def plot_fig6(fig6: dict, grid: list[int], quick: bool, plt) -> str:
     """Test RMSE against non-zeros per point."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for method, marker in ((MONDRIAN, "o"), (BINNING, "s"), (FOURIER, "^")):
-        values = [fig6["results"][method][M]["rmse"] for M in grid]
-        ax.errorbar(grid, [np.mean(v) for v in values], yerr=[np.std(v) for v in values],
-                    marker=marker, capsize=3, label=method)
-    ax.axhline(fig6["exact"], color="k", linestyle="--", label=EXACT)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("non-zero features per data point")
-    ax.set_ylabel("test RMSE")
-    ax.set_title(f"cpu_act, Laplace kernel λ = {fig6['lifetime']:.3g}")
-    ax.legend()
+    methods = (MONDRIAN, BINNING, FOURIER)
+    values = {m: [fig6["results"][m][M]["rmse"] for M in grid] for m in methods}
+    mondrian_plot().plot_search_curves(
+        {m: (grid, [np.mean(v) for v in values[m]]) for m in methods},
+        errors={m: [np.std(v) for v in values[m]] for m in methods},
+        reference={EXACT: fig6["exact"]}, best=None, logy=True,
+        xlabel="non-zero features per data point", ylabel="test RMSE",
+        title=f"cpu_act, Laplace kernel λ = {fig6['lifetime']:.3g}", ax=ax)
     fig.tight_layout()
     return save_figure(fig, figure_path("kernel_fig6_rmse_vs_nonzeros", quick), plt)
 
 
-def plot_time_axis(ax, fig8: dict, path_label: str, search_label: str) -> None:
+def plot_time_axis(ax, fig8: dict, path_label: str, search_label: str, reference=None) -> None:
     """Best validation RMSE so far against wall-clock time: the path and each search."""
     runs = fig8["mondrian"]["runs"]
-    ax.plot([r["time (s)"] for r in runs], [r["best val RMSE so far"] for r in runs],
-            marker="o", drawstyle="steps-post", label=f"{MONDRIAN} {path_label}")
-    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
+    curves = {f"{MONDRIAN} {path_label}": ([r["time (s)"] for r in runs],
+                                           [r["best val RMSE so far"] for r in runs])}
+    points = {}
+    for method in (BINNING, FOURIER):
         records = fig8["searches"][method]["records"]
-        line, = ax.plot([r["elapsed (s)"] for r in records], [r["best so far"] for r in records],
-                        drawstyle="steps-post", label=f"{method} {search_label} (best so far)")
-        ax.plot([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records],
-                linestyle="none", marker=marker, alpha=0.5, color=line.get_color())
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("wall-clock time (s)")
-    ax.set_ylabel("validation RMSE")
+        label = f"{method} {search_label} (best so far)"
+        curves[label] = ([r["elapsed (s)"] for r in records], [r["best so far"] for r in records])
+        points[label] = ([r["elapsed (s)"] for r in records], [r["val RMSE"] for r in records])
+    mondrian_plot().plot_search_curves(
+        curves, points=points, reference=reference, best=None, steps=True, logy=True,
+        xlabel="wall-clock time (s)", ylabel="validation RMSE", ax=ax)
 
 
 def plot_fig8(fig8: dict, quick: bool, plt) -> str:
@@ -691,22 +687,16 @@ def plot_fig8(fig8: dict, quick: bool, plt) -> str:
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(11, 4.2))
     plot_time_axis(ax_t, fig8, "path", "search")
     ax_t.set_title("Kernel width search")
-    ax_t.legend(fontsize=8)
 
     path = fig8["mondrian"]["path"]
     shown = path.lifetimes > 0
-    ax_l.plot(path.lifetimes[shown], np.sqrt(path.validation_error[shown]),
-              drawstyle="steps-post", label=MONDRIAN + " path")
-    for method, marker in ((BINNING, "s"), (FOURIER, "^")):
-        records = fig8["searches"][method]["records"]
-        ax_l.plot([r["lifetime"] for r in records], [r["val RMSE"] for r in records],
-                  linestyle="none", marker=marker, label=f"{method} fits")
-    ax_l.set_xscale("log")
-    ax_l.set_yscale("log")
-    ax_l.set_xlabel("lifetime λ (inverse width, scaled units)")
-    ax_l.set_ylabel("validation RMSE")
-    ax_l.set_title("Validation error by lifetime")
-    ax_l.legend(fontsize=8)
+    mondrian_plot().plot_search_curves(
+        {MONDRIAN + " path": (path.lifetimes[shown], np.sqrt(path.validation_error[shown]))},
+        points={f"{method} fits": ([r["lifetime"] for r in fig8["searches"][method]["records"]],
+                                   [r["val RMSE"] for r in fig8["searches"][method]["records"]])
+                for method in (BINNING, FOURIER)},
+        best="min", steps=True, logy=True, xlabel="lifetime λ (inverse width, scaled units)",
+        ylabel="validation RMSE", title="Validation error by lifetime", ax=ax_l)
     fig.tight_layout()
     return save_figure(fig, figure_path("kernel_fig8_search_time", quick), plt)
 
@@ -714,10 +704,8 @@ def plot_fig8(fig8: dict, quick: bool, plt) -> str:
 def plot_fig8_sgd(fig8: dict, quick: bool, plt) -> str:
     """Validation RMSE against time for the three SGD-trained methods."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    plot_time_axis(ax, fig8, "SGD path", "SGD search")
-    ax.axhline(fig8["level"], color="k", linestyle=":", label="common level")
+    plot_time_axis(ax, fig8, "SGD path", "SGD search", reference={"common level": fig8["level"]})
     ax.set_title("Kernel width search, SGD training")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, figure_path("kernel_fig8_sgd_search_time", quick), plt)
 

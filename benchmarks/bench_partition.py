@@ -37,7 +37,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from shared.cli import add_datasets, add_output_options, add_sized, make_parser, parse_args  # noqa: E402
 from shared.datasets import load_uci_regression, subsample_train  # noqa: E402
-from shared.figures import figure_path, import_pyplot, save_figure  # noqa: E402
+from shared.figures import figure_path, import_pyplot, mondrian_plot, save_figure  # noqa: E402
 from shared.metrics import gaussian_nll, rmse  # noqa: E402
 from shared.optional import import_mondrian  # noqa: E402
 from shared.report import Report, environment_line, load_line, log  # noqa: E402
@@ -185,13 +185,10 @@ def run_fig5(args, mondrian, report, plt):
                  title=f"Fig. 5: test RMSE against m ({args.fig5_dataset}, split 0)")
     if plt is not None and not args.no_plots:
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        for label, ys in curves.items():
-            ax.plot(ms, ys, marker="o", label=label)
-        ax.set_xscale("log")
-        ax.set_xlabel("partitions m")
-        ax.set_ylabel("test RMSE")
-        ax.set_title(f"{args.fig5_dataset}: error against m")
-        ax.legend()
+        mondrian_plot().plot_search_curves(
+            {label: (ms, ys) for label, ys in curves.items()}, best=None,
+            xlabel="partitions m", ylabel="test RMSE",
+            title=f"{args.fig5_dataset}: error against m", ax=ax)
         fig.tight_layout()
         report.add(f"\n![fig5]({save_figure(fig, figure_path('partition_fig5', args.quick), plt)})")
 
@@ -235,14 +232,13 @@ def run_fig6(args, mondrian, report, plt):
     ])
     if plt is not None and not args.no_plots:
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        ax.loglog(sizes, times, marker="o", label=f"fast-cluster KPCA (slope {slope:.2f})")
         key = "exact RBF KernelPCA (s)"
         ex = [(r["N"], r[key]) for r in rows if key in r]
+        timings = {f"fast-cluster KPCA (slope {slope:.2f})": (sizes, times)}
         if ex:
-            ax.loglog(*zip(*ex, strict=True), marker="s", label="exact RBF KernelPCA")
-        ax.set_xlabel("N")
-        ax.set_ylabel("wall time (s)")
-        ax.legend()
+            timings["exact RBF KernelPCA"] = tuple(zip(*ex, strict=True))
+        mondrian_plot().plot_search_curves(timings, best=None, logy=True, xlabel="N",
+                                           ylabel="wall time (s)", ax=ax)
         fig.tight_layout()
         report.add(f"\n![fig6]({save_figure(fig, figure_path('partition_fig6', args.quick), plt)})")
 

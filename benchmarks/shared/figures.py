@@ -1,7 +1,9 @@
 """Plots: matplotlib with the Agg backend when it imports, where the PNG files go, saving them.
 
-Full runs write ``benchmarks/results/<stem>.png``; quick runs write ``<stem>_quick.png``, so a
-smoke test never overwrites the figures of a full run.
+Every figure is drawn by :mod:`mondrian.plot` (:func:`mondrian_plot`); the benchmarks only lay
+the panels out, title them and save them. Full runs write ``benchmarks/results/<stem>.png``;
+quick runs write ``<stem>_quick.png``, so a smoke test never overwrites the figures of a full
+run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ DPI = 120
 
 
 def import_pyplot():
-    """``(matplotlib.pyplot, "")`` with the Agg backend, or ``(None, "<why>; how to install")``."""
+    """``(matplotlib.pyplot, "")`` with the Agg backend, or ``(None, "<why>; how to install")``.
+
+    The pictures themselves come from :mod:`mondrian.plot` (see :func:`mondrian_plot`).
+    """
     try:
         import matplotlib
 
@@ -23,6 +28,13 @@ def import_pyplot():
     except ImportError as exc:
         return None, f"matplotlib unavailable ({exc}); `pip install matplotlib`"
     return plt, ""
+
+
+def mondrian_plot():
+    """The :mod:`mondrian.plot` module (call after :func:`import_pyplot` succeeded)."""
+    import mondrian.plot
+
+    return mondrian.plot
 
 
 def figure_path(stem: str, quick: bool) -> Path:

@@ -433,45 +433,6 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- river-style API
 
-    def _one_row(self, x, learn=False):
-        """A single sample (1-D array-like or dict) as a (1, n_features) float64 array.
-
-        Only ``learn=True`` (``learn_one``) records the key order of a first dict: predicting
-        never changes the model.
-        """
-        if isinstance(x, dict):
-            names = getattr(self, "feature_names_in_", None)
-            if names is None:
-                names = getattr(self, "_dict_keys", None)
-                if names is None:
-                    names = list(x)
-                    if learn:
-                        self._dict_keys = names
-            try:
-                values = [x[name] for name in names]
-            except KeyError as exc:
-                raise ValueError(f"feature {exc.args[0]!r} is missing from x") from None
-            if len(x) > len(values):
-                known = set(names)
-                unknown = [key for key in x if key not in known]
-                raise ValueError(
-                    f"x has features {unknown} that the model never saw (it reads "
-                    f"{list(names)}); growing the feature set is not supported"
-                )
-            x = values
-        row = np.asarray(x, dtype=np.float64).reshape(1, -1)
-        if hasattr(self, "n_features_in_") and row.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"x has {row.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        if not np.isfinite(row).all():
-            raise ValueError(
-                "x contains NaN or infinity: the Mondrian models take no missing values; "
-                "impute them first (e.g. sklearn.impute.SimpleImputer)"
-            )
-        return row
-
     def learn_one(self, x, y):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 

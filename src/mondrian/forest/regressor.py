@@ -58,6 +58,21 @@ def _check_one_output(y):
         )
 
 
+def _check_one_target(y):
+    """One regression target as a float, or a clear error (before any change)."""
+    if y is None:
+        raise ValueError("y is None: learn_one needs the sample's target")
+    if isinstance(y, (str, bytes)) or np.ndim(y) != 0:
+        raise ValueError(f"y must be a single number, got {y!r}")
+    try:
+        value = float(y)
+    except (TypeError, ValueError):
+        raise TypeError(f"y must be a real number, got {type(y).__name__}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"y must be finite, got {y!r}")
+    return value
+
+
 def _check_finite_targets(y):
     """Object targets holding None become NaN under ``y_numeric``: reject them clearly."""
     if not np.all(np.isfinite(y)):
@@ -239,6 +254,81 @@ class _BaseMondrianRegressor(
             if not first:
                 self._scaler.check(X)  # before the target map and sums change
             return self._learn(X, y, first, n_new_trees, weights)
+
+    # ----------------------------------------------------------------- river-style API
+
+    def learn_one(self, x, y):
+        """Learn from one sample (river-style online API; same model as ``partial_fit``).
+
+        Atomic and thread-safe like :meth:`partial_fit`: a rejected input leaves the model
+        exactly as before. The hyperparameters and posteriors are refreshed after the update,
+        as after every ``partial_fit``. ``lifetime="auto"`` needs a batch: call ``fit`` or
+        ``partial_fit`` first.
+
+        Parameters
+        ----------
+        x : dict or 1-D array-like
+            One sample. Dicts are read in the order of ``feature_names_in_`` when the model was
+            trained on named features, else in the key order of the first dict seen; a missing
+            key, or a key outside those features, raises a ``ValueError`` naming it.
+        y : float
+            Its target.
+
+        Returns
+        -------
+        self : object
+
+        Examples
+        --------
+        >>> from mondrian import MondrianForestRegressor
+        >>> reg = MondrianForestRegressor(n_estimators=5, random_state=0)
+        >>> for k in range(20):
+        ...     reg = reg.learn_one({"a": k / 20, "b": 1 - k / 20}, float(k))
+        >>> mean, std = reg.predict_one({"a": 0.5, "b": 0.5}, return_std=True)
+        >>> bool(0 < mean < 20 and std > 0)
+        True
+        """
+        self._check_writable()
+        target = _check_one_target(y)
+        with online_update(self, x):
+            row = self._one_row(x, learn=True)  # may remember the key order of a first dict
+            first = not hasattr(self, "_trees")
+            n_new_trees = 0
+            if first:
+                self._validate_params()
+                self._validate_lifetime()
+                if isinstance(self.lifetime, str):
+                    raise ValueError(
+                        'lifetime="auto" chooses the lifetime on a batch: call fit or '
+                        "partial_fit before learn_one"
+                    )
+                self.n_features_in_ = row.shape[1]
+            else:
+                n_new_trees = self._warm_start_check()
+                self._scaler.check(row)
+            return self._learn(row, np.array([target]), first, n_new_trees)
+
+    def predict_one(self, x, return_std=False):
+        """Predictive mean (and standard deviation) of one sample.
+
+        Parameters
+        ----------
+        x : dict or 1-D array-like
+            One sample (read as in :meth:`learn_one`).
+        return_std : bool, default=False
+            Also return the predictive standard deviation (noise included).
+
+        Returns
+        -------
+        mean : float or None
+            ``None`` before any training (river's convention: nothing to predict yet).
+        std : float or None, only when ``return_std`` is True
+        """
+        if not hasattr(self, "_trees"):
+            return (None, None) if return_std else None
+        mean, var = self._moments_scaled(self._scaler.transform(self._one_row(x), clip=True))
+        mean = float(mean[0])
+        return (mean, float(np.sqrt(var[0]))) if return_std else mean
 
     # ----------------------------------------------------------------- hyperparameters
 

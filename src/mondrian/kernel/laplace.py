@@ -86,9 +86,9 @@ class RandomBinningFeatures(_LaplaceFeatures):
 
     Attributes
     ----------
-    widths_ : ndarray of shape (n_components, n_features_in_)
+    widths_ : ndarray of shape (n_components, n_features)
         Bin width of each grid and dimension.
-    shifts_ : ndarray of shape (n_components, n_features_in_)
+    shifts_ : ndarray of shape (n_components, n_features)
         Grid shift of each grid and dimension, in ``[0, width)``.
     n_bins_ : ndarray of shape (n_components,)
         Number of bins of each grid that hold training points (its number of columns).
@@ -96,7 +96,7 @@ class RandomBinningFeatures(_LaplaceFeatures):
         Number of output columns, ``n_bins_.sum()``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the features seen during ``fit``, when ``X`` has string column names.
 
     See Also
@@ -240,10 +240,10 @@ class RandomBinningFeatures(_LaplaceFeatures):
 
         Returns
         -------
-        Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
-            At most ``n_components`` non-zeros per row, one per grid whose bin of the point held
-            training points (a pandas DataFrame of sparse columns under
-            ``set_output(transform="pandas")``).
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_outputs)
+            ``n_outputs`` is ``n_features_out_``. At most ``n_components`` non-zeros per row,
+            one per grid whose bin of the point held training points (a pandas DataFrame of
+            sparse columns under ``set_output(transform="pandas")``).
         """
         check_is_fitted(self, "widths_")
         original, X = X, validate_data(self, X, accept_sparse="csr", dtype=np.float64,
@@ -311,13 +311,13 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
 
     Attributes
     ----------
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (n_features, n_components)
         Frequencies ``ω_r`` (one column per feature).
     random_offset_ : ndarray of shape (n_components,)
         Phases ``b_r``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the features seen during ``fit``, when ``X`` has string column names.
 
     See Also

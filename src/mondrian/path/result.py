@@ -212,7 +212,8 @@ class LifetimePath:
         return frame
 
     def plot(self, ax=None, metric=None):
-        """Plot a metric against the lifetime (log axis), the best lifetime marked.
+        """Plot a metric against the lifetime (log axis), the best lifetime marked
+        (:func:`mondrian.plot.plot_lifetime_path`).
 
         Each interval's value is drawn as a step ending at its upper lifetime (the first one
         starts at half its upper lifetime: 0 has no place on a log axis); the unbounded last
@@ -229,36 +230,9 @@ class LifetimePath:
         -------
         matplotlib Axes
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as error:
-            raise ImportError("LifetimePath.plot requires matplotlib: pip install matplotlib") \
-                from error
-        metric = self.criterion if metric is None else metric
-        if metric not in self.metrics:
-            raise ValueError(f"metric must be one of {sorted(self.metrics)}, got {metric!r}")
-        if ax is None:
-            _, ax = plt.subplots()
-        x = self.upper_lifetimes.copy()
-        finite = np.concatenate([x[np.isfinite(x) & (x > 0)],
-                                 self.lifetimes[self.lifetimes > 0]])
-        top = 2.0 * finite.max() if finite.size else 1.0
-        x[~np.isfinite(x)] = top
-        x = np.maximum(x, top * 1e-12)  # lifetime 0 has no place on a log axis
-        values = self.metrics[metric]
-        # Start the first interval half-way to its upper end, so that it shows as a step too.
-        ax.plot(np.r_[0.5 * x[0], x], np.r_[values[:1], values], drawstyle="steps-pre",
-                label=metric)
-        best_x = x[self.best_index] if not np.isfinite(self.best_lifetime) else max(
-            self.best_lifetime, top * 1e-12)
-        ax.axvline(best_x, color="0.5", linestyle="--", linewidth=1)
-        ax.plot([best_x], [values[self.best_index]], "o",
-                label=f"best lifetime {self.best_lifetime:.3g}")
-        ax.set_xscale("log")
-        ax.set_xlabel("lifetime")
-        ax.set_ylabel(metric)
-        ax.legend()
-        return ax
+        from mondrian.plot import plot_lifetime_path
+
+        return plot_lifetime_path(self, metric=metric, ax=ax)
 
     # ----------------------------------------------------------------- Bayesian reading
 

@@ -1,0 +1,383 @@
+"""Adapters that make the online Mondrian models river estimators.
+
+``RiverClassifier``, ``RiverRegressor`` and ``RiverAnomalyDetector`` wrap a mondrian model
+(any model with ``learn_one`` or ``partial_fit``) in :class:`river.base.Classifier`,
+:class:`river.base.Regressor` and :class:`river.base.AnomalyDetector`, so that river's
+pipelines (``preprocessing.StandardScaler() | model``), metrics and
+``evaluate.progressive_val_score`` take them like any river model.
+
+Conventions (river's, where river has one):
+
+- ``x`` is a ``{feature: value}`` dict. The keys of the first dict learnt from fix the features;
+  they are read in sorted order, so the key order of a dict never matters. A Mondrian tree's
+  cuts live in that fixed feature space, which cannot grow or shrink. A feature missing later
+  raises a ``ValueError`` naming it, or is filled with ``fill_value`` when one is given (``0.0``
+  is the running mean after a ``StandardScaler``). A feature never seen before raises a
+  ``ValueError`` naming it (``unknown_features="raise"``), or is dropped
+  (``unknown_features="ignore"``). With ``fill_value=0.0, unknown_features="ignore"`` the
+  adapters pass river's own estimator checks on emerging and disappearing features.
+- ``learn_one(x, y, w=1.0)`` takes river's sample weight. A weight counts samples: ``w=0`` leaves
+  the model unchanged and an integer ``w=k`` is the same as learning ``x`` ``k`` times (in one
+  atomic update). When the wrapped model's ``partial_fit`` accepts ``sample_weight`` any
+  non-negative weight is passed on; otherwise a fractional weight raises a ``ValueError``.
+- Before anything is learnt, ``predict_one`` returns ``None``, ``predict_proba_one`` an empty
+  dict and ``score_one`` 0.0, which river's evaluation skips.
+- Each call is atomic like the wrapped model's: a rejected sample leaves adapter and model as
+  they were.
+
+The adapter trains a clone of ``model`` (``model`` itself is the unfitted template, as river's
+``clone`` expects); the trained estimator is ``adapter.model_``.
+"""
+
+import inspect
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import clone
+
+try:
+    from river import base as _river_base
+except ImportError as exc:  # pragma: no cover - exercised only without river
+    raise ImportError(
+        "mondrian.river needs the river package (pip install river); the Mondrian models "
+        "themselves offer learn_one/predict_one without it"
+    ) from exc
+
+# river >= 0.22 exports the anomaly base in river.base; older versions in river.anomaly.base.
+_AnomalyDetector = getattr(_river_base, "AnomalyDetector", None)
+if _AnomalyDetector is None:  # pragma: no cover - old river
+    from river.anomaly.base import AnomalyDetector as _AnomalyDetector
+
+__all__ = ["RiverClassifier", "RiverRegressor", "RiverAnomalyDetector"]
+
+
+def _default(name):
+    # Imported here: mondrian's estimators need not be loaded to import the module's names.
+    import mondrian
+
+    return getattr(mondrian, name)(n_estimators=10)
+
+
+class _MondrianAdapter:
+    """Dict handling, weights and the trained clone shared by the three adapters."""
+
+    _default_model = None
+
+    def __init__(self, model=None, fill_value=None, unknown_features="raise"):
+        self.model = model
+        self.fill_value = fill_value
+        self.unknown_features = unknown_features
+        if unknown_features not in ("raise", "ignore"):
+            raise ValueError(
+                f'unknown_features must be "raise" or "ignore", got {unknown_features!r}'
+            )
+        if fill_value is not None and not (
+            isinstance(fill_value, numbers.Real) and math.isfinite(fill_value)
+        ):
+            raise ValueError(f"fill_value must be None or a finite number, got {fill_value!r}")
+        template = _default(self._default_model) if model is None else model
+        if not (hasattr(template, "learn_one") or hasattr(template, "partial_fit")):
+            raise TypeError(
+                f"{type(template).__name__} learns neither with learn_one nor with partial_fit"
+            )
+        self.model_ = clone(template)
+        self.feature_names_ = None
+        self._known = frozenset()
+
+    # ----------------------------------------------------------------- inputs
+
+    def _row(self, x):
+        """``x`` as a (1, n_features) float array, features in sorted order."""
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        names = self.feature_names_
+        if names is None:
+            try:
+                names = sorted(x)
+            except TypeError:  # keys of several types: order them by their text
+                names = sorted(x, key=repr)
+        elif len(x) != len(names) or any(key not in self._known for key in x):
+            unknown = [key for key in x if key not in self._known]
+            if unknown and self.unknown_features == "raise":
+                raise ValueError(
+                    f"x has features {unknown} not seen in the first sample (the model reads "
+                    f"{names}); a Mondrian tree cannot grow its feature space (pass "
+                    'unknown_features="ignore" to drop them)'
+                )
+        missing = [name for name in names if name not in x]
+        if missing and self.fill_value is None:
+            raise ValueError(
+                f"features {missing} are missing from x; pass fill_value= to the adapter to "
+                "fill missing features with a constant"
+            )
+        values = [x.get(name, self.fill_value) for name in names]
+        try:
+            row = np.asarray(values, dtype=np.float64).reshape(1, -1)
+        except (TypeError, ValueError):
+            raise TypeError("every feature value of x must be a real number") from None
+        return row, names
+
+    @staticmethod
+    def _count(w, weighted):
+        """A river weight as a number of repeats (or, for weighted models, itself)."""
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) \
+                or w < 0:
+            raise ValueError(f"w must be a finite non-negative number, got {w!r}")
+        if weighted:
+            return float(w)
+        if w != int(w):
+            raise ValueError(
+                f"w={w!r}: this model counts weights as repeated samples, so w must be a whole "
+                "number (its partial_fit takes no sample_weight)"
+            )
+        return int(w)
+
+    def _learn(self, x, y, w):
+        model = self.model_
+        weighted = "sample_weight" in inspect.signature(model.partial_fit).parameters \
+            if hasattr(model, "partial_fit") else False
+        count = self._count(w, weighted)
+        row, names = self._row(x)
+        if count == 0:
+            return  # a weight of 0 is the same as leaving the sample out
+        targets = None if y is None else [y]
+        if weighted and count != 1.0:
+            args = (row,) if y is None else (row, targets)
+            model.partial_fit(*args, sample_weight=[count])
+        elif count == 1 and hasattr(model, "learn_one"):
+            model.learn_one(row[0], y)
+        else:
+            rows = np.repeat(row, int(count), axis=0)
+            model.partial_fit(rows) if y is None else model.partial_fit(rows, targets * len(rows))
+        # Only a successful update fixes the features (the model's update is atomic).
+        if self.feature_names_ is None:
+            self.feature_names_, self._known = names, frozenset(names)
+
+    @classmethod
+    def _unit_test_params(cls):
+        # river's estimator checks: a small forest that accepts emerging and missing features.
+        model = _default(cls._default_model).set_params(n_estimators=3, random_state=0)
+        yield {"model": model, "fill_value": 0.0, "unknown_features": "ignore"}
+
+    def _fitted(self):
+        return self.feature_names_ is not None
+
+
+class RiverClassifier(_MondrianAdapter, _river_base.Classifier):
+    """A mondrian classifier as a :class:`river.base.Classifier`.
+
+    Parameters
+    ----------
+    model : estimator, default=None
+        An unfitted mondrian classifier (``MondrianForestClassifier``, ``MondrianTreeClassifier``);
+        ``None`` means ``MondrianForestClassifier(n_estimators=10)``. It is cloned, never fitted.
+    fill_value : float, default=None
+        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
+    unknown_features : {"raise", "ignore"}, default="raise"
+        What a feature absent from the first sample learnt from does: raise a ``ValueError``
+        naming it, or be dropped.
+
+    Attributes
+    ----------
+    model_ : estimator
+        The trained clone of ``model``.
+    feature_names_ : list or None
+        The features of the first dict learnt from, sorted.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from mondrian import MondrianForestClassifier
+    >>> from mondrian.river import RiverClassifier
+    >>> model = preprocessing.StandardScaler() | RiverClassifier(
+    ...     MondrianForestClassifier(n_estimators=5, random_state=0))
+    >>> stream = list(datasets.Phishing())[:200]
+    >>> metric = evaluate.progressive_val_score(stream, model, metrics.Accuracy())
+    >>> metric.get() > 0.7
+    True
+    """
+
+    _default_model = "MondrianForestClassifier"
+
+    @property
+    def _multiclass(self):
+        return True
+
+    def learn_one(self, x, y, *, w=1.0):
+        """Learn from one sample, with weight ``w`` (a count; see the module's notes).
+
+        Parameters
+        ----------
+        x : dict
+        y : label
+        w : float, default=1.0
+        """
+        self._learn(x, y, w)
+
+    def predict_proba_one(self, x):
+        """``{class: probability}`` (empty before any training).
+
+        Parameters
+        ----------
+        x : dict
+
+        Returns
+        -------
+        dict
+        """
+        if not self._fitted():
+            return {}
+        row, _ = self._row(x)
+        if hasattr(self.model_, "predict_proba_one"):
+            return self.model_.predict_proba_one(row[0])
+        proba = self.model_.predict_proba(row)[0]
+        return dict(zip(self.model_.classes_.tolist(), proba.tolist(), strict=True))
+
+    def predict_one(self, x):
+        """Most probable class (``None`` before any training).
+
+        Parameters
+        ----------
+        x : dict
+        """
+        if not self._fitted():
+            return None
+        row, _ = self._row(x)
+        if hasattr(self.model_, "predict_one"):
+            return self.model_.predict_one(row[0])
+        return self.model_.predict(row)[0]
+
+
+class RiverRegressor(_MondrianAdapter, _river_base.Regressor):
+    """A mondrian regressor as a :class:`river.base.Regressor`.
+
+    Parameters
+    ----------
+    model : estimator, default=None
+        An unfitted mondrian regressor with ``learn_one`` or ``partial_fit``
+        (``MondrianForestRegressor``, ``MondrianTreeRegressor``, ``MondrianKernelRidge``);
+        ``None`` means ``MondrianForestRegressor(n_estimators=10)``.
+    fill_value : float, default=None
+        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
+    unknown_features : {"raise", "ignore"}, default="raise"
+        What a feature absent from the first sample learnt from does: raise a ``ValueError``
+        naming it, or be dropped.
+
+    Attributes
+    ----------
+    model_ : estimator
+        The trained clone of ``model``.
+    feature_names_ : list or None
+        The features of the first dict learnt from, sorted.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from mondrian import MondrianForestRegressor
+    >>> from mondrian.river import RiverRegressor
+    >>> model = preprocessing.StandardScaler() | RiverRegressor(
+    ...     MondrianForestRegressor(n_estimators=5, noise_variance=10.0, random_state=0))
+    >>> stream = list(datasets.TrumpApproval())[:100]
+    >>> metric = evaluate.progressive_val_score(stream, model, metrics.MAE())
+    >>> metric.get() < 5
+    True
+    """
+
+    _default_model = "MondrianForestRegressor"
+
+    def learn_one(self, x, y, *, w=1.0):
+        """Learn from one sample, with weight ``w`` (a count; see the module's notes).
+
+        Parameters
+        ----------
+        x : dict
+        y : float
+        w : float, default=1.0
+        """
+        self._learn(x, y, w)
+
+    def predict_one(self, x, *, return_std=False):
+        """Predictive mean (and standard deviation, when the model has one).
+
+        Parameters
+        ----------
+        x : dict
+        return_std : bool, default=False
+            Also return the predictive standard deviation (forest regressors only).
+
+        Returns
+        -------
+        float or None, or a pair of them with ``return_std``
+        """
+        if not self._fitted():
+            return (None, None) if return_std else None
+        row, _ = self._row(x)
+        if hasattr(self.model_, "predict_one"):
+            return self.model_.predict_one(row[0], return_std=return_std)
+        if return_std:
+            raise TypeError(f"{type(self.model_).__name__} has no predictive standard deviation")
+        return float(self.model_.predict(row)[0])
+
+
+class RiverAnomalyDetector(_MondrianAdapter, _AnomalyDetector):
+    """A Mondrian forest density as a river anomaly detector.
+
+    ``score_one`` is the negative log density of ``x`` under the density learnt so far, so a
+    high score is a sample in a region of low density (river's convention).
+
+    Parameters
+    ----------
+    model : estimator, default=None
+        An unfitted ``MondrianForestDensity``; ``None`` means
+        ``MondrianForestDensity(n_estimators=10)``.
+    fill_value : float, default=None
+        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
+    unknown_features : {"raise", "ignore"}, default="raise"
+        What a feature absent from the first sample learnt from does: raise a ``ValueError``
+        naming it, or be dropped.
+
+    Attributes
+    ----------
+    model_ : MondrianForestDensity
+        The trained clone of ``model``.
+    feature_names_ : list or None
+        The features of the first dict learnt from, sorted.
+
+    Examples
+    --------
+    >>> from mondrian.river import RiverAnomalyDetector
+    >>> detector = RiverAnomalyDetector()
+    >>> for k in range(50):
+    ...     detector.learn_one({"a": (k % 10) / 10, "b": (k % 7) / 7})
+    >>> detector.score_one({"a": 5.0, "b": 5.0}) > detector.score_one({"a": 0.5, "b": 0.5})
+    True
+    """
+
+    _default_model = "MondrianForestDensity"
+
+    def learn_one(self, x, *, w=1.0):
+        """Learn from one sample, with weight ``w`` (a count; see the module's notes).
+
+        Parameters
+        ----------
+        x : dict
+        w : float, default=1.0
+        """
+        self._learn(x, None, w)
+
+    def score_one(self, x):
+        """Negative log density of ``x`` (0.0 before any training).
+
+        Parameters
+        ----------
+        x : dict
+
+        Returns
+        -------
+        float
+        """
+        if not self._fitted():
+            return 0.0
+        row, _ = self._row(x)
+        return -float(self.model_.score_samples(row)[0])
