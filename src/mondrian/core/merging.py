@@ -105,6 +105,13 @@ def forest_parts(estimator, n_parts):
                         f"or MondrianForestDensity, not {type(estimator).__name__}")
     if not isinstance(n_parts, numbers.Integral) or isinstance(n_parts, bool) or n_parts < 1:
         raise ValueError(f"n_parts must be a positive integer, got {n_parts!r}")
+    for name in ("lifetime", "concentration"):
+        if getattr(estimator, name, None) == "auto":
+            raise ValueError(
+                f"{name}='auto' is chosen on the fitted trees, so each part would choose its "
+                f"own: fix {name} (e.g. to the {name}_ of a forest fitted on a sample) before "
+                "fitting the forest in parts"
+            )
     n_trees = int(estimator.n_estimators)
     smallest = 2 if isinstance(estimator, _kinds()[1]) and n_trees > 1 else 1
     n_parts = max(1, min(int(n_parts), n_trees // smallest))

@@ -192,7 +192,8 @@ def fit_tree_parallel(estimator, X, y=None, *, n_parts=None, client=None, progre
             blocks = _row_blocks(value, name)
             data.append(client.compute(dask.delayed(_concat)(blocks)))
         else:
-            data.append(client.scatter(value, hash=False))
+            # A copy on every worker: a worker lost mid-fit does not lose the data.
+            data.append(client.scatter(value, hash=False, broadcast=True))
     X_future, y_future = data
     token = uuid.uuid4().hex[:8]
     futures = [
@@ -203,6 +204,15 @@ def fit_tree_parallel(estimator, X, y=None, *, n_parts=None, client=None, progre
     ]
     if progress:
         distributed.progress(futures)
+    try:
+        distributed.wait(futures)
+    except Exception:  # some part cancelled (its input lost): report the first error below
+        pass
+    for k, future in enumerate(futures):  # the first failed part's own error (KilledWorker...)
+        if future.status == "error":
+            future.result()
+        if future.status != "finished":
+            raise RuntimeError(f"part {k} of the forest was {future.status}: no forest returned")
     fitted = client.gather(futures)
     merged = merge_forests(fitted)
     if merged.n_estimators != estimator.n_estimators:  # never return a partial forest
