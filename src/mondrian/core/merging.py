@@ -249,6 +249,11 @@ def merge_forests(forests):
     >>> bool(np.allclose(merged.predict_proba(X), expected))
     True
     """
+    return _merge(forests, copy_parts=True)
+
+
+def _merge(forests, copy_parts):
+    """:func:`merge_forests`; ``copy_parts=False`` lets it change the parts (fresh ones)."""
     parts = list(forests)
     if not parts:
         raise ValueError("merge_forests needs at least one forest")
@@ -264,7 +269,8 @@ def merge_forests(forests):
                 + (" (the density: the same first batch domain)" if isinstance(
                     part, density) else "")
             )
-    parts = [copy.deepcopy(part) for part in parts]
+    if copy_parts:
+        parts = [copy.deepcopy(part) for part in parts]
     merged = parts[0]
     if isinstance(merged, classifier):
         classes = parts[0].classes_

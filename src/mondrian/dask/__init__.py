@@ -34,7 +34,7 @@ import uuid
 import numpy as np
 from sklearn.base import clone
 
-from mondrian.core.merging import forest_parts, merge_forests
+from mondrian.core.merging import _merge, forest_parts
 
 __all__ = ["feature_range", "fit_tree_parallel", "predict_blocks", "stream_partial_fit"]
 
@@ -214,7 +214,7 @@ def fit_tree_parallel(estimator, X, y=None, *, n_parts=None, client=None, progre
         if future.status != "finished":
             raise RuntimeError(f"part {k} of the forest was {future.status}: no forest returned")
     fitted = client.gather(futures)
-    merged = merge_forests(fitted)
+    merged = _merge(fitted, copy_parts=False)  # the parts are fresh copies already
     if merged.n_estimators != estimator.n_estimators:  # never return a partial forest
         raise RuntimeError(f"the parts hold {merged.n_estimators} trees, not "
                            f"{estimator.n_estimators}")
