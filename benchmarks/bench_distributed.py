@@ -34,7 +34,7 @@ import time
 import numpy as np
 from shared.cli import add_output_options, add_sized, make_parser, parse_args
 from shared.datasets import datasets_dir, load_letter
-from shared.report import Report, environment_line, log
+from shared.report import Report, environment_line, load_line, log
 
 N_FEATURES = 20
 BIG_FEATURES = 10
@@ -232,8 +232,11 @@ def main(argv=None):
     add_output_options(parser, "distributed.md", plots=False)
     args = parse_args(parser, argv)
 
+    import os
+
     import distributed
 
+    load_start = os.getloadavg()
     report = _Report()
     report.report.add("# Mondrian forests on a dask LocalCluster\n")
     report.text(environment_line() + f"; dask.distributed {distributed.__version__}; "
@@ -249,6 +252,8 @@ def main(argv=None):
             run_stream(client, args, report)
         if "tree-parallel" in args.parts:
             run_tree_parallel(client, args, report)
+    report.text(f"Machine: {load_line(load_start)} (a shared 2-core machine: the two workers "
+                "compete with other jobs, so wall times are indicative; ratios are what they are).")
     report.write(args.output)
 
 
