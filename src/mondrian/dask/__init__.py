@@ -28,6 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'mondrian[dask]' (or pip install 'dask[distributed]')"
     ) from exc
 
+import copy
 import numbers
 import pickle
 import uuid
@@ -281,7 +282,8 @@ def stream_partial_fit(estimator, X, y=None, *, classes=None, client=None, prefe
     x_blocks, y_blocks = _aligned(X, y)
     kwargs = {} if classes is None else {"classes": np.asarray(classes)}
     fitted = hasattr(estimator, "n_features_in_")
-    start = estimator if fitted else clone(estimator)
+    # A copy: an in-process cluster (processes=False) need not serialise the argument.
+    start = copy.deepcopy(estimator) if fitted else clone(estimator)
     token = uuid.uuid4().hex[:8]
     model = client.submit(_start, start, pure=False, key=f"mondrian-stream-{token}-start")
     distributed.wait(model)
