@@ -4,6 +4,7 @@ Online Mondrian forests (Lakshminarayanan, Roy & Teh, 2014) as scikit-learn esti
 learn from streams, built on one Mondrian tree core shared by every model of the package.
 """
 
+from mondrian.core.merging import merge_forests
 from mondrian.core.structure import MondrianTreeStructure
 from mondrian.density import MondrianForestDensity
 from mondrian.forest import (
@@ -49,4 +50,5 @@ __all__ = [
     "RandomPartitionGPRegressor",
     "RandomPartitionKernelPCA",
     "__version__",
+    "merge_forests",
 ]

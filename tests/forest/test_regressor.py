@@ -206,14 +206,18 @@ def test_partial_fit_in_batches_matches_fit_in_quality():
     y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=600)
     X_test = rng.uniform(size=(500, 2))
     y_test = np.sin(6 * X_test[:, 0])
-    batch = MondrianForestRegressor(n_estimators=20, random_state=0).fit(X, y)
-    online = MondrianForestRegressor(n_estimators=20, random_state=1)
-    for start in range(0, 600, 50):
-        online.partial_fit(X[start : start + 50], y[start : start + 50])
-    rmse_batch = np.sqrt(np.mean((batch.predict(X_test) - y_test) ** 2))
-    rmse_online = np.sqrt(np.mean((online.predict(X_test) - y_test) ** 2))
-    assert abs(rmse_online - rmse_batch) < 0.25 * rmse_batch
-    assert online.n_samples_seen_ == 600
+    # Averaged over 4 seeds (the same ones on both sides): the hyperparameters the online
+    # model chooses on its first 50-point batch vary from seed to seed.
+    rmse_batch, rmse_online = [], []
+    for seed in range(4):
+        batch = MondrianForestRegressor(n_estimators=20, random_state=seed).fit(X, y)
+        online = MondrianForestRegressor(n_estimators=20, random_state=seed)
+        for start in range(0, 600, 50):
+            online.partial_fit(X[start : start + 50], y[start : start + 50])
+        rmse_batch.append(np.sqrt(np.mean((batch.predict(X_test) - y_test) ** 2)))
+        rmse_online.append(np.sqrt(np.mean((online.predict(X_test) - y_test) ** 2)))
+        assert online.n_samples_seen_ == 600
+    assert abs(np.mean(rmse_online) - np.mean(rmse_batch)) < 0.25 * np.mean(rmse_batch)
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,6 +14,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
+from mondrian.core.feature_map import FeatureScaler, check_feature_range
 from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
@@ -250,6 +251,8 @@ class VersionedStateMixin:
 def _same_param(a, b):
     if a is b:
         return True
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):  # a fixed feature range
+        return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
         return a == b or (a != a and b != b)  # NaN equals NaN here
     return type(a) is type(b) and a == b
@@ -274,6 +277,9 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     _refit_params = ()
     # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).
     _can_add_trees = True
+    # Position of the first tree in the forest whose seeds this one follows: a part built by
+    # mondrian.core.merging.forest_parts holds trees [_first_tree, _first_tree + n_estimators).
+    _first_tree = 0
     # The single-tree estimator of a forest, and the fitted attributes its views share.
     _tree_view_class = None
     _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
@@ -340,12 +346,17 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
             )
         return wanted - have
 
+    def _tree_seeds(self, n_trees):
+        """Seeds of the first ``n_trees`` trees (they follow ``_first_tree``)."""
+        start = self._first_tree
+        return draw_seeds(self.random_state, start + n_trees, start=start)
+
     def _grow_new_trees(self, n_trees, n_jobs=None):
         """Add ``n_trees`` trees sampled on the stored points (seeds continue the sequence)."""
         if n_trees <= 0:
             return
-        have = len(self._trees)
-        seeds = draw_seeds(self.random_state, have + n_trees, start=have)
+        start = self._first_tree + len(self._trees)
+        seeds = draw_seeds(self.random_state, start + n_trees, start=start)
         self._ensemble.grow_trees(seeds, n_jobs, getattr(self, "verbose", 0))
         self._after_growth(seeds)
 
@@ -392,7 +403,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     _parameter_constraints = {
         "lifetime": [Interval(numbers.Real, 0, None, closed="both")],
         "min_samples_split": [Interval(numbers.Integral, 1, None, closed="left")],
-        "feature_scaling": [StrOptions({"minmax"}), None],
+        "feature_scaling": [StrOptions({"minmax"}), tuple, list, None],
         "random_state": ["random_state"],
     }
 
@@ -458,9 +469,6 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
     # ----------------------------------------------------------------- growing
 
-    def _tree_seeds(self, n_trees):
-        return draw_seeds(self.random_state, n_trees)
-
     def _init_trees(self, X, n_trees, width, lifetime=None):
         """A fresh ensemble (feature map, store, trees) for the first batch ``X`` (original
         units; checked, not stored).
@@ -469,12 +477,20 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         """
         self._validate_lifetime()
         self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
-        self._ensemble = TreeEnsemble.start(
-            X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
-            feature_scaling=self.feature_scaling == "minmax",
-            min_samples_split=int(self.min_samples_split), pause_pure=self._pause_pure,
-            count_columns=self._count_columns,
-        )
+        tree_params = {"min_samples_split": int(self.min_samples_split),
+                       "pause_pure": self._pause_pure,
+                       "count_columns": self._count_columns}
+        if isinstance(self.feature_scaling, (tuple, list)):  # a range fixed up front
+            feature_map = FeatureScaler.fixed(*check_feature_range(self.feature_scaling,
+                                                                   X.shape[1]))
+            feature_map.check(X)
+            self._ensemble = TreeEnsemble(X.shape[1], width, self.lifetime_, feature_map,
+                                          self._tree_seeds(n_trees), **tree_params)
+        else:
+            self._ensemble = TreeEnsemble.start(
+                X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
+                feature_scaling=self.feature_scaling == "minmax", **tree_params,
+            )
         self._remember_params()
 
     def _add_points(self, X, rows, n_jobs=None):

@@ -8,6 +8,7 @@ growing more trees on the stored points, merging, and pickling.
 """
 
 import copy
+import numbers
 
 import numpy as np
 from joblib import Parallel, cpu_count, delayed
@@ -55,13 +56,22 @@ def _extend_with_hook(trees, X, rows, indices):
 
 
 def draw_seeds(random_state, n_trees, start=0):
-    """Seeds ``start .. n_trees - 1`` of the sequence drawn from ``random_state``.
+    """Seeds of trees ``start .. n_trees - 1``: one child of a ``numpy.random.SeedSequence`` each.
 
-    With an integer ``random_state`` the sequence does not depend on its length, so trees added
-    later (``start > 0``) continue the seeds of the first ones.
+    Tree ``k`` gets the first 63 bits of ``SeedSequence(entropy).spawn(n)[k]`` (its child with
+    ``spawn_key=(k,)``, computed directly), where ``entropy`` is ``random_state`` itself when it
+    is an integer, else one number drawn from it (``None``: NumPy's global generator). A tree's
+    seed therefore depends only on ``(random_state, k)``: trees ``i:j`` fitted anywhere (another
+    process, another machine) are the trees ``i:j`` of the forest fitted in one process, and
+    trees added later continue the sequence.
     """
-    rng = check_random_state(random_state)
-    return rng.randint(0, _SEED_HIGH, size=n_trees, dtype=np.int64)[start:]
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        entropy = int(random_state)
+    else:
+        entropy = int(check_random_state(random_state).randint(0, _SEED_HIGH, dtype=np.int64))
+    seeds = [np.random.SeedSequence(entropy, spawn_key=(k,)).generate_state(1, np.uint64)[0] >> 1
+             for k in range(start, n_trees)]
+    return np.asarray(seeds, dtype=np.uint64).astype(np.int64)
 
 
 def n_threads(n_jobs, n_tasks):

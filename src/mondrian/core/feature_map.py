@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP"]
+__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP", "check_feature_range"]
 
 # Points over which the min-max map may still adapt (see FeatureScaler).
 WARM_UP = 64
@@ -44,6 +44,22 @@ class FeatureScaler:
         self.frozen = None
         self.n_seen = 0
         self.originals = None  # points seen during the warm-up, in original units
+
+    @classmethod
+    def fixed(cls, lower, upper):
+        """A map fixed up front: ``(x - lower) / (upper - lower)``, never adapted.
+
+        Features with ``upper == lower`` get scale 1. Models fitted anywhere under the same
+        fixed map can be merged (see :func:`mondrian.merge_forests`); points outside
+        ``[lower, upper]`` are valid (their scaled values leave ``[0, 1]``).
+        """
+        lower, upper = check_feature_range((lower, upper), len(np.atleast_1d(lower)))
+        out = cls(True, warm_up=0)
+        span = upper - lower
+        out.offset = lower
+        out.scale = np.where(span > 0, span, 1.0)
+        out.frozen = np.ones(len(lower), dtype=bool)
+        return out
 
     def _next_map(self, X):
         """The map after seeing ``X`` (not committed), and whether stored points move."""
@@ -126,3 +142,30 @@ class FeatureScaler:
     def inverse_thresholds(self, values, features):
         """Map scaled values along ``features`` back to original units."""
         return values * self.scale[features] + self.offset[features]
+
+
+def check_feature_range(feature_range, n_features):
+    """Validate a fixed feature range ``(lower, upper)``; return it as two float64 arrays.
+
+    Raises a ``ValueError`` naming the problem (shape, non-finite values, ``upper < lower``).
+    """
+    try:
+        lower, upper = feature_range
+    except (TypeError, ValueError):
+        raise ValueError(
+            "feature_scaling must be 'minmax', None or a pair (lower, upper) of arrays of "
+            f"shape (n_features,); got {feature_range!r}"
+        ) from None
+    lower = np.array(lower, dtype=np.float64, ndmin=1)
+    upper = np.array(upper, dtype=np.float64, ndmin=1)
+    if lower.shape != (n_features,) or upper.shape != (n_features,):
+        raise ValueError(
+            f"the feature range (lower, upper) must hold two arrays of shape ({n_features},); "
+            f"got shapes {lower.shape} and {upper.shape}"
+        )
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError("the feature range (lower, upper) must be finite")
+    if np.any(upper < lower):
+        raise ValueError("the feature range has upper < lower for features "
+                         f"{np.flatnonzero(upper < lower).tolist()}")
+    return lower, upper

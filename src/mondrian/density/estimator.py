@@ -16,7 +16,7 @@ from mondrian.core.base import (
     pruned_copy,
     unchanged_on_error,
 )
-from mondrian.core.ensemble import TreeEnsemble, draw_seeds
+from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.density._full_cell import (
     FullCellTree,
@@ -244,7 +244,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
                     terminal = float(self.max_lifetime)
             else:
                 terminal = float(self.lifetime)
-            seeds = draw_seeds(self.random_state, self.n_estimators)
+            seeds = self._tree_seeds(self.n_estimators)
             self._lower = lower
             self._width = width
             auto_concentration = isinstance(self.concentration, str)
