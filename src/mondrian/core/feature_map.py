@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP"]
+__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP", "check_weights"]
 
 # Points over which the min-max map may still adapt (see FeatureScaler).
 WARM_UP = 64
@@ -26,17 +26,28 @@ class FeatureScaler:
       stored values are 0, so no cut uses it); its scale is fixed the first time it varies,
       which alters nothing already sampled. Online learning is therefore exact from then on.
 
+    * **Weights.** The scaled features are then multiplied by fixed weights ``w_d >= 0``
+      (``feature_weights``): a Mondrian process of lifetime λ on ``w_d x_d`` cuts dimension
+      ``d`` at rate ``λ w_d`` per unit of its scaled extent, and never cuts a dimension of
+      weight 0. A fixed map of each feature keeps every property of the process (projectivity,
+      online = batch in law, pruning, lifetime paths). ``None`` means no multiplication (the
+      same as weights 1).
+
     Multiplying a feature by a constant does not change the fitted model.
 
     Parameters
     ----------
     enabled : bool
-        With ``False`` the map is the identity.
+        With ``False`` the min-max part is the identity (weights still apply).
     warm_up : int, default=64
         Number of points over which the map may still adapt.
+    weights : array-like of shape (n_features,), default=None
+        Non-negative finite weights applied after the min-max map.
     """
 
-    def __init__(self, enabled, warm_up=WARM_UP):
+    weights = None  # (maps pickled before the weights existed have none)
+
+    def __init__(self, enabled, warm_up=WARM_UP, weights=None):
         self.enabled = enabled
         self.warm_up = warm_up if enabled else 0
         self.offset = None
@@ -44,6 +55,7 @@ class FeatureScaler:
         self.frozen = None
         self.n_seen = 0
         self.originals = None  # points seen during the warm-up, in original units
+        self.weights = None if weights is None else check_weights(weights)
 
     def _next_map(self, X):
         """The map after seeing ``X`` (not committed), and whether stored points move."""
@@ -76,9 +88,9 @@ class FeatureScaler:
     def check(self, X):
         """Raise a ``ValueError`` if ``X`` could not be stored; change nothing."""
         offset, scale, _, moved = self._next_map(X)
-        self._scaled(X, offset, scale, clip=False)
+        self._scaled(X, offset, scale, False, self.weights)
         if moved:
-            self._scaled(self.originals, offset, scale, clip=False)
+            self._scaled(self.originals, offset, scale, False, self.weights)
 
     def update(self, X):
         """Take the new points ``X`` (original units) into account before storing them.
@@ -107,13 +119,19 @@ class FeatureScaler:
         after a feature whose observed range was subnormal, raise a ``ValueError``, or with
         ``clip=True`` (prediction) are clipped: such a point is as far from every box either way.
         """
-        return self._scaled(X, self.offset, self.scale, clip)
+        return self._scaled(X, self.offset, self.scale, clip, self.weights)
+
+    def set_weights(self, weights):
+        """Replace the weights (the caller re-transforms the stored points and re-samples)."""
+        self.weights = None if weights is None else check_weights(weights, len(self.offset))
 
     @staticmethod
-    def _scaled(X, offset, scale, clip):
+    def _scaled(X, offset, scale, clip, weights=None):
         with np.errstate(over="ignore"):
             out = np.subtract(X, offset, dtype=np.float64)
             out /= scale
+            if weights is not None:
+                out *= weights
         if clip:
             np.clip(out, -MAX_SCALED, MAX_SCALED, out=out)
         elif not np.all(np.abs(out) < MAX_SCALED):
@@ -124,5 +142,29 @@ class FeatureScaler:
         return np.ascontiguousarray(out)
 
     def inverse_thresholds(self, values, features):
-        """Map scaled values along ``features`` back to original units."""
+        """Map scaled values along ``features`` back to original units (a feature of weight 0
+        holds only 0, which maps back to its offset)."""
+        values = np.asarray(values, dtype=np.float64)
+        if self.weights is not None:
+            w = self.weights[features]
+            values = np.divide(values, w, out=np.zeros(np.broadcast(values, w).shape), where=w > 0)
         return values * self.scale[features] + self.offset[features]
+
+
+def check_weights(weights, n_features=None):
+    """``weights`` as a float64 array of non-negative finite numbers (ValueError otherwise)."""
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"feature_weights must be None, 'auto' or an array of non-negative numbers, got "
+            f"{weights!r}") from None
+    if w.ndim != 1 or w.size == 0:
+        raise ValueError(f"feature_weights must be a 1-d array, got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("feature_weights must hold finite non-negative numbers")
+    if n_features is not None and w.size != n_features:
+        raise ValueError(f"feature_weights has {w.size} entries but X has {n_features} features")
+    if np.all(w == 0):
+        raise ValueError("feature_weights are all 0: no dimension could ever be cut")
+    return w

@@ -40,6 +40,8 @@ HELD_OUT_FRACTION = 0.2
 HELD_OUT_MAX_POINTS = 2000  # held-out points scored per grid point, at most
 N_TREES_HELD_OUT = 4
 MIN_SAMPLES_HELD_OUT = 50
+# An online regressor re-chooses them once its stored points grew by this factor.
+HYPER_REFRESH_GROWTH = 1.25
 
 
 def _check_finite_targets(y):
@@ -102,7 +104,8 @@ class _BaseMondrianRegressor(
 
     _mutable_state = ("_posterior_cache",)
     _tree_view_attributes = (
-        *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice"
+        *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice",
+        "_hyper_n",
     )
 
     def _init_view(self):
@@ -120,11 +123,12 @@ class _BaseMondrianRegressor(
         y_std = self._y_scaler.transform(y)
         return np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
 
-    def _learn(self, X, y, first, n_new_trees=0):
+    def _learn(self, X, y, first, n_new_trees=0, stream=False):
         if first:
             self._validate_lifetime()
+            self._choose_feature_weights(X, y, stream=stream)
             lifetime = self._fit_lifetime(X, y)
-            self._hyper_choice = self._held_out_choice(X, y, lifetime)
+            self._hyper_choice, self._hyper_n = None, 0
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
@@ -146,9 +150,33 @@ class _BaseMondrianRegressor(
         self._y_scaler, self._y_sums = y_scaler, sums
         self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(X, rows, self._n_jobs())
+        if not first:
+            self._feed_weights_window(X, y)
+        self._refresh_hyper_choice()
         self._version += 1
         self._posterior()
         return self
+
+    def _refresh_hyper_choice(self):
+        """Re-choose the held-out hyperparameters on every stored point when their number has
+        grown by ``HYPER_REFRESH_GROWTH`` since the last choice (or reached
+        ``MIN_SAMPLES_HELD_OUT``).
+
+        The choice reads only the stored points (the trees' coordinates) and their scaled
+        targets, so a model fed online and one fitted at once on the same points choose alike:
+        a batch fit chooses at its end, an online model at the end of every update that grew
+        the store enough (amortised: a bounded number of probe fits per doubling).
+        """
+        n = self._store.n_samples
+        last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
+        if n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last):
+            return
+        self._hyper_choice = self._held_out_choice(self._store.X, self._store.rows[:, 1],
+                                                   self.lifetime_)
+        self._hyper_n = n
+
+    def _after_reweight(self):
+        self._hyper_n = 0  # the stored points moved: choose again on them
 
     def fit(self, X, y):
         """Sample the forest on the training data.
@@ -202,7 +230,7 @@ class _BaseMondrianRegressor(
             _check_finite_targets(y)
             if not first:
                 self._scaler.check(X)  # before the target map and sums change
-            return self._learn(X, y, first, n_new_trees)
+            return self._learn(X, y, first, n_new_trees, stream=True)
 
     # ----------------------------------------------------------------- hyperparameters
 
@@ -254,25 +282,25 @@ class _BaseMondrianRegressor(
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
-        if getattr(self, "_probe", False) or len(y) < MIN_SAMPLES_HELD_OUT:
+        if len(y) < MIN_SAMPLES_HELD_OUT:
             return None
         if not (search_shares or search_rates):
             return None
         rng = check_random_state(self.random_state)
         X_fit, X_val, y_fit, y_val = holdout_split(X, y, HELD_OUT_FRACTION, rng)
         X_val, y_val = X_val[:HELD_OUT_MAX_POINTS], y_val[:HELD_OUT_MAX_POINTS]
+        # The probe lives in the trees' coordinates (no map of its own) and never chooses.
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,
-            feature_scaling=self.feature_scaling, smoothing=self.smoothing,
-            noise_variance=self.noise_variance, prior_variance=self.prior_variance,
-            sigmoid_rate=self.sigmoid_rate, n_quadrature=self.n_quadrature,
+            feature_scaling=None, smoothing=self.smoothing,
+            noise_variance=1.0, prior_variance=self.prior_variance,
+            sigmoid_rate=1.0, n_quadrature=self.n_quadrature,
             random_state=rng.randint(np.iinfo(np.int32).max),
         )
-        probe._probe = True
         probe.fit(X_fit, y_fit)
+        probe.set_params(noise_variance=self.noise_variance, sigmoid_rate=self.sigmoid_rate)
         mean, var = probe._base_params()
         base_rate = 1.0 / probe._time_scale(probe._trees)
-        X_val = probe._scaler.transform(X_val, clip=True)
         y_val = probe._y_scaler.transform(y_val)
         shares = HELD_OUT_NOISE_SHARES if search_shares else [None]
         multipliers = HELD_OUT_RATE_MULTIPLIERS if search_rates else [None]
@@ -504,6 +532,16 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Leaves with fewer points pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
+    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
+        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
+        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
+        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
+        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
+        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
+        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
+        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
+        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
+        ``feature_weights_``.
 {_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
         Threads over trees.
     random_state : int, RandomState instance or None, default=None
@@ -546,6 +584,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         lifetime=np.inf,
         min_samples_split=2,
         feature_scaling="minmax",
+        feature_weights=None,
         smoothing="hierarchical",
         noise_variance=None,
         prior_variance=None,
@@ -560,6 +599,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         self.lifetime = lifetime
         self.min_samples_split = min_samples_split
         self.feature_scaling = feature_scaling
+        self.feature_weights = feature_weights
         self.smoothing = smoothing
         self.noise_variance = noise_variance
         self.prior_variance = prior_variance
@@ -580,6 +620,16 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         Leaves with fewer points pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
+    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
+        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
+        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
+        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
+        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
+        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
+        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
+        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
+        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
+        ``feature_weights_``.
 {_REGRESSOR_DOC_PARAMS}    random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -598,6 +648,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         lifetime=np.inf,
         min_samples_split=2,
         feature_scaling="minmax",
+        feature_weights=None,
         smoothing="hierarchical",
         noise_variance=None,
         prior_variance=None,
@@ -609,6 +660,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         self.lifetime = lifetime
         self.min_samples_split = min_samples_split
         self.feature_scaling = feature_scaling
+        self.feature_weights = feature_weights
         self.smoothing = smoothing
         self.noise_variance = noise_variance
         self.prior_variance = prior_variance
