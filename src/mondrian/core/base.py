@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
 from mondrian.core.feature_map import check_weights
-from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -365,7 +365,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
             feature_scaling=self.feature_scaling == "minmax",
             min_samples_split=int(self.min_samples_split), pause_pure=self._pause_pure,
-            weights=self.__dict__.get("_map_weights"),
+            weights=self.__dict__.get("_map_weights"), knots=self.__dict__.get("_map_knots"),
         )
         self._remember_params()
 
@@ -383,8 +383,14 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         n_features = X.shape[1]
         for name in ("feature_weights_", "feature_weights_info_", "_weights_window"):
             self.__dict__.pop(name, None)
+        inherited = self.__dict__.pop("_inherit_map", None)
+        if inherited is not None:  # a probe of the lifetime search: the parent's map
+            self._map_weights, self._map_knots = inherited
+            self.feature_weights_ = (np.ones(n_features) if inherited[0] is None
+                                     else inherited[0].copy())
+            return
         fw = self.feature_weights
-        weights = None
+        weights = knots = None
         if isinstance(fw, str):
             method = resolve_method(fw)
             if y is None:
@@ -396,10 +402,11 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             if stream and len(y) < self._auto_warm_up():
                 self._weights_window = (X.copy(), np.asarray(y).copy())
             elif len(y) >= MIN_SAMPLES:
-                weights, self.feature_weights_info_ = self._search_weights(X, y, method)
+                weights, knots, self.feature_weights_info_ = self._search_weights(
+                    X, y, method, quantile=True)
         elif fw is not None:
             weights = check_weights(fw, n_features)
-        self._map_weights = weights
+        self._map_weights, self._map_knots = weights, knots
         self.feature_weights_ = np.ones(n_features) if weights is None else weights.copy()
 
     @staticmethod
@@ -408,10 +415,10 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
         return AUTO_WARM_UP
 
-    def _search_weights(self, X, y, method):
+    def _search_weights(self, X, y, method, quantile=False):
         fraction = getattr(self, "validation_fraction", 0.2)
         return choose_weights(X, y, self._classification, self._weights_score, method,
-                              self.random_state, fraction)
+                              self.random_state, fraction, quantile=quantile)
 
     def _weights_probe(self, weights):
         """An unfitted model like this one with the fixed ``weights`` (the power search)."""
@@ -444,7 +451,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             return
         del self._weights_window
         method = resolve_method(self.feature_weights)
-        weights, self.feature_weights_info_ = self._search_weights(X_all, y_all, method)
+        # The window chooses weights only: the min-max map is frozen by now.
+        weights, _, self.feature_weights_info_ = self._search_weights(X_all, y_all, method)
         self.feature_weights_ = weights.copy()
         if np.all(weights == 1.0):
             return  # uniform won: the trees already have the law of this map

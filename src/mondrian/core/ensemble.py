@@ -99,6 +99,12 @@ def _same_map(a, b):
         return "feature scaling (on/off)"
     if a.warm_up != b.warm_up:
         return "warm-up length"
+    ka, kb = getattr(a, "knots", None), getattr(b, "knots", None)
+    if (ka is None) != (kb is None) or (ka is not None and not (
+            len(ka.xs) == len(kb.xs)
+            and all(np.array_equal(x, y) for x, y in zip(ka.xs + ka.ls, kb.xs + kb.ls,
+                                                         strict=True)))):
+        return "quantile map"
     for name in ("offset", "scale", "frozen", "weights"):
         x, y = getattr(a, name, None), getattr(b, name, None)
         if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
@@ -154,13 +160,14 @@ class TreeEnsemble:
 
     @classmethod
     def start(cls, X, seeds, *, width, lifetime, feature_scaling=True, weights=None,
-              **tree_params):
+              knots=None, **tree_params):
         """An empty ensemble for a first batch ``X`` (original units; validated, not stored).
 
-        ``weights`` (or None) multiply the features after the min-max map. Raises a
+        ``weights`` (or None) multiply the features after the min-max map; ``knots`` (a
+        ``QuantileMap`` or None) maps them before it. Raises a
         ``ValueError`` if ``X`` could not be stored under a fresh feature map.
         """
-        feature_map = FeatureScaler(bool(feature_scaling), weights=weights)
+        feature_map = FeatureScaler(bool(feature_scaling), weights=weights, knots=knots)
         feature_map.check(X)
         return cls(X.shape[1], width, lifetime, feature_map, seeds, **tree_params)
 
@@ -226,8 +233,8 @@ class TreeEnsemble:
         buffer (a snapshot taken before still holds the old one)."""
         self._check_writable()
         feature_map = self.feature_map
-        U = feature_map._scaled(originals, feature_map.offset, feature_map.scale, False,
-                                weights)
+        U = feature_map._scaled(feature_map._premap(originals), feature_map.offset,
+                                feature_map.scale, False, weights)
         feature_map.set_weights(weights)
         store = self.store
         X = np.zeros_like(store._X)

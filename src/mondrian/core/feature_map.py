@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP", "check_weights"]
+__all__ = ["FeatureScaler", "MAX_SCALED", "QuantileMap", "WARM_UP", "check_weights"]
 
 # Points over which the min-max map may still adapt (see FeatureScaler).
 WARM_UP = 64
@@ -46,8 +46,9 @@ class FeatureScaler:
     """
 
     weights = None  # (maps pickled before the weights existed have none)
+    knots = None
 
-    def __init__(self, enabled, warm_up=WARM_UP, weights=None):
+    def __init__(self, enabled, warm_up=WARM_UP, weights=None, knots=None):
         self.enabled = enabled
         self.warm_up = warm_up if enabled else 0
         self.offset = None
@@ -56,6 +57,7 @@ class FeatureScaler:
         self.n_seen = 0
         self.originals = None  # points seen during the warm-up, in original units
         self.weights = None if weights is None else check_weights(weights)
+        self.knots = knots  # per-feature quantile map, or None (see QuantileMap)
 
     def _next_map(self, X):
         """The map after seeing ``X`` (not committed), and whether stored points move."""
@@ -64,6 +66,7 @@ class FeatureScaler:
             return np.zeros(n_features), np.ones(n_features), np.ones(n_features, bool), False
         if self.n_seen < self.warm_up:
             seen = X if self.originals is None else np.vstack([self.originals, X])
+            seen = self._premap(seen)
             offset = seen.min(axis=0).astype(np.float64)
             span = seen.max(axis=0) - offset
             scale = np.where(span > 0, span, 1.0)
@@ -76,6 +79,7 @@ class FeatureScaler:
         todo = ~frozen
         if todo.any():
             # Unfrozen features have held the single value `offset` so far.
+            X = self._premap(X)
             low = np.minimum(X[:, todo].min(axis=0), offset[todo])
             high = np.maximum(X[:, todo].max(axis=0), offset[todo])
             span = high - low
@@ -88,9 +92,9 @@ class FeatureScaler:
     def check(self, X):
         """Raise a ``ValueError`` if ``X`` could not be stored; change nothing."""
         offset, scale, _, moved = self._next_map(X)
-        self._scaled(X, offset, scale, False, self.weights)
+        self._scaled(self._premap(X), offset, scale, False, self.weights)
         if moved:
-            self._scaled(self.originals, offset, scale, False, self.weights)
+            self._scaled(self._premap(self.originals), offset, scale, False, self.weights)
 
     def update(self, X):
         """Take the new points ``X`` (original units) into account before storing them.
@@ -119,7 +123,11 @@ class FeatureScaler:
         after a feature whose observed range was subnormal, raise a ``ValueError``, or with
         ``clip=True`` (prediction) are clipped: such a point is as far from every box either way.
         """
-        return self._scaled(X, self.offset, self.scale, clip, self.weights)
+        return self._scaled(self._premap(X), self.offset, self.scale, clip, self.weights)
+
+    def _premap(self, X):
+        """The per-feature quantile map (before the min-max map), when there is one."""
+        return X if self.knots is None else self.knots.forward(X)
 
     def set_weights(self, weights):
         """Replace the weights (the caller re-transforms the stored points and re-samples)."""
@@ -148,7 +156,61 @@ class FeatureScaler:
         if self.weights is not None:
             w = self.weights[features]
             values = np.divide(values, w, out=np.zeros(np.broadcast(values, w).shape), where=w > 0)
-        return values * self.scale[features] + self.offset[features]
+        out = values * self.scale[features] + self.offset[features]
+        if self.knots is not None:
+            out = self.knots.backward(out, features)
+        return out
+
+
+class QuantileMap:
+    """A fixed increasing map per feature: the empirical CDF of a reference sample, piecewise
+    linear between its (at most ``n_knots``) quantiles, extended linearly beyond them with the
+    slope of the whole range. Skewed features get an even spread of cut positions; as a fixed
+    monotone map it keeps every Mondrian property.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Reference sample (original units).
+    n_knots : int, default=256
+    """
+
+    def __init__(self, X, n_knots=256):
+        levels = np.linspace(0.0, 1.0, min(n_knots, len(X)))
+        knots = np.quantile(X, levels, axis=0)
+        self.xs, self.ls, self.slopes = [], [], []
+        for d in range(X.shape[1]):
+            xs, inverse = np.unique(knots[:, d], return_inverse=True)
+            ls = np.bincount(inverse, levels) / np.bincount(inverse)
+            span = xs[-1] - xs[0]
+            self.xs.append(xs)
+            self.ls.append(ls)
+            self.slopes.append((ls[-1] - ls[0]) / span if span > 0 else 1.0)
+
+    def forward(self, X):
+        out = np.empty(X.shape, dtype=np.float64)
+        for d, (xs, ls, slope) in enumerate(zip(self.xs, self.ls, self.slopes, strict=True)):
+            x = X[:, d]
+            u = np.interp(x, xs, ls)
+            with np.errstate(over="ignore", invalid="ignore"):
+                u = np.where(x < xs[0], ls[0] + (x - xs[0]) * slope, u)
+                u = np.where(x > xs[-1], ls[-1] + (x - xs[-1]) * slope, u)
+            out[:, d] = u
+        return out
+
+    def backward(self, values, features):
+        values = np.array(values, dtype=np.float64)
+        features = np.broadcast_to(features, values.shape)
+        out = np.empty_like(values)
+        for d in np.unique(features):
+            xs, ls, slope = self.xs[d], self.ls[d], self.slopes[d]
+            mask = features == d
+            u = values[mask]
+            x = np.interp(u, ls, xs)
+            x = np.where(u < ls[0], xs[0] + (u - ls[0]) / slope, x)
+            x = np.where(u > ls[-1], xs[-1] + (u - ls[-1]) / slope, x)
+            out[mask] = x
+        return out
 
 
 def check_weights(weights, n_features=None):

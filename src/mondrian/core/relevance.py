@@ -193,7 +193,7 @@ def power_weights(r, power):
 
 
 def choose_weights(X, y, classification, score, method, random_state=None,
-                   validation_fraction=0.2, powers=POWERS):
+                   validation_fraction=0.2, powers=POWERS, quantile=True):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -212,12 +212,21 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     validation_fraction : float
     powers : sequence of float
 
+    quantile : bool, default=True
+        Also try, at the best power, the per-feature quantile map (:class:`~mondrian.core.
+        feature_map.QuantileMap` of the fit part) in front of the min-max map; it is kept when
+        its probe scores better.
+
     Returns
     -------
     weights : ndarray of shape (n_features,)
+    knots : QuantileMap or None
+        The quantile map of the whole batch when it won, else None.
     info : dict
-        ``method``, ``relevance``, ``power`` and ``scores`` (one per power).
+        ``method``, ``relevance``, ``power``, ``powers``, ``scores`` (one per power), ``map``
+        ("minmax" or "quantile") and ``quantile_score``.
     """
+    from mondrian.core.feature_map import QuantileMap
     from mondrian.path.holdout import holdout_split
 
     rng = check_random_state(random_state)
@@ -232,6 +241,15 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         scores.append(s)
         if s > best_score:  # ties keep the smaller power (uniform first)
             best, best_score = power, s
+    weights = power_weights(r, best)
     info = {"method": method, "relevance": r, "power": best, "powers": tuple(powers),
-            "scores": np.array(scores)}
-    return power_weights(r, best), info
+            "scores": np.array(scores), "map": "minmax", "quantile_score": None}
+    knots = None
+    if quantile:
+        fit_map = QuantileMap(X_fit)
+        s = float(score(weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val))
+        info["quantile_score"] = s
+        if s > best_score:
+            info["map"] = "quantile"
+            knots = QuantileMap(X)
+    return weights, knots, info

@@ -103,6 +103,8 @@ class _BaseMondrianRegressor(
     }
 
     _mutable_state = ("_posterior_cache",)
+    # Set on the probes of the feature-weight search (see _weights_probe).
+    _weights_probe_model = False
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice",
         "_hyper_n",
@@ -167,6 +169,8 @@ class _BaseMondrianRegressor(
         a batch fit chooses at its end, an online model at the end of every update that grew
         the store enough (amortised: a bounded number of probe fits per doubling).
         """
+        if self._weights_probe_model:
+            return  # a probe of the weight search: the marginal likelihood decides (cheap)
         n = self._store.n_samples
         last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
         if n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last):
@@ -174,6 +178,13 @@ class _BaseMondrianRegressor(
         self._hyper_choice = self._held_out_choice(self._store.X, self._store.rows[:, 1],
                                                    self.lifetime_)
         self._hyper_n = n
+
+    def _weights_probe(self, weights):
+        # The probes compare powers of the weights with one another: they skip the held-out
+        # hyperparameter choice (most of a small fit's cost) and use the marginal likelihood.
+        probe = super()._weights_probe(weights)
+        probe._weights_probe_model = True
+        return probe
 
     def _after_reweight(self):
         self._hyper_n = 0  # the stored points moved: choose again on them

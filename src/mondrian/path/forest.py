@@ -123,8 +123,8 @@ class LifetimePathMixin:
             min_fit=2,
         )
         probe = clone(self).set_params(lifetime=np.inf)
-        if "feature_weights" in probe.get_params():  # the weights already chosen, not a new search
-            probe.set_params(feature_weights=self.__dict__.get("_map_weights"))
+        if "_map_weights" in self.__dict__:  # the feature map already chosen, not a new search
+            probe._inherit_map = (self._map_weights, self.__dict__.get("_map_knots"))
         probe.fit(X_fit, y_fit)
         X_val, y_val = probe._auto_validation(X_val, y_val)
         if len(y_val) == 0:
