@@ -134,6 +134,33 @@ def run_classification(args):
             _append(out, row)
 
 
+def run_online(args):
+    """Batch fit against a stream (a first batch of ``WARM`` rows, then chunks of 32), for
+    ``feature_weights`` None and "auto": online regression must follow its batch law."""
+    out = RESULTS / "weights_online.jsonl"
+    for name in args.datasets:
+        for split in range(args.splits):
+            data = load_uci_regression(name, split)
+            for weights in (None, "auto"):
+                for mode in ("batch", "online"):
+                    model = MondrianForestRegressor(N_TREES, feature_weights=weights,
+                                                    random_state=0)
+                    if mode == "batch":
+                        model.fit(data.X_train, data.y_train)
+                    else:
+                        model.partial_fit(data.X_train[:ONLINE_WARM], data.y_train[:ONLINE_WARM])
+                        for start in range(ONLINE_WARM, len(data.y_train), 32):
+                            model.partial_fit(data.X_train[start:start + 32],
+                                              data.y_train[start:start + 32])
+                    mean, std = model.predict(data.X_test, return_std=True)
+                    _append(out, {"dataset": name, "split": split, "weights": str(weights),
+                                  "mode": mode, "rmse": rmse(data.y_test, mean),
+                                  "nll": gaussian_nll(data.y_test, mean, std**2)})
+
+
+ONLINE_WARM = 128
+
+
 def _append(path, row):
     print(json.dumps(row), flush=True)
     with open(path, "a") as f:
@@ -218,6 +245,29 @@ def report(args):
                     f"{100 * (row['accuracy'] - rf['accuracy']):+.2f} | "
                     f"{row['fit_s'] / rf['fit_s']:.2f} | {'' if power is None else power} |")
         lines.append("")
+    orows = {}
+    for row in _read(RESULTS / "weights_online.jsonl"):
+        orows[(row["dataset"], row["split"], row["weights"], row["mode"])] = row
+    if orows:
+        lines += ["### Online regression vs batch (first batch of 128 rows, then chunks of 32)",
+                  "", "| dataset | splits | feature_weights | RMSE batch | RMSE online | "
+                  "NLL batch | NLL online |", "|---|---|---|---|---|---|---|"]
+        for name in REGRESSION:
+            for weights in ("None", "auto"):
+                splits = sorted({k[1] for k in orows if k[0] == name and k[2] == weights
+                                 and (name, k[1], weights, "online") in orows
+                                 and (name, k[1], weights, "batch") in orows})
+                if not splits:
+                    continue
+                got = {mode: [orows[(name, s, weights, mode)] for s in splits]
+                       for mode in ("batch", "online")}
+                lines.append(
+                    f"| {name} | {len(splits)} | {weights} | "
+                    f"{np.mean([r['rmse'] for r in got['batch']]):.4g} | "
+                    f"{np.mean([r['rmse'] for r in got['online']]):.4g} | "
+                    f"{np.mean([r['nll'] for r in got['batch']]):.3f} | "
+                    f"{np.mean([r['nll'] for r in got['online']]):.3f} |")
+        lines.append("")
     text = "\n".join(lines)
     (RESULTS / "weights.md").write_text(text + "\n")
     print(text)
@@ -225,7 +275,7 @@ def report(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("task", choices=["regression", "classification", "report"])
+    parser.add_argument("task", choices=["regression", "classification", "online", "report"])
     parser.add_argument("--datasets", default=None)
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--methods", default="auto")
@@ -235,9 +285,10 @@ def main(argv=None):
     args.models = None if args.models is None else args.models.split(",")
     if args.task == "report":
         return report(args)
-    default = REGRESSION if args.task == "regression" else CLASSIFICATION
+    default = CLASSIFICATION if args.task == "classification" else REGRESSION
     args.datasets = default if args.datasets is None else args.datasets.split(",")
-    {"regression": run_regression, "classification": run_classification}[args.task](args)
+    {"regression": run_regression, "classification": run_classification,
+     "online": run_online}[args.task](args)
 
 
 if __name__ == "__main__":

@@ -347,3 +347,62 @@ def test_online_regressor_chooses_its_hyperparameters_like_a_batch_fit():
     rmse_b = np.sqrt(np.mean((batch.predict(grid) - truth) ** 2))
     rmse_o = np.sqrt(np.mean((online.predict(grid) - truth) ** 2))
     assert abs(rmse_o - rmse_b) < 0.25 * rmse_b
+
+
+# ------------------------------------------------------------------------------ quantile map
+
+def test_quantile_map_is_increasing_and_inverted_by_backward():
+    from mondrian.core.feature_map import QuantileMap
+
+    rng = np.random.RandomState(3)
+    P = np.column_stack([rng.lognormal(size=500), rng.randint(0, 4, 500), np.full(500, 2.0)])
+    qmap = QuantileMap(P)
+    grid = np.column_stack([np.linspace(-5, 40, 1000)] * 3)
+    U = qmap.forward(grid)
+    assert np.all(np.diff(U, axis=0) > 0)  # strictly increasing, also beyond the data
+    np.testing.assert_allclose(qmap.backward(U, np.arange(3)), grid, rtol=1e-9, atol=1e-9)
+    inside = qmap.forward(P)[:, 0]
+    assert 0 <= inside.min() and inside.max() <= 1
+    # the skewed feature's values are spread evenly: its median maps near 1/2
+    assert abs(np.median(inside) - 0.5) < 0.01
+
+
+@pytest.mark.exact
+def test_a_quantile_map_is_the_map_then_a_plain_fit():
+    """A forest whose feature map starts with a quantile map == the forest fitted on the
+    quantile-mapped inputs (same seed, bit for bit); thresholds map back to original units."""
+    from mondrian.core.feature_map import QuantileMap
+
+    qmap = QuantileMap(X)
+    mapped = MondrianForestRegressor(10, random_state=0)
+    mapped._inherit_map = (W, qmap)  # what "auto" sets when the quantile map wins
+    mapped.fit(X, Y_REG)
+    plain = MondrianForestRegressor(10, random_state=0, feature_weights=W).fit(
+        qmap.forward(X), Y_REG)
+    _assert_same_trees(mapped, plain)
+    assert_array_equal(mapped.predict(X), plain.predict(qmap.forward(X)))
+    tree = mapped.estimators_[0].tree_
+    internal = tree.children_left != -1
+    thresholds, features = tree.threshold[internal], tree.feature[internal]
+    assert np.all((thresholds >= X.min(axis=0)[features])
+                  & (thresholds <= X.max(axis=0)[features]))
+    loaded = pickle.loads(pickle.dumps(mapped))
+    assert_array_equal(loaded.predict(X), mapped.predict(X))
+
+
+def test_regressor_stream_window_and_atomic_failure():
+    P, y_reg, _ = _toy(AUTO_WARM_UP + 40)
+    model = MondrianForestRegressor(8, feature_weights="auto", random_state=0)
+    model.partial_fit(P[:200], y_reg[:200])
+    assert_array_equal(model.feature_weights_, np.ones(5))
+    before = pickle.dumps(model)
+    bad = P[200:].copy()
+    bad[-1, 0] = np.nan
+    with pytest.raises(ValueError):
+        model.partial_fit(bad, y_reg[200:])  # would have closed the window
+    assert pickle.dumps(model) == before
+    model.partial_fit(P[200:], y_reg[200:])
+    w = model.feature_weights_
+    assert w[2:].max() < w[:2].min(), w
+    assert_array_equal(model._store.X, model._scaler.transform(P))
+    assert model._hyper_n == len(P)  # the hyperparameters were chosen again on the new map

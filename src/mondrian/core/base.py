@@ -204,7 +204,8 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     _can_add_trees = True
     # The single-tree estimator of a forest, and the fitted attributes its views share.
     _tree_view_class = None
-    _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
+    _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params",
+                             "feature_weights_")
 
     # Views of the ensemble's parts (AttributeError, so "not fitted", before the first fit).
     _trees = property(lambda self: self._ensemble.trees)

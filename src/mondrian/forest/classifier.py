@@ -583,6 +583,9 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         The trees (views sharing the forest's stored points).
     lifetime_ : float
         The lifetime of the fitted trees (the parameter, or the one chosen by ``"auto"``).
+    feature_weights_ : ndarray of shape (n_features,)
+        The weights of the feature map (ones without weights). With a learned map,
+        ``feature_weights_info_`` holds the search (method, relevances, power, scores, map).
     classes_ : ndarray of shape (n_classes,)
         Sorted class labels.
     n_classes_ : int
@@ -736,3 +739,5 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
 
 
 MondrianForestClassifier._tree_view_class = MondrianTreeClassifier
+# The weight search of a single tree probes a small forest (one tree scores too noisily).
+MondrianTreeClassifier._weights_probe_class = MondrianForestClassifier

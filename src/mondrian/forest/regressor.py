@@ -570,6 +570,9 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Hyperparameters in use (units of y).
     lifetime_ : float
         The lifetime of the fitted trees (the parameter, or the one chosen by ``"auto"``).
+    feature_weights_ : ndarray of shape (n_features,)
+        The weights of the feature map (ones without weights). With a learned map,
+        ``feature_weights_info_`` holds the search (method, relevances, power, scores, map).
 
     Examples
     --------
@@ -697,3 +700,5 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
 
 
 MondrianForestRegressor._tree_view_class = MondrianTreeRegressor
+# The weight search of a single tree probes a small forest (one tree scores too noisily).
+MondrianTreeRegressor._weights_probe_class = MondrianForestRegressor
