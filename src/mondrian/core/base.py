@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core import relevance
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
 from mondrian.core.feature_map import check_weights
@@ -412,9 +413,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
     @staticmethod
     def _auto_warm_up():
-        from mondrian.core.relevance import AUTO_WARM_UP
-
-        return AUTO_WARM_UP
+        return relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
 
     def _search_weights(self, X, y, method, quantile=False):
         fraction = getattr(self, "validation_fraction", 0.2)
