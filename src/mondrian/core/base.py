@@ -12,10 +12,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from mondrian.core import relevance
 from mondrian.core._tree import NODE_DTYPE
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
-from mondrian.core.feature_map import FeatureScaler, check_feature_range
+from mondrian.core.feature_map import FeatureScaler, check_feature_range, check_weights
 from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -251,8 +253,10 @@ class VersionedStateMixin:
 def _same_param(a, b):
     if a is b:
         return True
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):  # a fixed feature range
-        return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
+        if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+            return False
+        return np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
         return a == b or (a != a and b != b)  # NaN equals NaN here
     return type(a) is type(b) and a == b
@@ -282,7 +286,8 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     _first_tree = 0
     # The single-tree estimator of a forest, and the fitted attributes its views share.
     _tree_view_class = None
-    _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params")
+    _tree_view_attributes = ("lifetime_", "n_features_in_", "feature_names_in_", "_fit_params",
+                             "feature_weights_")
 
     # Views of the ensemble's parts (AttributeError, so "not fitted", before the first fit).
     _trees = property(lambda self: self._ensemble.trees)
@@ -404,6 +409,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         "lifetime": [Interval(numbers.Real, 0, None, closed="both")],
         "min_samples_split": [Interval(numbers.Integral, 1, None, closed="left")],
         "feature_scaling": [StrOptions({"minmax"}), tuple, list, None],
+        "feature_weights": [None, "array-like", str],
         "random_state": ["random_state"],
     }
 
@@ -411,7 +417,13 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     # What the trees' min_samples_split rule counts (MondrianTree.count_columns): 0 the stored
     # points; the models whose rows carry sample weights count weights instead.
     _count_columns = 0
-    _refit_params = ("lifetime", "min_samples_split", "feature_scaling")
+    _refit_params = ("lifetime", "min_samples_split", "feature_scaling", "feature_weights")
+    # Whether the targets are class labels (the relevance methods and the weights probe).
+    _classification = False
+    # Trees of the probe models that choose the power of feature_weights="auto".
+    _weights_probe_trees = 20
+    # Class of those probes (the forest for a single-tree estimator; None: this class).
+    _weights_probe_class = None
 
     # ----------------------------------------------------------------- validation
 
@@ -473,25 +485,120 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         """A fresh ensemble (feature map, store, trees) for the first batch ``X`` (original
         units; checked, not stored).
 
-        ``lifetime`` (default: the parameter) becomes the fitted ``lifetime_``.
+        ``lifetime`` (default: the parameter) becomes the fitted ``lifetime_``. The feature
+        weights are those of :meth:`_choose_feature_weights` (run it first), else none.
         """
         self._validate_lifetime()
         self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
         tree_params = {"min_samples_split": int(self.min_samples_split),
                        "pause_pure": self._pause_pure,
                        "count_columns": self._count_columns}
+        weights = self.__dict__.get("_map_weights")
         if isinstance(self.feature_scaling, (tuple, list)):  # a range fixed up front
             feature_map = FeatureScaler.fixed(*check_feature_range(self.feature_scaling,
-                                                                   X.shape[1]))
+                                                                   X.shape[1]), weights=weights)
             feature_map.check(X)
             self._ensemble = TreeEnsemble(X.shape[1], width, self.lifetime_, feature_map,
                                           self._tree_seeds(n_trees), **tree_params)
         else:
             self._ensemble = TreeEnsemble.start(
                 X, self._tree_seeds(n_trees), width=width, lifetime=self.lifetime_,
-                feature_scaling=self.feature_scaling == "minmax", **tree_params,
+                feature_scaling=self.feature_scaling == "minmax", weights=weights,
+                knots=self.__dict__.get("_map_knots"), **tree_params,
             )
         self._remember_params()
+
+    # ----------------------------------------------------------------- feature weights
+
+    def _choose_feature_weights(self, X, y, stream=False):
+        """Set the weights of the feature map for a first batch ``(X, y)`` (original units).
+
+        ``None``: no weights. An array: checked and used. A method name (``"auto"``): chosen
+        by :func:`~mondrian.core.relevance.choose_weights` with probes of this model; with
+        ``stream=True`` and fewer than ``auto_warm_up`` rows the weights stay uniform and the
+        rows open the stream window (:meth:`_feed_weights_window`). Sets ``_map_weights``
+        (None or an array), ``feature_weights_`` and, for a search, ``feature_weights_info_``.
+        """
+        n_features = X.shape[1]
+        for name in ("feature_weights_", "feature_weights_info_", "_weights_window"):
+            self.__dict__.pop(name, None)
+        inherited = self.__dict__.pop("_inherit_map", None)
+        if inherited is not None:  # a probe of the lifetime search: the parent's map
+            self._map_weights, self._map_knots = inherited
+            self.feature_weights_ = (np.ones(n_features) if inherited[0] is None
+                                     else inherited[0].copy())
+            return
+        fw = self.feature_weights
+        weights = knots = None
+        if isinstance(fw, str):
+            method = resolve_method(fw)
+            if y is None:
+                raise ValueError(
+                    f"feature_weights={fw!r} learns the weights from the labels, which "
+                    f"{type(self).__name__} does not have here: pass an array of weights (for "
+                    "instance a fitted model's feature_weights_)"
+                )
+            if stream and len(y) < self._auto_warm_up():
+                self._weights_window = (X.copy(), np.asarray(y).copy())
+            elif len(y) >= MIN_SAMPLES:
+                weights, knots, self.feature_weights_info_ = self._search_weights(
+                    X, y, method, quantile=not isinstance(self.feature_scaling, (tuple, list)))
+        elif fw is not None:
+            weights = check_weights(fw, n_features)
+        self._map_weights, self._map_knots = weights, knots
+        self.feature_weights_ = np.ones(n_features) if weights is None else weights.copy()
+
+    @staticmethod
+    def _auto_warm_up():
+        return relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
+
+    def _search_weights(self, X, y, method, quantile=False):
+        fraction = getattr(self, "validation_fraction", 0.2)
+        return choose_weights(X, y, self._classification, self._weights_score, method,
+                              self.random_state, fraction, quantile=quantile)
+
+    def _weights_probe(self, weights):
+        """An unfitted model like this one with the fixed ``weights`` (the power search)."""
+        cls = self._weights_probe_class or type(self)
+        names = cls._get_param_names()
+        params = {k: v for k, v in self.get_params(deep=False).items() if k in names}
+        params["feature_weights"] = weights
+        if isinstance(params.get("lifetime"), str) and self._weights_probe_trees:
+            params["lifetime"] = np.inf  # forests: the lifetime search is not repeated
+        if "n_estimators" in names and self._weights_probe_trees:
+            params["n_estimators"] = min(params.get("n_estimators", self._weights_probe_trees),
+                                         self._weights_probe_trees)
+        return cls(**params)
+
+    def _weights_score(self, weights, X_fit, y_fit, X_val, y_val):
+        return self._weights_probe(weights).fit(X_fit, y_fit).score(X_val, y_val)
+
+    def _feed_weights_window(self, X, y):
+        """Add online rows to an open stream window of ``feature_weights="auto"``; once it
+        holds ``auto_warm_up`` rows, choose the weights on it, re-map the stored points and
+        re-sample the trees (the same law as growing them online under the new map). After
+        that the weights never change."""
+        window = self.__dict__.get("_weights_window")
+        if window is None:
+            return
+        X_all = np.vstack([window[0], X])
+        y_all = np.concatenate([window[1], np.asarray(y)])
+        if len(y_all) < self._auto_warm_up():
+            self._weights_window = (X_all, y_all)
+            return
+        del self._weights_window
+        method = resolve_method(self.feature_weights)
+        # The window chooses weights only: the min-max map is frozen by now.
+        weights, _, self.feature_weights_info_ = self._search_weights(X_all, y_all, method)
+        self.feature_weights_ = weights.copy()
+        if np.all(weights == 1.0):
+            return  # uniform won: the trees already have the law of this map
+        self._map_weights = weights
+        self._ensemble.reweight(weights, X_all, self._n_jobs(), getattr(self, "verbose", 0))
+        self._after_reweight()
+
+    def _after_reweight(self):
+        """Reset what depends on the trees after the window re-sampled them (subclasses)."""
 
     def _add_points(self, X, rows, n_jobs=None):
         """Store the new points (original units) and extend every tree with them."""

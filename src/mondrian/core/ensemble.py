@@ -109,8 +109,14 @@ def _same_map(a, b):
         return "feature scaling (on/off)"
     if a.warm_up != b.warm_up:
         return "warm-up length"
-    for name in ("offset", "scale", "frozen"):
-        x, y = getattr(a, name), getattr(b, name)
+    ka, kb = getattr(a, "knots", None), getattr(b, "knots", None)
+    if (ka is None) != (kb is None) or (ka is not None and not (
+            len(ka.xs) == len(kb.xs)
+            and all(np.array_equal(x, y) for x, y in zip(ka.xs + ka.ls, kb.xs + kb.ls,
+                                                         strict=True)))):
+        return "quantile map"
+    for name in ("offset", "scale", "frozen", "weights"):
+        x, y = getattr(a, name, None), getattr(b, name, None)
         if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
             return f"feature map {name}"
     return None
@@ -167,12 +173,15 @@ class TreeEnsemble:
         self.read_only = False
 
     @classmethod
-    def start(cls, X, seeds, *, width, lifetime, feature_scaling=True, **tree_params):
+    def start(cls, X, seeds, *, width, lifetime, feature_scaling=True, weights=None,
+              knots=None, **tree_params):
         """An empty ensemble for a first batch ``X`` (original units; validated, not stored).
 
-        Raises a ``ValueError`` if ``X`` could not be stored under a fresh feature map.
+        ``weights`` (or None) multiply the features after the min-max map; ``knots`` (a
+        ``QuantileMap`` or None) maps them before it. Raises a
+        ``ValueError`` if ``X`` could not be stored under a fresh feature map.
         """
-        feature_map = FeatureScaler(bool(feature_scaling))
+        feature_map = FeatureScaler(bool(feature_scaling), weights=weights, knots=knots)
         feature_map.check(X)
         return cls(X.shape[1], width, lifetime, feature_map, seeds, **tree_params)
 
@@ -233,6 +242,23 @@ class TreeEnsemble:
             indices = np.arange(self.store.n_samples, dtype=np.intp)
         self.extend(indices, n_jobs, verbose)
         return indices
+
+    def reweight(self, weights, originals, n_jobs=None, verbose=0):
+        """Set new feature weights: re-map the stored points from ``originals`` (every stored
+        point, in original units and order) and re-sample every tree from its seed on them,
+        which has the law of trees grown online under the new map. The store gets a new
+        buffer (a snapshot taken before still holds the old one)."""
+        self._check_writable()
+        feature_map = self.feature_map
+        U = feature_map._scaled(feature_map._premap(originals), feature_map.offset,
+                                feature_map.scale, False, weights)
+        feature_map.set_weights(weights)
+        store = self.store
+        X = np.zeros_like(store._X)
+        X[: store.n_samples] = U
+        store._X = X
+        self.trees = self._new_trees(self.seeds)
+        self.extend(np.arange(store.n_samples, dtype=np.intp), n_jobs, verbose)
 
     def add_scaled(self, U, rows, n_jobs=None, verbose=0):
         """Store points already in the trees' coordinates and extend every tree with them."""

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-__all__ = ["FeatureScaler", "MAX_SCALED", "WARM_UP", "check_feature_range"]
+__all__ = ["FeatureScaler", "MAX_SCALED", "QuantileMap", "WARM_UP", "check_feature_range",
+           "check_weights"]
 
 # Points over which the min-max map may still adapt (see FeatureScaler).
 WARM_UP = 64
@@ -26,17 +27,29 @@ class FeatureScaler:
       stored values are 0, so no cut uses it); its scale is fixed the first time it varies,
       which alters nothing already sampled. Online learning is therefore exact from then on.
 
+    * **Weights.** The scaled features are then multiplied by fixed weights ``w_d >= 0``
+      (``feature_weights``): a Mondrian process of lifetime λ on ``w_d x_d`` cuts dimension
+      ``d`` at rate ``λ w_d`` per unit of its scaled extent, and never cuts a dimension of
+      weight 0. A fixed map of each feature keeps every property of the process (projectivity,
+      online = batch in law, pruning, lifetime paths). ``None`` means no multiplication (the
+      same as weights 1).
+
     Multiplying a feature by a constant does not change the fitted model.
 
     Parameters
     ----------
     enabled : bool
-        With ``False`` the map is the identity.
+        With ``False`` the min-max part is the identity (weights still apply).
     warm_up : int, default=64
         Number of points over which the map may still adapt.
+    weights : array-like of shape (n_features,), default=None
+        Non-negative finite weights applied after the min-max map.
     """
 
-    def __init__(self, enabled, warm_up=WARM_UP):
+    weights = None  # (maps pickled before the weights existed have none)
+    knots = None
+
+    def __init__(self, enabled, warm_up=WARM_UP, weights=None, knots=None):
         self.enabled = enabled
         self.warm_up = warm_up if enabled else 0
         self.offset = None
@@ -44,17 +57,20 @@ class FeatureScaler:
         self.frozen = None
         self.n_seen = 0
         self.originals = None  # points seen during the warm-up, in original units
+        self.weights = None if weights is None else check_weights(weights)
+        self.knots = knots  # per-feature quantile map, or None (see QuantileMap)
 
     @classmethod
-    def fixed(cls, lower, upper):
-        """A map fixed up front: ``(x - lower) / (upper - lower)``, never adapted.
+    def fixed(cls, lower, upper, weights=None):
+        """A map fixed up front: ``(x - lower) / (upper - lower)`` (times ``weights`` if given),
+        never adapted.
 
         Features with ``upper == lower`` get scale 1. Models fitted anywhere under the same
         fixed map can be merged (see :func:`mondrian.merge_forests`); points outside
         ``[lower, upper]`` are valid (their scaled values leave ``[0, 1]``).
         """
         lower, upper = check_feature_range((lower, upper), len(np.atleast_1d(lower)))
-        out = cls(True, warm_up=0)
+        out = cls(True, warm_up=0, weights=weights)
         span = upper - lower
         out.offset = lower
         out.scale = np.where(span > 0, span, 1.0)
@@ -68,6 +84,7 @@ class FeatureScaler:
             return np.zeros(n_features), np.ones(n_features), np.ones(n_features, bool), False
         if self.n_seen < self.warm_up:
             seen = X if self.originals is None else np.vstack([self.originals, X])
+            seen = self._premap(seen)
             offset = seen.min(axis=0).astype(np.float64)
             span = seen.max(axis=0) - offset
             scale = np.where(span > 0, span, 1.0)
@@ -80,6 +97,7 @@ class FeatureScaler:
         todo = ~frozen
         if todo.any():
             # Unfrozen features have held the single value `offset` so far.
+            X = self._premap(X)
             low = np.minimum(X[:, todo].min(axis=0), offset[todo])
             high = np.maximum(X[:, todo].max(axis=0), offset[todo])
             span = high - low
@@ -92,9 +110,9 @@ class FeatureScaler:
     def check(self, X):
         """Raise a ``ValueError`` if ``X`` could not be stored; change nothing."""
         offset, scale, _, moved = self._next_map(X)
-        self._scaled(X, offset, scale, clip=False)
+        self._scaled(self._premap(X), offset, scale, False, self.weights)
         if moved:
-            self._scaled(self.originals, offset, scale, clip=False)
+            self._scaled(self._premap(self.originals), offset, scale, False, self.weights)
 
     def update(self, X):
         """Take the new points ``X`` (original units) into account before storing them.
@@ -123,13 +141,23 @@ class FeatureScaler:
         after a feature whose observed range was subnormal, raise a ``ValueError``, or with
         ``clip=True`` (prediction) are clipped: such a point is as far from every box either way.
         """
-        return self._scaled(X, self.offset, self.scale, clip)
+        return self._scaled(self._premap(X), self.offset, self.scale, clip, self.weights)
+
+    def _premap(self, X):
+        """The per-feature quantile map (before the min-max map), when there is one."""
+        return X if self.knots is None else self.knots.forward(X)
+
+    def set_weights(self, weights):
+        """Replace the weights (the caller re-transforms the stored points and re-samples)."""
+        self.weights = None if weights is None else check_weights(weights, len(self.offset))
 
     @staticmethod
-    def _scaled(X, offset, scale, clip):
+    def _scaled(X, offset, scale, clip, weights=None):
         with np.errstate(over="ignore"):
             out = np.subtract(X, offset, dtype=np.float64)
             out /= scale
+            if weights is not None:
+                out *= weights
         if clip:
             np.clip(out, -MAX_SCALED, MAX_SCALED, out=out)
         elif not np.all(np.abs(out) < MAX_SCALED):
@@ -140,8 +168,86 @@ class FeatureScaler:
         return np.ascontiguousarray(out)
 
     def inverse_thresholds(self, values, features):
-        """Map scaled values along ``features`` back to original units."""
-        return values * self.scale[features] + self.offset[features]
+        """Map scaled values along ``features`` back to original units (a feature of weight 0
+        holds only 0, which maps back to its offset)."""
+        values = np.asarray(values, dtype=np.float64)
+        if self.weights is not None:
+            w = self.weights[features]
+            values = np.divide(values, w, out=np.zeros(np.broadcast(values, w).shape), where=w > 0)
+        out = values * self.scale[features] + self.offset[features]
+        if self.knots is not None:
+            out = self.knots.backward(out, features)
+        return out
+
+
+class QuantileMap:
+    """A fixed increasing map per feature: the empirical CDF of a reference sample, piecewise
+    linear between its (at most ``n_knots``) quantiles, extended linearly beyond them with the
+    slope of the whole range. Skewed features get an even spread of cut positions; as a fixed
+    monotone map it keeps every Mondrian property.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Reference sample (original units).
+    n_knots : int, default=256
+    """
+
+    def __init__(self, X, n_knots=256):
+        levels = np.linspace(0.0, 1.0, min(n_knots, len(X)))
+        knots = np.quantile(X, levels, axis=0)
+        self.xs, self.ls, self.slopes = [], [], []
+        for d in range(X.shape[1]):
+            xs, inverse = np.unique(knots[:, d], return_inverse=True)
+            ls = np.bincount(inverse, levels) / np.bincount(inverse)
+            span = xs[-1] - xs[0]
+            self.xs.append(xs)
+            self.ls.append(ls)
+            self.slopes.append((ls[-1] - ls[0]) / span if span > 0 else 1.0)
+
+    def forward(self, X):
+        out = np.empty(X.shape, dtype=np.float64)
+        for d, (xs, ls, slope) in enumerate(zip(self.xs, self.ls, self.slopes, strict=True)):
+            x = X[:, d]
+            u = np.interp(x, xs, ls)
+            with np.errstate(over="ignore", invalid="ignore"):
+                u = np.where(x < xs[0], ls[0] + (x - xs[0]) * slope, u)
+                u = np.where(x > xs[-1], ls[-1] + (x - xs[-1]) * slope, u)
+            out[:, d] = u
+        return out
+
+    def backward(self, values, features):
+        values = np.array(values, dtype=np.float64)
+        features = np.broadcast_to(features, values.shape)
+        out = np.empty_like(values)
+        for d in np.unique(features):
+            xs, ls, slope = self.xs[d], self.ls[d], self.slopes[d]
+            mask = features == d
+            u = values[mask]
+            x = np.interp(u, ls, xs)
+            x = np.where(u < ls[0], xs[0] + (u - ls[0]) / slope, x)
+            x = np.where(u > ls[-1], xs[-1] + (u - ls[-1]) / slope, x)
+            out[mask] = x
+        return out
+
+
+def check_weights(weights, n_features=None):
+    """``weights`` as a float64 array of non-negative finite numbers (ValueError otherwise)."""
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"feature_weights must be None, 'auto' or an array of non-negative numbers, got "
+            f"{weights!r}") from None
+    if w.ndim != 1 or w.size == 0:
+        raise ValueError(f"feature_weights must be a 1-d array, got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("feature_weights must hold finite non-negative numbers")
+    if n_features is not None and w.size != n_features:
+        raise ValueError(f"feature_weights has {w.size} entries but X has {n_features} features")
+    if np.all(w == 0):
+        raise ValueError("feature_weights are all 0: no dimension could ever be cut")
+    return w
 
 
 def check_feature_range(feature_range, n_features):

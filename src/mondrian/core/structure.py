@@ -94,7 +94,8 @@ class MondrianTreeStructure:
 
     def _bounds(self, row):
         scaled = self._tree.bounds_array[:, row, :]
-        return _read_only(scaled * self._scaler.scale + self._scaler.offset)
+        features = np.arange(scaled.shape[1])
+        return _read_only(self._scaler.inverse_thresholds(scaled, features))
 
     lower_bounds = property(lambda self: self._bounds(0))
     upper_bounds = property(lambda self: self._bounds(1))

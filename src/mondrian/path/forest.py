@@ -133,6 +133,8 @@ class LifetimePathMixin:
             X_fit, fit_weights = np.ascontiguousarray(X_fit[:, :-1]), X_fit[:, -1]
             X_val = np.ascontiguousarray(X_val[:, :-1])
         probe = clone(self).set_params(lifetime=np.inf)
+        if "_map_weights" in self.__dict__:  # the feature map already chosen, not a new search
+            probe._inherit_map = (self._map_weights, self.__dict__.get("_map_knots"))
         if fit_weights is None:
             probe.fit(X_fit, y_fit)
         else:

@@ -1,0 +1,329 @@
+"""Label-aware feature weights (issue 12): ``feature_weights`` on the Mondrian forests.
+
+Regression, on the UCI sets with their standard 90/10 splits (the first ``--splits``):
+``MondrianForestRegressor`` with ``feature_weights=None`` and ``"auto"`` (and any other method
+given in ``--methods``), 100 trees, against scikit-learn's ``RandomForestRegressor``,
+``ExtraTreesRegressor`` and ``HistGradientBoostingRegressor`` (context). Reported per
+(dataset, model), mean over splits: test RMSE, RMSE / RF, Gaussian NLL (RF and ET: variance of
+the trees' predictions + 0.01 var(y_train), as in ``bench_regression.py``; HGB has none), and
+the fit time relative to RF (the Mondrian fit includes the weight search). Classification on
+letter, satimage, usps and dna (their fixed splits): accuracy and fit time, Mondrian forest
+without and with weights against RF.
+
+Every model is fitted once per split (``n_jobs=1``, interleaved); ratios of times are the
+meaningful figures on a shared machine.
+
+Run from the repository root::
+
+    python benchmarks/bench_weights.py regression --splits 3
+    python benchmarks/bench_weights.py classification
+    python benchmarks/bench_weights.py regression --datasets yacht,energy --methods permutation
+
+Rows are appended to ``benchmarks/results/weights_<task>.jsonl`` as they come (``--raw``); the
+report (``benchmarks/results/weights.md``) is written by ``report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from shared.datasets import load_classification, load_uci_regression
+from shared.metrics import gaussian_nll, rmse
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+
+from mondrian import MondrianForestClassifier, MondrianForestRegressor
+
+RESULTS = Path(__file__).parent / "results"
+REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
+              "protein")
+CLASSIFICATION = ("dna", "satimage", "letter", "usps")
+N_TREES = 100
+VARIANCE_FLOOR = 0.01
+
+
+def _timed(function):
+    start = time.process_time()
+    out = function()
+    return time.process_time() - start, out
+
+
+def _tree_moments(forest, X, floor):
+    preds = np.stack([t.predict(np.asarray(X, np.float32), check_input=False)
+                      for t in forest.estimators_])
+    return preds.mean(axis=0), preds.var(axis=0) + floor
+
+
+def regression_models(methods):
+    models = {
+        "RF": lambda: RandomForestRegressor(N_TREES, random_state=0),
+        "ET": lambda: ExtraTreesRegressor(N_TREES, random_state=0),
+        "HGB": lambda: HistGradientBoostingRegressor(random_state=0),
+        "MF": lambda: MondrianForestRegressor(N_TREES, random_state=0),
+    }
+    for method in methods:
+        models[f"MF-{method}"] = (lambda m=method: MondrianForestRegressor(
+            N_TREES, feature_weights=m, random_state=0))
+    return models
+
+
+def run_regression(args):
+    out = RESULTS / "weights_regression.jsonl"
+    for name in args.datasets:
+        for split in range(args.splits):
+            data = load_uci_regression(name, split)
+            floor = VARIANCE_FLOOR * float(np.var(data.y_train))
+            for model_name, make in regression_models(args.methods).items():
+                if args.models and model_name not in args.models:
+                    continue
+                model = make()
+                fit_s, model = _timed(
+                    lambda m=model, d=data: m.fit(d.X_train, d.y_train))
+                nll = None
+                if model_name in ("RF", "ET"):
+                    mean, var = _tree_moments(model, data.X_test, floor)
+                elif model_name.startswith("MF"):
+                    mean, std = model.predict(data.X_test, return_std=True)
+                    var = std**2
+                else:
+                    mean, var = model.predict(data.X_test), None
+                if var is not None:
+                    nll = gaussian_nll(data.y_test, mean, var)
+                row = {"dataset": name, "split": split, "model": model_name,
+                       "rmse": rmse(data.y_test, mean), "nll": nll, "fit_s": fit_s}
+                if model_name.startswith("MF-"):
+                    info = getattr(model, "feature_weights_info_", {})
+                    row["power"] = info.get("power")
+                    row["weights"] = np.round(model.feature_weights_, 3).tolist()
+                _append(out, row)
+
+
+def run_classification(args):
+    out = RESULTS / "weights_classification.jsonl"
+    for name in args.datasets:
+        data = load_classification(name)
+        models = {
+            "RF": lambda: RandomForestClassifier(N_TREES, random_state=0),
+            "ET": lambda: ExtraTreesClassifier(N_TREES, random_state=0),
+            "MF": lambda: MondrianForestClassifier(N_TREES, random_state=0),
+        }
+        for method in args.methods:
+            models[f"MF-{method}"] = (lambda m=method: MondrianForestClassifier(
+                N_TREES, feature_weights=m, random_state=0))
+        for model_name, make in models.items():
+            if args.models and model_name not in args.models:
+                continue
+            model = make()
+            fit_s, model = _timed(
+                    lambda m=model, d=data: m.fit(d.X_train, d.y_train))
+            accuracy = float(np.mean(model.predict(data.X_test) == data.y_test))
+            row = {"dataset": name, "model": model_name, "accuracy": accuracy, "fit_s": fit_s}
+            if model_name.startswith("MF-"):
+                info = getattr(model, "feature_weights_info_", {})
+                row["power"] = info.get("power")
+            _append(out, row)
+
+
+def run_online(args):
+    """Batch fit against a stream (a first batch of ``WARM`` rows, then chunks of 32), for
+    ``feature_weights`` None and "auto": online regression must follow its batch law."""
+    out = RESULTS / "weights_online.jsonl"
+    for name in args.datasets:
+        for split in range(args.splits):
+            data = load_uci_regression(name, split)
+            for weights in (None, "auto"):
+                for mode in ("batch", "online"):
+                    model = MondrianForestRegressor(N_TREES, feature_weights=weights,
+                                                    random_state=0)
+                    if mode == "batch":
+                        model.fit(data.X_train, data.y_train)
+                    else:
+                        model.partial_fit(data.X_train[:ONLINE_WARM], data.y_train[:ONLINE_WARM])
+                        for start in range(ONLINE_WARM, len(data.y_train), 32):
+                            model.partial_fit(data.X_train[start:start + 32],
+                                              data.y_train[start:start + 32])
+                    mean, std = model.predict(data.X_test, return_std=True)
+                    _append(out, {"dataset": name, "split": split, "weights": str(weights),
+                                  "mode": mode, "rmse": rmse(data.y_test, mean),
+                                  "nll": gaussian_nll(data.y_test, mean, std**2)})
+
+
+ONLINE_WARM = 128
+
+
+def _append(path, row):
+    print(json.dumps(row), flush=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def _read(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def report(args):
+    """Tables of weights.md from the raw rows (the last row of each key wins)."""
+    lines = ["## Feature weights (issue 12)", "",
+             f"n_estimators={N_TREES}, n_jobs=1, random_state=0; CPU seconds of one fit per "
+             "split (shared 2-core machine: read the ratios). RF/ET NLL: tree spread + 0.01 "
+             "var(y_train). MF-<method>: feature_weights=<method> (\"auto\" = extra_trees); "
+             "its fit time includes the weight search.", ""]
+    rows = {}
+    for row in _read(RESULTS / "weights_regression.jsonl"):
+        rows[(row["dataset"], row["split"], row["model"])] = row
+    if rows:
+        models = sorted({k[2] for k in rows}, key=lambda m: (not m.startswith("MF"), m))
+        lines += ["### Regression (UCI standard splits)", "",
+                  "| dataset | splits | model | RMSE | RMSE / RF | NLL | NLL - RF | fit / RF | "
+                  "power |", "|---|---|---|---|---|---|---|---|---|"]
+        summary = {m: {"ratio": [], "nll_better": 0, "n": 0, "fit": []} for m in models}
+        for name in REGRESSION:
+            splits = sorted({k[1] for k in rows if k[0] == name and (name, k[1], "RF") in rows})
+            if not splits:
+                continue
+            for model in models:
+                got = [rows[(name, s, model)] for s in splits if (name, s, model) in rows]
+                if len(got) != len(splits):
+                    continue
+                rf = [rows[(name, s, "RF")] for s in splits]
+                ratio = np.mean([g["rmse"] / r["rmse"] for g, r in zip(got, rf, strict=True)])
+                fit = np.mean([g["fit_s"] / r["fit_s"] for g, r in zip(got, rf, strict=True)])
+                nll = [g["nll"] for g in got]
+                has_nll = all(v is not None for v in nll)
+                dnll = (np.mean([g["nll"] - r["nll"] for g, r in zip(got, rf, strict=True)])
+                        if has_nll else None)
+                powers = [g.get("power") for g in got if g.get("power") is not None]
+                summary[model]["ratio"].append(ratio)
+                summary[model]["fit"].append(fit)
+                if has_nll:
+                    summary[model]["n"] += 1
+                    summary[model]["nll_better"] += int(dnll < 0)
+                lines.append(
+                    f"| {name} | {len(splits)} | {model} | {np.mean([g['rmse'] for g in got]):.4g}"
+                    f" | {ratio:.3f} | {np.mean(nll):.3f} | {dnll:+.3f} | {fit:.2f} | "
+                    f"{','.join(f'{p:g}' for p in powers)} |" if has_nll else
+                    f"| {name} | {len(splits)} | {model} | {np.mean([g['rmse'] for g in got]):.4g}"
+                    f" | {ratio:.3f} | — | — | {fit:.2f} | |")
+        lines += ["", "| model | sets | mean RMSE / RF | NLL better than RF | mean fit / RF |",
+                  "|---|---|---|---|---|"]
+        for model in models:
+            s = summary[model]
+            if s["ratio"]:
+                nll = f"{s['nll_better']} of {s['n']}" if s["n"] else "—"
+                lines.append(f"| {model} | {len(s['ratio'])} | {np.mean(s['ratio']):.3f} | "
+                             f"{nll} | {np.mean(s['fit']):.2f} |")
+        lines.append("")
+    crows = {}
+    for row in _read(RESULTS / "weights_classification.jsonl"):
+        crows[(row["dataset"], row["model"])] = row
+    if crows:
+        lines += ["### Classification (fixed splits)", "",
+                  "| dataset | model | accuracy | points vs RF | fit / RF | power |",
+                  "|---|---|---|---|---|---|"]
+        for name in CLASSIFICATION:
+            if (name, "RF") not in crows:
+                continue
+            rf = crows[(name, "RF")]
+            for (dataset, model), row in sorted(crows.items()):
+                if dataset != name:
+                    continue
+                power = row.get("power")
+                lines.append(
+                    f"| {name} | {model} | {row['accuracy']:.4f} | "
+                    f"{100 * (row['accuracy'] - rf['accuracy']):+.2f} | "
+                    f"{row['fit_s'] / rf['fit_s']:.2f} | {'' if power is None else power} |")
+        lines.append("")
+    orows = {}
+    for row in _read(RESULTS / "weights_online.jsonl"):
+        orows[(row["dataset"], row["split"], row["weights"], row["mode"])] = row
+    if orows:
+        lines += ["### Online regression vs batch (first batch of 128 rows, then chunks of 32)",
+                  "", "| dataset | splits | feature_weights | RMSE batch | RMSE online | "
+                  "NLL batch | NLL online |", "|---|---|---|---|---|---|---|"]
+        for name in REGRESSION:
+            for weights in ("None", "auto"):
+                splits = sorted({k[1] for k in orows if k[0] == name and k[2] == weights
+                                 and (name, k[1], weights, "online") in orows
+                                 and (name, k[1], weights, "batch") in orows})
+                if not splits:
+                    continue
+                got = {mode: [orows[(name, s, weights, mode)] for s in splits]
+                       for mode in ("batch", "online")}
+                lines.append(
+                    f"| {name} | {len(splits)} | {weights} | "
+                    f"{np.mean([r['rmse'] for r in got['batch']]):.4g} | "
+                    f"{np.mean([r['rmse'] for r in got['online']]):.4g} | "
+                    f"{np.mean([r['nll'] for r in got['batch']]):.3f} | "
+                    f"{np.mean([r['nll'] for r in got['online']]):.3f} |")
+        lines.append("")
+    lines += NOTES.strip("\n").split("\n")
+    text = "\n".join(lines)
+    (RESULTS / "weights.md").write_text(text + "\n")
+    print(text)
+
+
+NOTES = """
+### Notes (run of 2026-11-22, shared 2-core machine, OMP_NUM_THREADS=1)
+
+- Splits: the first 3 standard splits of each regression set, 1 for protein; classification on
+  the fixed splits. MF-auto = `feature_weights="auto"` (extra-trees importances, power chosen on
+  validation, then min-max or quantile map at that power).
+- Issue 12 targets. Mean RMSE / RF <= 1.05: **missed** (1.106; 2.593 without weights). NLL better
+  than RF on >= 6 of 8: **missed** (4 of 8: naval, energy, wine_red, yacht; 1 of 8 without
+  weights). Fit time including the search <= 2x RF: **met** (mean 1.31, max 1.96 on
+  power_plant). dna within 1 point of RF: **met** (+0.42; was -26.6). satimage within 1 point:
+  **missed** (-1.40, unchanged). letter not worse than today: **met** (96.50% vs 96.20%). usps not
+  worse than today: **missed** (92.68% vs 92.92%, -0.25 points; the validation part did not
+  catch it, as the issue warned).
+- Methods (MF-<method> rows; regression on 2 splits of 5 sets): mutual information is the
+  cheapest but blind to interactions (yacht 2.7-3.0 RMSE vs 0.8-1.1; kin8nm no gain);
+  permutation importances match impurity importances at 2-4x the search cost; GP ARD
+  (Matern-1/2, 300 rows) was best on kin8nm (0.144-0.147 vs 0.155) but 71x RF's fit on dna and
+  the worst on satimage. Impurity importances of 50 extra trees are the default.
+- Powers: adding p = 4 to {0, 0.5, 1, 2} changed no choice on yacht, concrete, energy and naval
+  (2 splits each; p = 4 always scored below p = 2 on validation).
+- Kernel (one run, not in the tables): MondrianKernelRidge(50, lifetime="auto",
+  max_lifetime=50) on cpu_act (fixed 6554/1638 split, seed 0): test RMSE 3.135 without weights,
+  2.876 with `feature_weights="auto"` (power 0.5, min-max map), fit 5.3 s -> 36.6 s CPU (the
+  kernel models probe themselves: 5 probe fits plus the relevance trees).
+- Online vs batch: the regressor's held-out hyperparameters are now re-chosen from the stored
+  points whenever the store grew 1.25x. Remaining gaps come from the maps frozen on the first
+  rows (min-max after 64 rows, weights after 256) and from the held-out choice itself: on
+  concrete split 0 (no weights) the choice at 768 stored points picked the smallest noise share
+  (1e-6; concrete has duplicated inputs, so held-out rows coincide with training rows) and one
+  test point has NLL 1031 (mean 13.4 against 3.5 batch; the issue saw about 1000 on one split).
+"""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("task", choices=["regression", "classification", "online", "report"])
+    parser.add_argument("--datasets", default=None)
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--methods", default="auto")
+    parser.add_argument("--models", default=None, help="only these models (comma separated)")
+    args = parser.parse_args(argv)
+    args.methods = [m for m in args.methods.split(",") if m]
+    args.models = None if args.models is None else args.models.split(",")
+    if args.task == "report":
+        return report(args)
+    default = CLASSIFICATION if args.task == "classification" else REGRESSION
+    args.datasets = default if args.datasets is None else args.datasets.split(",")
+    {"regression": run_regression, "classification": run_classification,
+     "online": run_online}[args.task](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Label-aware feature weights: the relevance estimators behind ``feature_weights="auto"``.
+
+A Mondrian process of lifetime λ run on features multiplied by ``w_d`` cuts dimension ``d`` at
+rate ``λ w_d`` per unit of its min-max-scaled extent (:class:`~mondrian.core.feature_map.
+FeatureScaler`). The weights are a fixed map chosen once, so every Mondrian property survives;
+this module only chooses them.
+
+The choice (:func:`choose_weights`) has two steps, both on a hold-out split of the first batch:
+
+1. a *relevance method* (a name in :data:`WEIGHT_METHODS`) scores every feature on the fit part
+   (non-negative, larger = more relevant);
+2. the weights ``w_d ∝ r_d ** p`` (normalised to mean 1, so the total cut rate of the process
+   is unchanged) are tried for every power ``p`` in :data:`POWERS` by a small probe model of
+   the caller, scored on the validation part; ``p = 0`` is the uniform map, so the search
+   keeps uniform weights when relevance does not help.
+
+Methods are pluggable: :func:`register_weight_method` adds one (for instance the Mondrian grid's
+lifetimes), and ``feature_weights="<name>"`` selects it on any model; ``"auto"`` is
+:data:`DEFAULT_METHOD`.
+"""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "AUTO_WARM_UP",
+    "DEFAULT_METHOD",
+    "MIN_SAMPLES",
+    "POWERS",
+    "WEIGHT_METHODS",
+    "choose_weights",
+    "power_weights",
+    "register_weight_method",
+    "relevance",
+    "resolve_method",
+]
+
+# Powers tried on validation (0: uniform weights).
+POWERS = (0.0, 0.5, 1.0, 2.0)
+
+# The smallest first batch (or stream window) on which the weights are searched; smaller ones
+# keep uniform weights.
+MIN_SAMPLES = 50
+
+# Rows of the stream window of feature_weights="auto": online models keep uniform weights until
+# they have seen this many rows, then choose the weights on them and re-sample their trees.
+AUTO_WARM_UP = 256
+
+# Rows given to the relevance methods at most (a random subsample beyond).
+MAX_ROWS = {"extra_trees": 10000, "permutation": 5000, "mutual_info": 3000, "gp_ard": 300}
+
+
+def _subsample(U, y, method, rng):
+    limit = MAX_ROWS.get(method, 10000)
+    if len(y) <= limit:
+        return U, y
+    keep = rng.choice(len(y), limit, replace=False)
+    return U[keep], y[keep]
+
+
+def _extra_trees(U, y, classification, rng):
+    """Impurity importances of 50 extremely randomised trees (cost: about a third of a
+    100-tree random forest)."""
+    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
+
+    cls = ExtraTreesClassifier if classification else ExtraTreesRegressor
+    model = cls(n_estimators=50, min_samples_leaf=2, random_state=rng.randint(2**31 - 1))
+    return model.fit(U, y).feature_importances_
+
+
+def _permutation(U, y, classification, rng):
+    """Permutation importances (3 repeats) of 50 extremely randomised trees on a quarter held
+    out of the rows (cost: about one extra-trees fit plus 3 * n_features predictions)."""
+    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
+    from sklearn.inspection import permutation_importance
+    from sklearn.model_selection import train_test_split
+
+    cls = ExtraTreesClassifier if classification else ExtraTreesRegressor
+    seed = rng.randint(2**31 - 1)
+    U_fit, U_val, y_fit, y_val = train_test_split(U, y, test_size=0.25, random_state=seed)
+    model = cls(n_estimators=50, min_samples_leaf=2, random_state=seed).fit(U_fit, y_fit)
+    result = permutation_importance(model, U_val, y_val, n_repeats=3, random_state=seed)
+    return np.maximum(result.importances_mean, 0.0)
+
+
+def _mutual_info(U, y, classification, rng):
+    """Mutual information of each feature with the target (k-nearest-neighbour estimate on
+    at most 3000 rows; blind to interactions)."""
+    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
+
+    function = mutual_info_classif if classification else mutual_info_regression
+    return function(U, y, random_state=rng.randint(2**31 - 1))
+
+
+def _gp_ard(U, y, classification, rng):
+    """Inverse ARD length-scales of a Gaussian process with an exponential (Matérn 1/2)
+    kernel fitted on at most 300 rows (classes: regression on the one-hot labels)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    target = y
+    if classification:
+        target = (y[:, None] == np.unique(y)[None, :]).astype(np.float64)
+    else:
+        target = (y - y.mean()) / (y.std() or 1.0)
+    kernel = ConstantKernel() * Matern(length_scale=np.ones(U.shape[1]), nu=0.5,
+                                       length_scale_bounds=(1e-2, 1e4)) + WhiteKernel()
+    model = GaussianProcessRegressor(kernel, random_state=rng.randint(2**31 - 1))
+    model.fit(U, target)
+    return 1.0 / np.asarray(model.kernel_.k1.k2.length_scale, dtype=np.float64)
+
+
+# name -> function(U, y, classification, rng) returning non-negative relevances.
+WEIGHT_METHODS = {
+    "extra_trees": _extra_trees,
+    "permutation": _permutation,
+    "mutual_info": _mutual_info,
+    "gp_ard": _gp_ard,
+}
+
+# What feature_weights="auto" uses (chosen from benchmarks/results/weights.md).
+DEFAULT_METHOD = "extra_trees"
+
+
+def register_weight_method(name, function):
+    """Make ``feature_weights=name`` available on every model.
+
+    Parameters
+    ----------
+    name : str
+        New method name (not ``"auto"``).
+    function : callable
+        ``function(U, y, classification, rng)`` with ``U`` the min-max-scaled inputs (ndarray
+        of shape (n, n_features)), ``y`` the targets (class codes when ``classification``),
+        ``rng`` a ``RandomState``; returns ``n_features`` non-negative relevances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian.core.relevance import WEIGHT_METHODS, register_weight_method
+    >>> register_weight_method("variance", lambda U, y, c, rng: U.var(axis=0))
+    >>> "variance" in WEIGHT_METHODS
+    True
+    >>> del WEIGHT_METHODS["variance"]
+    """
+    if not isinstance(name, str) or name == "auto":
+        raise ValueError(f"a weight method needs a string name other than 'auto', got {name!r}")
+    if not callable(function):
+        raise TypeError("function must be callable")
+    WEIGHT_METHODS[name] = function
+
+
+def resolve_method(feature_weights):
+    """The relevance method named by a ``feature_weights`` string (ValueError if unknown)."""
+    name = DEFAULT_METHOD if feature_weights == "auto" else feature_weights
+    if name not in WEIGHT_METHODS:
+        raise ValueError(
+            f"feature_weights={feature_weights!r} is not a known weight method; use None, an "
+            f"array of weights, 'auto' or one of {sorted(WEIGHT_METHODS)}"
+        )
+    return name
+
+
+def minmax(X, reference=None):
+    """``X`` min-max scaled by the range of ``reference`` (default ``X``); constant: 0."""
+    reference = X if reference is None else reference
+    low = reference.min(axis=0)
+    span = reference.max(axis=0) - low
+    return (X - low) / np.where(span > 0, span, 1.0)
+
+
+def relevance(method, X, y, classification, random_state=None):
+    """Non-negative relevance of every feature of ``X`` (original units) for ``y``."""
+    rng = check_random_state(random_state)
+    U, y = _subsample(minmax(X), np.asarray(y), method, rng)
+    r = np.asarray(WEIGHT_METHODS[method](U, y, classification, rng), dtype=np.float64)
+    if r.shape != (X.shape[1],):
+        raise ValueError(f"weight method {method!r} returned shape {r.shape}, expected "
+                         f"({X.shape[1]},)")
+    r = np.where(np.isfinite(r), np.maximum(r, 0.0), 0.0)
+    # Features that never vary carry no information (their scaled values are all 0 anyway).
+    r[np.ptp(X, axis=0) == 0] = 0.0
+    return r
+
+
+def power_weights(r, power):
+    """Weights ``∝ r ** power`` with mean 1 (``power = 0`` or no relevance at all: ones)."""
+    r = np.asarray(r, dtype=np.float64)
+    if power == 0 or not np.any(r > 0):
+        return np.ones_like(r)
+    w = np.where(r > 0, r, 0.0) ** power
+    return w * (len(w) / w.sum())
+
+
+def choose_weights(X, y, classification, score, method, random_state=None,
+                   validation_fraction=0.2, powers=POWERS, quantile=True):
+    """Relevance on a fit part, power on a validation part.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features)
+        First batch, original units.
+    y : ndarray of shape (n,)
+        Its targets (class labels or numbers).
+    classification : bool
+    score : callable
+        ``score(weights, X_fit, y_fit, X_val, y_val)``: validation score of a probe model
+        fitted with the fixed ``weights`` (larger is better).
+    method : str
+        Name in :data:`WEIGHT_METHODS`.
+    random_state : int, RandomState instance or None
+    validation_fraction : float
+    powers : sequence of float
+
+    quantile : bool, default=True
+        Also try, at the best power, the per-feature quantile map (:class:`~mondrian.core.
+        feature_map.QuantileMap` of the fit part) in front of the min-max map; it is kept when
+        its probe scores better.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_features,)
+    knots : QuantileMap or None
+        The quantile map of the whole batch when it won, else None.
+    info : dict
+        ``method``, ``relevance``, ``power``, ``powers``, ``scores`` (one per power), ``map``
+        ("minmax" or "quantile") and ``quantile_score``.
+    """
+    from mondrian.core.feature_map import QuantileMap
+    from mondrian.path.holdout import holdout_split
+
+    rng = check_random_state(random_state)
+    X_fit, X_val, y_fit, y_val = holdout_split(X, y, validation_fraction, rng,
+                                               stratify=classification, min_fit=2)
+    codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
+    r = relevance(method, X_fit, codes, classification, rng)
+    scores = []
+    best, best_score = 0.0, -np.inf
+    for power in powers:
+        s = float(score(power_weights(r, power), X_fit, y_fit, X_val, y_val))
+        scores.append(s)
+        if s > best_score:  # ties keep the smaller power (uniform first)
+            best, best_score = power, s
+    weights = power_weights(r, best)
+    info = {"method": method, "relevance": r, "power": best, "powers": tuple(powers),
+            "scores": np.array(scores), "map": "minmax", "quantile_score": None}
+    knots = None
+    if quantile:
+        fit_map = QuantileMap(X_fit)
+        s = float(score(weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val))
+        info["quantile_score"] = s
+        if s > best_score:
+            info["map"] = "quantile"
+            knots = QuantileMap(X)
+    return weights, knots, info
