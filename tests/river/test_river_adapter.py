@@ -117,18 +117,29 @@ def test_weights_count_samples():
     adapter = RiverRegressor(MondrianForestRegressor(3, random_state=0))
     adapter.learn_one(rows(0), 1.0)
     adapter.learn_one(rows(1), 2.0, w=3)
-    assert adapter.model_.n_samples_seen_ == 4
+    # The regressor takes sample weights: w=3 is the same model as the row learnt 3 times.
+    order = np.argsort(NAMES)
+    direct = MondrianForestRegressor(3, random_state=0)
+    direct.partial_fit(X[[0]][:, order], [1.0])
+    direct.partial_fit(np.repeat(X[[1]][:, order], 3, axis=0), [2.0] * 3)
+    np.testing.assert_array_equal(adapter.model_.predict(X[:, order]), direct.predict(X[:, order]))
     before = pickle.dumps(adapter)
     adapter.learn_one(rows(2), 2.0, w=0)  # the same as leaving the sample out
     assert pickle.dumps(adapter) == before
-    for bad in (0.5, -1, np.nan, "2", True):
+    for bad in (-1, np.nan, "2", True):
         with pytest.raises(ValueError, match="w"):
             adapter.learn_one(rows(2), 2.0, w=bad)
         assert pickle.dumps(adapter) == before
+    # The density takes integer weights only (it repeats the rows).
+    density = RiverAnomalyDetector(MondrianForestDensity(n_estimators=3, random_state=0))
+    density.learn_one(rows(0), w=2)
+    assert density.model_.n_samples_seen_ == 2
+    with pytest.raises(ValueError, match="integer sample weights"):
+        density.learn_one(rows(1), w=0.5)
     # A pipeline routes river's w to the final step.
     pipeline = preprocessing.StandardScaler() | RiverClassifier(MondrianForestClassifier(3))
     pipeline.learn_one(rows(0), 1, w=2)
-    assert pipeline[-1].model_.n_samples_seen_ == 2
+    assert pipeline[-1].model_._store.rows[:, :].sum() == 2
 
 
 def test_missing_and_unknown_features():
