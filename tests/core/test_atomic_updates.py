@@ -7,6 +7,7 @@ a ``KeyboardInterrupt`` after some trees were extended, and a timer thread deliv
 
 import _thread
 import pickle
+import signal
 import threading
 
 import numpy as np
@@ -139,6 +140,9 @@ def _interrupted(call, delay):
     return whether the interrupt came before the call returned."""
     timer = threading.Timer(delay, _thread.interrupt_main)
     hit = False
+    # Other tests (dask's LocalCluster) may leave a SIGINT handler of their own behind, which
+    # interrupt_main would call instead of raising KeyboardInterrupt: use Python's default here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         timer.start()
         try:
@@ -149,6 +153,8 @@ def _interrupted(call, delay):
                 pass
     except KeyboardInterrupt:
         hit = True
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return hit
 
 
