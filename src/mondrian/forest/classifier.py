@@ -402,7 +402,7 @@ class _BaseMondrianClassifier(
             raise ValueError("x contains NaN or infinity")
         return row
 
-    def learn_one(self, x, y):
+    def learn_one(self, x, y, classes=None):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
         The update is thread-safe and validated before any change: a rejected input leaves the
@@ -419,16 +419,34 @@ class _BaseMondrianClassifier(
             outside those features raises a ``ValueError``.
         y : label
             Its class.
+        classes : array-like, default=None
+            All the classes the stream may contain, as in :meth:`partial_fit`. Without it every
+            new class widens the statistics of every node of every tree (time linear in the
+            size of the forest per new class); with it the columns exist from the start.
 
         Returns
         -------
         self : object
         """
         self._check_writable()
+        if classes is not None:
+            _check_one_label(y)
+            with online_update(self, x):
+                row = self._one_row(x, learn=True)
+                if not hasattr(self, "_trees"):
+                    self._check_learn_one_lifetime()
+                return self._partial_fit(row, np.asarray([y]), classes)
         if not self._is_known_class(y):  # a class seen before needs no check (the common case)
             _check_one_label(y)
         with online_update(self, x):
             return self._learn_one(x, y)
+
+    def _check_learn_one_lifetime(self):
+        if isinstance(self.lifetime, str):
+            raise ValueError(
+                'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
+                "before learn_one"
+            )
 
     def _is_known_class(self, y):
         if "classes_" not in self.__dict__ or np.ndim(y) != 0:
@@ -444,11 +462,7 @@ class _BaseMondrianClassifier(
         if first:
             self._validate_params()
             self._validate_lifetime()
-            if isinstance(self.lifetime, str):
-                raise ValueError(
-                    'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
-                    "before learn_one"
-                )
+            self._check_learn_one_lifetime()
             self.n_features_in_ = row.shape[1]
             self.classes_ = np.asarray([y])
             self._classes_fixed = False
