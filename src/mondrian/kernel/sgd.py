@@ -27,6 +27,21 @@ __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLife
 SGDLifetimePath = LifetimePath
 
 
+
+def _location_scale(y):
+    """Mean and standard deviation of the targets (scale 1 for constant ones).
+
+    Targets near the largest float overflow the plain formulas (squares, sums): they are then
+    computed on ``y / max|y|`` and scaled back, so any finite target scale works.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, scale = float(np.mean(y)), float(np.std(y))
+    if not (np.isfinite(mean) and np.isfinite(scale)):
+        top = float(np.max(np.abs(y)))
+        unit = y / top
+        mean, scale = float(np.mean(unit)) * top, float(np.std(unit)) * top
+    return mean, scale if scale > 0 else 1.0
+
 class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
     """Shared machinery of the SGD kernel models (not for direct use)."""
 
@@ -210,8 +225,7 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        self._y_mean = float(np.mean(y))
-        self._y_scale = float(np.std(y)) or 1.0
+        self._y_mean, self._y_scale = _location_scale(y)
         return X, y
 
     def _targets(self, y):
@@ -219,7 +233,8 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         return ((y - self._y_mean) / self._y_scale)[:, None]
 
     def _loss_units(self, losses):
-        return losses * self._y_scale**2
+        with np.errstate(over="ignore"):
+            return losses * self._y_scale * self._y_scale
 
     def predict(self, X):
         """Predicted targets.

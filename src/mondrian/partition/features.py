@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin
+from mondrian.core.base import StrictParamsMixin, atomic_fit
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,
@@ -115,6 +115,7 @@ class RandomPartitionFeatures(
         self.n_partitions = n_partitions
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y=None):
         """Draw the partitions from ``X`` (and ``y`` for the supervised partitioners).
 

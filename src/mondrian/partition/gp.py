@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin
+from mondrian.core.base import StrictParamsMixin, atomic_fit
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionGPRegressor", "block_pcg"]
@@ -191,6 +191,7 @@ class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, BaseEstimato
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y):
         """Draw the partitions, fit the variances and solve for the posterior.
 

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin
+from mondrian.core.base import StrictParamsMixin, atomic_fit
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionKernelPCA"]
@@ -71,6 +71,7 @@ class RandomPartitionKernelPCA(
         self.tol = tol
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y=None):
         """Draw the partitions and find the top components.
 
