@@ -362,3 +362,47 @@ def test_partition_refit_failing_midway_keeps_the_previous_model(make, target, e
         _fit(model, None if target is None else target[::-1])
     monkeypatch.undo()
     assert state(model) == before
+
+
+# ----------------------------------------------------------------- selections in any units
+
+XS = np.random.RandomState(3).rand(200, 2)
+YS = np.sin(6 * XS[:, 0]) + 0.1 * np.random.RandomState(4).randn(200)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MondrianForestRegressor(4, lifetime="auto", random_state=0),
+    lambda: MondrianKernelRidge(5, lifetime="auto", random_state=0),
+    lambda: MondrianKernelRidge(5, lifetime="auto", lifetime_selection="marginal_likelihood",
+                                random_state=0),
+    lambda: MondrianKernelSGDRegressor(4, lifetime="auto", n_epochs=1, random_state=0),
+], ids=["forest", "ridge-validation", "ridge-evidence", "sgd"])
+def test_auto_lifetime_is_the_same_in_any_units_of_y(make):
+    """Every selection reads its criterion in standardised units: targets of 1e-300 or 1e300
+    (whose squared errors underflow or overflow in units of y) choose the lifetime of y."""
+    reference = make().fit(XS, YS).lifetime_
+    for scale in (1e-300, 1e300):
+        assert make().fit(XS, YS * scale).lifetime_ == pytest.approx(reference, rel=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e160, 1e300])
+def test_kernel_ridge_works_at_any_target_scale(scale):
+    reference = MondrianKernelRidge(5, lifetime=3.0, random_state=0).fit(XS, YS)
+    model = MondrianKernelRidge(5, lifetime=3.0, random_state=0).fit(XS, YS * scale)
+    for got, want in zip(model.predict(XS[:10], return_std=True),
+                         reference.predict(XS[:10], return_std=True), strict=True):
+        np.testing.assert_allclose(got / scale, want, rtol=1e-9)
+    assert model.log_marginal_likelihood() + len(YS) * np.log(scale) == pytest.approx(
+        reference.log_marginal_likelihood(), rel=1e-9)
+    mean, std = model.predict_lifetime_mixture(XS[:5])
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+
+
+def test_kernel_ridge_online_targets_far_beyond_the_first_batch_are_refused_clearly():
+    """The ridge keeps sums of squares of the first batch's standardised units: targets more
+    than 2**100 times its spread are refused (documented), the model unchanged."""
+    model = MondrianKernelRidge(4, lifetime=2.0, random_state=0).fit(X[:60], Y_REG[:60] * 1e-200)
+    before = state(model)
+    assert_unchanged(model, before, lambda: model.partial_fit(X[60:62], [1e200, 1.0]))
+    model.partial_fit(X[60:62], [1e-170, 0.0])  # 1e30 times the spread: accepted
+    assert np.all(np.isfinite(model.predict(X[:5], return_std=True)[1]))

@@ -434,7 +434,14 @@ class _BaseMondrianRegressor(
         cache = self._posterior_cache
         if cache.version != self._version:
             mean, var = self._base_params()
-            cache.params = self._empirical_bayes(mean, var)
+            frozen = self.__dict__.get("_frozen_prior")
+            if frozen is None:
+                cache.params = self._empirical_bayes(mean, var)
+            else:  # a lifetime-path copy (see _path_copy_setup)
+                mean0, noise, prior, rate = frozen
+                cache.params = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
+                                             sigma2=2.0 * prior, rate=rate,
+                                             hierarchical=self.smoothing == "hierarchical")
             results = [upward_messages(tree, cache.params) for tree in self._trees]
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = float(np.mean([r[2] for r in results]))
@@ -464,15 +471,12 @@ class _BaseMondrianRegressor(
     def _path_metrics(self):
         return ("mse", "nll"), "mse", False
 
-    def _path_copy_params(self):
-        # Read the leaves independently, with this forest's hyperparameters frozen.
-        hyper = self.hyperparameters_
-        return {
-            "smoothing": "independent",
-            "noise_variance": hyper["noise_variance"],
-            "prior_variance": hyper["prior_variance"],
-            "sigmoid_rate": hyper["sigmoid_rate"],
-        }
+    def _path_copy_setup(self, forest):
+        # Read the leaves independently, with this forest's hyperparameters frozen. They pass
+        # in standardised units: in units of y a variance may overflow (targets of 1e300).
+        params = self._posterior().params
+        forest.set_params(smoothing="independent")
+        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
 
     def _path_targets(self, X, y):
         y = np.asarray(y, dtype=np.float64)

@@ -31,16 +31,21 @@ SGDLifetimePath = LifetimePath
 def _location_scale(y):
     """Mean and standard deviation of the targets (scale 1 for constant ones).
 
-    Targets near the largest float overflow the plain formulas (squares, sums): they are then
-    computed on ``y / max|y|`` and scaled back, so any finite target scale works.
+    Targets near the largest or the smallest floats overflow or underflow the plain formulas
+    (their squares): they are then computed on ``y / max|y|`` and scaled back, so any finite
+    target scale works.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean, scale = float(np.mean(y)), float(np.std(y))
-    if not (np.isfinite(mean) and np.isfinite(scale)):
-        top = float(np.max(np.abs(y)))
-        unit = y / top
-        mean, scale = float(np.mean(unit)) * top, float(np.std(unit)) * top
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        mean, var = float(np.mean(y)), float(np.var(y))
+    if np.isfinite(mean) and np.isfinite(var) and var > 1e-290:
+        return mean, float(np.sqrt(var))
+    top = float(np.max(np.abs(y)))
+    if top == 0:
+        return 0.0, 1.0
+    unit = y / top
+    mean, scale = float(np.mean(unit)) * top, float(np.std(unit)) * top
     return mean, scale if scale > 0 else 1.0
+
 
 class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
     """Shared machinery of the SGD kernel models (not for direct use)."""
@@ -150,6 +155,7 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             eval_every = max(1, int(self.max_features) // 50)
         _, losses, errors, _, lifetimes, upper = model._run(
             targets, is_train, int(self.max_features), int(eval_every))
+        choice = losses[:, 1] if n_val else losses[:, 0]  # standardised: never overflows
         losses = self._loss_units(losses)
         metrics = {"training_loss": losses[:, 0]}
         if n_val:
@@ -159,7 +165,8 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             if n_val:
                 metrics["validation_error"] = errors[:, 1]
         criterion = "validation_loss" if n_val else "training_loss"
-        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False)
+        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False,
+                            selection=choice)
 
     def _path_targets(self, y):
         return self._targets(y)

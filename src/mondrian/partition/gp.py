@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, atomic_fit
+from mondrian.core.targets import centre_and_scale
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionGPRegressor", "block_pcg"]
@@ -211,16 +212,10 @@ class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, BaseEstimato
             self.partitioner, self.n_partitions, random_state=rng.randint(2**31 - 1))
         Z = self.features_.fit_transform(X, y).tocsc()
         n, C = Z.shape
-        self.y_mean_ = float(y.mean())
-        with np.errstate(over="ignore", invalid="ignore"):
-            yc = y - self.y_mean_
-        if not np.all(np.isfinite(yc)):
-            raise ValueError("y spans more than the largest float64: rescale y")
-        # Standardise by a power of two (exact): the fit works in units where |y - mean| < 1, so
-        # any finite target scale gives the same variances and predictions up to units.
-        spread = float(np.max(np.abs(yc))) if n else 0.0
-        self._y_scale = float(np.ldexp(1.0, int(np.frexp(spread)[1]))) if spread > 0 else 1.0
-        yc = yc / self._y_scale
+        # The fit works in units where |y - mean| < 1 (a power of two: exact), so any finite
+        # target scale gives the same variances and predictions up to units.
+        self.y_mean_, self._y_scale = centre_and_scale(y)
+        yc = (y - self.y_mean_) / self._y_scale
         fixed = tuple(None if v is None else self._to_standard(v)
                       for v in (self.signal_variance, self.noise_variance))
         solver = self.solver
