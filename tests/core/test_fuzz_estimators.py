@@ -12,6 +12,7 @@ every run, so CI is stable); the ``slow`` run draws ``SLOW_EXAMPLES`` per estima
 """
 
 import collections
+import inspect
 import pickle
 import warnings
 
@@ -71,6 +72,8 @@ ESTIMATORS = {
 }
 
 EXAMPLES_RUN = collections.Counter()
+# Why finite inputs were refused: (estimator, first words of the message) -> count.
+FINITE_REFUSALS = collections.Counter()
 
 
 def test_every_public_estimator_is_fuzzed():
@@ -147,11 +150,9 @@ def _outputs(model, kind, X):
     if kind == "clf":
         return [model.predict_proba(X), model.predict(X)]
     if kind == "reg":
-        out = model.predict(X)
-        if "return_std" in model.predict.__code__.co_varnames:
-            out = model.predict(X, return_std=True)
-            return list(out)
-        return [out]
+        if "return_std" in inspect.signature(model.predict).parameters:
+            return [model.predict(X), *model.predict(X, return_std=True)]
+        return [model.predict(X)]
     if kind == "density":
         return [model.score_samples(X)]
     Z = model.transform(X)
@@ -183,7 +184,9 @@ def check_estimator_on(name, data):
             _fit(model, kind, X, y)
         except Exception as exc:  # noqa: BLE001 - the property is about the exception type
             assert _allowed(exc), f"{name}.fit raised {type(exc).__name__}: {exc}"
-            EXAMPLES_RUN[name, "rejected"] += 1
+            EXAMPLES_RUN[name, "rejected (NaN/inf)" if has_bad else "rejected (finite)"] += 1
+            if not has_bad:
+                FINITE_REFUSALS[name, str(exc)[:70]] += 1
             return
         assert not has_bad, f"{name}.fit accepted a non-finite X"
         try:
@@ -193,13 +196,17 @@ def check_estimator_on(name, data):
             EXAMPLES_RUN[name, "read rejected"] += 1
             return
         _assert_finite(outputs)
-        if hasattr(model, "partial_fit") and kind != "clf":
-            # A second batch: the same rows, reversed and shifted (new extremes).
+        if hasattr(model, "partial_fit"):
+            # A second batch: the same rows, reversed and shifted (new extremes), and for the
+            # regressors targets three times larger.
             X2 = X[::-1] * 2.0 + 1.0
             before = pickle.dumps(model)
             try:
                 if y is None:
                     model.partial_fit(X2)
+                elif kind == "clf":
+                    model.partial_fit(X2, y[::-1])
+                    model.learn_one(X2[0], y[0])
                 else:
                     model.partial_fit(X2, y[::-1] * 3.0)
             except Exception as exc:  # noqa: BLE001
@@ -240,4 +247,6 @@ def test_fuzz_counts_are_recorded():
     total = sum(EXAMPLES_RUN.values())
     print(f"\nfuzz examples run: {total}")
     for (name, outcome), count in sorted(EXAMPLES_RUN.items()):
-        print(f"  {name:32s} {outcome:14s} {count}")
+        print(f"  {name:32s} {outcome:18s} {count}")
+    for (name, message), count in sorted(FINITE_REFUSALS.items()):
+        print(f"  refused finite input: {name}: {message} ({count})")
