@@ -102,6 +102,7 @@ class _BaseMondrianClassifier(
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_codes_cache", None)  # a cache, rebuilt on demand
+        state.pop("_classes_argument", None)  # likewise (see _classes_already)
         return state
 
     def _check_label_kind(self, y):
@@ -429,6 +430,8 @@ class _BaseMondrianClassifier(
         self : object
         """
         self._check_writable()
+        if classes is not None and self._classes_already(classes):
+            classes = None  # the set is fixed already: the one-sample path below applies
         if classes is not None:
             _check_one_label(y)
             with online_update(self, x):
@@ -440,6 +443,21 @@ class _BaseMondrianClassifier(
             _check_one_label(y)
         with online_update(self, x):
             return self._learn_one(x, y)
+
+    def _classes_already(self, classes):
+        """Whether ``classes`` is the class set this model has already fixed (cheap when the
+        same object is passed on every call, as a stream does)."""
+        if not self.__dict__.get("_classes_fixed", False):
+            return False
+        if classes is self.__dict__.get("_classes_argument"):
+            return True
+        try:
+            same = np.array_equal(np.unique(np.asarray(classes)), self.classes_)
+        except TypeError:  # labels of mixed types: the full check reports it
+            return False
+        if same:
+            self._classes_argument = classes
+        return same
 
     def _check_learn_one_lifetime(self):
         if isinstance(self.lifetime, str):
