@@ -29,6 +29,8 @@ def centre_and_scale(y):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from mondrian.core.targets import centre_and_scale
     >>> centre_and_scale(np.array([1e300, 3e300]))
     (2e+300, 1.3393857589828342e+300)
     >>> centre_and_scale(np.array([5.0, 5.0]))
