@@ -673,7 +673,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
     @property
     def feature_scale_(self):
-        """Scale of the min-max feature map (1 for features that never varied)."""
+        """Scale of the min-max feature map (for a feature constant during the warm-up: the
+        magnitude of its value, 1 for 0; see :class:`~mondrian.core.feature_map.FeatureScaler`)."""
         check_is_fitted(self, "_trees")
         return self._scaler.scale.copy()
 

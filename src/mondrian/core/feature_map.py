@@ -22,10 +22,15 @@ class FeatureScaler:
       map of all the points so far, and :meth:`update` reports when it changed: the trees are
       then re-sampled from scratch on the stored points (cheap: they are few), which has the
       same law as growing them online under the new map.
-    * **Frozen.** Afterwards a feature's map never changes once its range is positive. A
-      feature that has held a single value keeps the offset at that value and scale 1 (all its
-      stored values are 0, so no cut uses it); its scale is fixed the first time it varies,
-      which alters nothing already sampled. Online learning is therefore exact from then on.
+    * **Frozen.** At the end of the warm-up every feature's map is fixed for good, so online
+      learning is exact from then on. A feature that held a single value ``c`` throughout the
+      warm-up has no observed range; its map is offset ``c`` and scale ``|c|`` (1 when ``c``
+      is 0): the only unit the data gave is the magnitude of its value, so a later change by a
+      fraction ``f`` of it moves the point by ``f`` in the trees' space (all stored values are
+      0 under any scale, so no cut is affected). Freezing the scale at the first later change
+      instead would let a tiny blip (1e-300) fix a scale that rejects every normal value after
+      it. Such a feature is weighted by its magnitude; standardise it beforehand if its later
+      variation has another natural unit.
 
     * **Weights.** The scaled features are then multiplied by fixed weights ``w_d >= 0``
       (``feature_weights``): a Mondrian process of lifetime λ on ``w_d x_d`` cuts dimension
@@ -87,16 +92,23 @@ class FeatureScaler:
             seen = self._premap(seen)
             offset = seen.min(axis=0).astype(np.float64)
             span = seen.max(axis=0) - offset
-            scale = np.where(span > 0, span, 1.0)
-            frozen = (span > 0) if self.n_seen + len(X) >= self.warm_up else np.zeros(
-                n_features, bool)
+            done = self.n_seen + len(X) >= self.warm_up
+            # Zero-range features: scale 1 while warming up, |value| (1 for 0) once frozen.
+            magnitude = np.abs(offset)
+            flat = np.where(done & (magnitude >= np.finfo(np.float64).tiny), magnitude, 1.0)
+            scale = np.where(span > 0, span, flat)
+            frozen = np.full(n_features, done)
+            # Stored values of zero-range features are 0 under any scale: they never move.
+            varied = span > 0
             moved = self.n_seen > 0 and not (
-                np.array_equal(offset, self.offset) and np.array_equal(scale, self.scale))
+                np.array_equal(offset, self.offset)
+                and np.array_equal(scale[varied], self.scale[varied]))
             return offset, scale, frozen, moved
         offset, scale, frozen = self.offset, self.scale.copy(), self.frozen.copy()
         todo = ~frozen
         if todo.any():
-            # Unfrozen features have held the single value `offset` so far.
+            # Only in models pickled before every feature froze at the end of the warm-up:
+            # unfrozen features have held the single value `offset` so far.
             X = self._premap(X)
             low = np.minimum(X[:, todo].min(axis=0), offset[todo])
             high = np.maximum(X[:, todo].max(axis=0), offset[todo])

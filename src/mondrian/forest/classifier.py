@@ -157,6 +157,7 @@ class _BaseMondrianClassifier(
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_codes_cache", None)  # a cache, rebuilt on demand
+        state.pop("_classes_argument", None)  # likewise (see _classes_already)
         return state
 
     def _check_label_kind(self, y):
@@ -438,7 +439,7 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- river-style API
 
-    def learn_one(self, x, y):
+    def learn_one(self, x, y, classes=None):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
         The update is thread-safe and validated before any change: a rejected input leaves the
@@ -455,16 +456,51 @@ class _BaseMondrianClassifier(
             outside those features raises a ``ValueError``.
         y : label
             Its class.
+        classes : array-like, default=None
+            All the classes the stream may contain, as in :meth:`partial_fit`. Without it every
+            new class widens the statistics of every node of every tree (time linear in the
+            size of the forest per new class); with it the columns exist from the start.
 
         Returns
         -------
         self : object
         """
         self._check_writable()
+        if classes is not None and self._classes_already(classes):
+            classes = None  # the set is fixed already: the one-sample path below applies
+        if classes is not None:
+            _check_one_label(y)
+            with online_update(self, x):
+                row = self._one_row(x, learn=True)
+                if not hasattr(self, "_trees"):
+                    self._check_learn_one_lifetime()
+                return self._partial_fit(row, np.asarray([y]), classes)
         if not self._is_known_class(y):  # a class seen before needs no check (the common case)
             _check_one_label(y)
         with online_update(self, x):
             return self._learn_one(x, y)
+
+    def _classes_already(self, classes):
+        """Whether ``classes`` is the class set this model has already fixed (cheap when the
+        same object is passed on every call, as a stream does)."""
+        if not self.__dict__.get("_classes_fixed", False):
+            return False
+        if classes is self.__dict__.get("_classes_argument"):
+            return True
+        try:
+            same = np.array_equal(np.unique(np.asarray(classes)), self.classes_)
+        except TypeError:  # labels of mixed types: the full check reports it
+            return False
+        if same:
+            self._classes_argument = classes
+        return same
+
+    def _check_learn_one_lifetime(self):
+        if isinstance(self.lifetime, str):
+            raise ValueError(
+                'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
+                "before learn_one"
+            )
 
     def _is_known_class(self, y):
         if "classes_" not in self.__dict__ or np.ndim(y) != 0:
@@ -480,11 +516,7 @@ class _BaseMondrianClassifier(
         if first:
             self._validate_params()
             self._validate_lifetime()
-            if isinstance(self.lifetime, str):
-                raise ValueError(
-                    'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
-                    "before learn_one"
-                )
+            self._check_learn_one_lifetime()
             if isinstance(self.class_weight, str):
                 raise ValueError(
                     'class_weight="balanced" is computed on the whole training set: use fit, '

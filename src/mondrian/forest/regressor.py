@@ -1,5 +1,6 @@
 """Mondrian forest regressor with predictive uncertainty (Lakshminarayanan, Roy & Teh, 2016)."""
 
+import contextlib
 import copy
 import numbers
 
@@ -81,12 +82,26 @@ def _check_finite_targets(y):
         raise ValueError("y contains NaN, infinity or None")
 
 
+# Standardised targets stay below this magnitude: a batch reaching beyond it multiplies the
+# target scale by a power of two (see _TargetScaler.update), so squares and sums of standardised
+# targets never come near overflow, whatever the units of y.
+MAX_STANDARDISED_EXPONENT = 20  # |y - offset| / scale < 2**20
+
+
 class _TargetScaler:
-    """Affine map of the targets, frozen like the feature map (see ``FeatureScaler``).
+    """Affine map ``y -> (y - offset) / scale`` of the targets, applied before the trees sum them.
 
     The offset is the first target seen; the scale is the range of the targets when it first
-    becomes positive. Sums of ``y`` and ``y**2`` in the trees stay valid forever, and the model
-    is equivariant to the units of ``y``.
+    becomes positive (1 while every target equals the offset: their standardised values are all
+    0, so any scale fits them). A later batch whose standardised values would exceed
+    ``2**MAX_STANDARDISED_EXPONENT`` in magnitude multiplies the scale by the power of two
+    ``2**k`` that brings them below 1: the stored sums of ``y`` and ``y**2`` are then multiplied
+    by ``2**-k`` and ``2**-2k``, which is exact in floating point (only contributions below the
+    smallest float, negligible next to the new targets, can round away). Any finite targets
+    whose range is finite work: from a first batch of range 1e-303 to targets of 1e300.
+
+    Differences are formed from halves (``y / 2 - offset / 2``, exact for normal floats), so
+    they never overflow; targets whose range exceeds the largest float are refused.
     """
 
     def __init__(self):
@@ -95,16 +110,84 @@ class _TargetScaler:
         self.frozen = False
 
     def update(self, y):
+        """Take the targets ``y`` into account; return the ``k`` by which the scale was
+        multiplied by ``2**k`` (0: the stored standardised sums stay valid as they are).
+
+        Raises a ``ValueError`` when the targets' range exceeds the largest float.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        if y.size == 0:
+            return 0
         if self.offset is None:
             self.offset = float(y[0])
+        high, low = max(float(y.max()), self.offset), min(float(y.min()), self.offset)
+        span = 2.0 * (0.5 * high - 0.5 * low)
+        if not np.isfinite(span):
+            raise ValueError(
+                "the range of y exceeds the largest float64 (max(y) - min(y) overflows): "
+                "rescale y"
+            )
         if not self.frozen:
-            span = max(float(y.max()), self.offset) - min(float(y.min()), self.offset)
             if span > 0:
                 self.scale = span
                 self.frozen = True
+            return 0
+        # |y - offset| <= span < 2**e_span; scale >= 2**(e_scale - 1).
+        e_span = int(np.frexp(span)[1])
+        e_scale = int(np.frexp(self.scale)[1])
+        k = e_span - e_scale + 1
+        if k <= MAX_STANDARDISED_EXPONENT:
+            return 0
+        scale = float(np.ldexp(self.scale, k))
+        if not np.isfinite(scale):
+            raise ValueError(
+                "the range of y exceeds the largest float64 (max(y) - min(y) overflows): "
+                "rescale y"
+            )
+        self.scale = scale
+        return k
 
     def transform(self, y):
-        return (np.asarray(y, dtype=np.float64) - self.offset) / self.scale
+        y = np.asarray(y, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            return (0.5 * y - 0.5 * self.offset) / (0.5 * self.scale)
+
+    def inverse(self, mean, std=None):
+        """Map standardised means (and standard deviations) back to the units of ``y``."""
+        with np.errstate(over="ignore"):
+            mean = mean * self.scale + self.offset
+            return mean if std is None else (mean, std * self.scale)
+
+    def variance_to_units(self, variance):
+        """A variance of standardised targets in units of y squared (inf beyond float64)."""
+        with np.errstate(over="ignore"):
+            return np.float64(variance) * self.scale * self.scale
+
+    def variance_from_units(self, variance):
+        """A variance in units of y squared as one of standardised targets, kept positive and
+        finite (a fixed hyperparameter far outside the targets' range)."""
+        tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
+        with np.errstate(over="ignore", under="ignore"):
+            value = float(np.float64(variance) / self.scale / self.scale)
+        return min(max(value, tiny), huge)
+
+
+def _rescaled_rows(values, k):
+    """Rows ``[n, sum y, sum y**2]`` of standardised targets after the scale grew by ``2**k``
+    (exact: multiplications by powers of two)."""
+    out = np.array(values, dtype=np.float64, copy=True)
+    out[..., 1] = np.ldexp(out[..., 1], -k)
+    out[..., 2] = np.ldexp(out[..., 2], -2 * k)
+    return out
+
+
+def _rescaled_tree(tree, k):
+    """A new tree equal to ``tree`` with its target sums rescaled by :func:`_rescaled_rows`."""
+    cls, args, state = tree.__reduce__()
+    state["value"] = _rescaled_rows(state["value"], k)
+    out = cls(*args)
+    out.__setstate__(state)
+    return out
 
 
 class _PosteriorCache:
@@ -173,27 +256,36 @@ class _BaseMondrianRegressor(
             self._version = 0
         # The target map, the rows and the sums are staged and checked before any is kept.
         y_scaler = copy.copy(self._y_scaler)
-        y_scaler.update(y)
-        with np.errstate(over="ignore", invalid="ignore"):
-            y_std = y_scaler.transform(y)
-            rows = np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
-            if weights is not None:
-                rows *= weights[:, None]  # Gaussian sufficient statistics scale by the weight
-            sums = self._y_sums + rows.sum(axis=0)
+        k = y_scaler.update(y)
+        y_std = y_scaler.transform(y)
+        rows = np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
+        if weights is not None:
+            rows *= weights[:, None]  # Gaussian sufficient statistics scale by the weight
+        sums = (_rescaled_rows(self._y_sums, k) if k else self._y_sums) + rows.sum(axis=0)
         if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(sums))):
-            raise ValueError(
-                "y holds values too large relative to the range of the targets seen so far "
-                "(their squares overflow float64): rescale y"
-            )
-        self._y_scaler, self._y_sums = y_scaler, sums
-        self._grow_new_trees(n_new_trees, self._n_jobs())
-        self._add_points(X, rows, self._n_jobs())
-        if not first:
-            self._feed_weights_window(X, y)
-        self._refresh_hyper_choice()
-        self._version += 1
-        self._posterior()
+            raise ValueError("y holds values whose standardised squares overflow float64")
+        # A grown target scale rewrites every tree's sums: snapshot them whatever the size of
+        # the update, so that a failure rolls the rescaling back too.
+        with unchanged_on_error(self, deep=True) if k else contextlib.nullcontext():
+            if k:
+                self._rescale_targets(k)
+            self._y_scaler, self._y_sums = y_scaler, sums
+            self._grow_new_trees(n_new_trees, self._n_jobs())
+            self._add_points(X, rows, self._n_jobs())
+            if not first:
+                self._feed_weights_window(X, y)
+            self._refresh_hyper_choice()
+            self._version += 1
+            self._posterior()
         return self
+
+    def _rescale_targets(self, k):
+        """The scale of the targets grew by ``2**k``: rescale the stored sums of every tree and
+        the stored rows (new objects; the old ones stay as they were for a rollback)."""
+        ensemble = self._ensemble
+        ensemble.trees = [_rescaled_tree(tree, k) for tree in ensemble.trees]
+        store = ensemble.store
+        store._rows = _rescaled_rows(store._rows, k)
 
     def _refresh_hyper_choice(self):
         """Re-choose the held-out hyperparameters on every stored point when their number has
@@ -384,13 +476,13 @@ class _BaseMondrianRegressor(
         return mean, var
 
     def _params(self, mean, var, noise_share, rate):
-        scale = self._y_scaler.scale
+        to_std = self._y_scaler.variance_from_units
         noise = (
-            self.noise_variance / scale**2 if self.noise_variance is not None
+            to_std(self.noise_variance) if self.noise_variance is not None
             else noise_share * var
         )
         if self.prior_variance is not None:
-            prior = self.prior_variance / scale**2
+            prior = to_std(self.prior_variance)
         else:
             prior = max(var - noise, 1e-3 * var)
         return GaussianPrior(
@@ -522,7 +614,14 @@ class _BaseMondrianRegressor(
         cache = self._posterior_cache
         if cache.version != self._version:
             mean, var = self._base_params()
-            cache.params = self._empirical_bayes(mean, var)
+            frozen = self.__dict__.get("_frozen_prior")
+            if frozen is None:
+                cache.params = self._empirical_bayes(mean, var)
+            else:  # a lifetime-path copy (see _path_copy_setup)
+                mean0, noise, prior, rate = frozen
+                cache.params = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
+                                             sigma2=2.0 * prior, rate=rate,
+                                             hierarchical=self.smoothing == "hierarchical")
             results = [upward_messages(tree, cache.params) for tree in self._trees]
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = float(np.mean([r[2] for r in results]))
@@ -539,12 +638,12 @@ class _BaseMondrianRegressor(
         """
         check_is_fitted(self, "_trees")
         params = self._posterior().params
-        scale, offset = self._y_scaler.scale, self._y_scaler.offset
+        y_map = self._y_scaler
         return {
-            "noise_variance": params.noise * scale**2,
-            "prior_variance": params.prior_var * scale**2,
+            "noise_variance": float(y_map.variance_to_units(params.noise)),
+            "prior_variance": float(y_map.variance_to_units(params.prior_var)),
             "sigmoid_rate": params.rate,
-            "prior_mean": params.mean0 * scale + offset,
+            "prior_mean": float(y_map.inverse(params.mean0)),
         }
 
     # ----------------------------------------------------------------- lifetime paths
@@ -552,15 +651,12 @@ class _BaseMondrianRegressor(
     def _path_metrics(self):
         return ("mse", "nll"), "mse", False
 
-    def _path_copy_params(self):
-        # Read the leaves independently, with this forest's hyperparameters frozen.
-        hyper = self.hyperparameters_
-        return {
-            "smoothing": "independent",
-            "noise_variance": hyper["noise_variance"],
-            "prior_variance": hyper["prior_variance"],
-            "sigmoid_rate": hyper["sigmoid_rate"],
-        }
+    def _path_copy_setup(self, forest):
+        # Read the leaves independently, with this forest's hyperparameters frozen. They pass
+        # in standardised units: in units of y a variance may overflow (targets of 1e300).
+        params = self._posterior().params
+        forest.set_params(smoothing="independent")
+        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
 
     def _path_targets(self, X, y):
         y = np.asarray(y, dtype=np.float64)
@@ -587,8 +683,9 @@ class _BaseMondrianRegressor(
         return GaussianLeafReader(means, variances, y_std, params.noise)
 
     def _path_units(self, metrics):
-        scale = self._y_scaler.scale
-        return {"mse": metrics["mse"] * scale**2, "nll": metrics["nll"] + np.log(scale)}
+        y_map = self._y_scaler
+        return {"mse": y_map.variance_to_units(metrics["mse"]),
+                "nll": metrics["nll"] + np.log(y_map.scale)}
 
     # ----------------------------------------------------------------- prediction
 
@@ -606,8 +703,9 @@ class _BaseMondrianRegressor(
         out /= len(self._trees)
         mean = out[:, 0]
         var = np.maximum(out[:, 1] - mean * mean, 0.0)
-        scale, offset = self._y_scaler.scale, self._y_scaler.offset
-        return mean * scale + offset, var * scale**2
+        # The standard deviation, not the variance, goes back to units: the variance of targets
+        # of 1e-300 or 1e300 would underflow or overflow.
+        return self._y_scaler.inverse(mean, np.sqrt(var))
 
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of the targets.
@@ -627,8 +725,8 @@ class _BaseMondrianRegressor(
         mean : ndarray of shape (n_samples,)
         std : ndarray of shape (n_samples,), only when ``return_std`` is True
         """
-        mean, var = self._moments_scaled(self._validate_X_predict(X))
-        return (mean, np.sqrt(var)) if return_std else mean
+        mean, std = self._moments_scaled(self._validate_X_predict(X))
+        return (mean, std) if return_std else mean
 
     def log_marginal_likelihood(self):
         """Average over trees of the log marginal likelihood of the (scaled) training targets."""
@@ -843,8 +941,8 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         n = np.maximum(value[:, 0], 1.0)
         mean = value[:, 1] / n
         var = np.maximum(value[:, 2] / n - mean**2, 0.0)
-        scale, offset = self._y_scaler.scale, self._y_scaler.offset
-        return np.column_stack([mean * scale + offset, var * scale**2])
+        return np.column_stack([self._y_scaler.inverse(mean),
+                                self._y_scaler.variance_to_units(var)])
 
     @property
     def tree_(self):

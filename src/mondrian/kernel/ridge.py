@@ -23,11 +23,16 @@ from mondrian.core.base import (
     dense_blocks,
     sparse_output,
 )
+from mondrian.core.targets import centre_and_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
 from mondrian.path.holdout import holdout_split
 from mondrian.path.result import LifetimePath
+
+# Online targets may reach this multiple of the first batch's spread (standardised units); their
+# squares then stay far below the largest float whatever the number of points.
+MAX_STANDARDISED = 2.0**100
 
 __all__ = ["MondrianKernelFeatures", "MondrianKernelRidge"]
 
@@ -495,8 +500,13 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        self._y_offset = float(np.mean(y))
+        # Targets are centred and divided by a power of two above their spread (exact: the
+        # ridge weights are linear in them), so sums of squares never overflow or underflow.
+        self._y_offset, self._y_scale = centre_and_scale(y)
         return X, y
+
+    def _standardised(self, y):
+        return (np.asarray(y, dtype=np.float64) - self._y_offset) / self._y_scale
 
     def _train(self, y):
         """Dense ridge solve at ``lifetime_`` on the stored (training) points."""
@@ -515,7 +525,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         self._col_tree = np.repeat(np.arange(len(self._trees)), np.diff(offsets))
         A = (Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1])
         self._ridge = RidgeInverse(max(Z.shape[1], 1), float(self.alpha))
-        targets = y - self._y_offset
+        targets = self._standardised(y)
         self._ridge.start(np.ascontiguousarray(A), Z.T @ targets)
         self._ridge.update_weights()
         self._n_train = len(y)
@@ -525,7 +535,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     def coef_(self):
         """Ridge weights of the features at ``lifetime_``."""
         check_is_fitted(self, "_ridge")
-        return self._ridge.coef
+        return self._ridge.coef * self._y_scale
 
     # ------------------------------------------------------------------ prediction
 
@@ -551,26 +561,31 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         """
         check_is_fitted(self, "_ridge")
         Z = self._z(self._validate_X_predict(X))
-        mean = Z @ self._ridge.coef + self._y_offset
+        mean = (Z @ self._ridge.coef) * self._y_scale + self._y_offset
         if not return_std:
             return mean
         quad = np.asarray((Z @ self._ridge.inverse) * Z.toarray()).sum(axis=1)
-        return mean, np.sqrt(self.noise_variance_ * (1.0 + quad))
+        return mean, np.sqrt(self._noise_standardised() * (1.0 + quad)) * self._y_scale
 
     @property
     def noise_variance_(self):
-        """Maximum-likelihood noise variance ``(y'y - y'Z w) / N``."""
+        """Maximum-likelihood noise variance ``(y'y - y'Z w) / N`` (``inf`` beyond float64)."""
         check_is_fitted(self, "_ridge")
+        with np.errstate(over="ignore"):
+            return float(np.float64(self._noise_standardised()) * self._y_scale * self._y_scale)
+
+    def _noise_standardised(self):
         fit = self._yty - float(self._ridge.coef @ self._ridge.zty_vector)
-        return max(fit / self._n_train, 1e-300)
+        return max(fit / self._n_train, 1e-300)  # in units of the spread of y: relative
 
     def log_marginal_likelihood(self):
         """Log evidence of the training targets, noise variance profiled out (section 8.2)."""
         check_is_fitted(self, "_ridge")
         C = self._ridge.n_features
         return float(
-            -0.5 * self._n_train * (np.log(2 * np.pi * self.noise_variance_) + 1.0)
+            -0.5 * self._n_train * (np.log(2 * np.pi * self._noise_standardised()) + 1.0)
             - 0.5 * (self._ridge.logdet - C * np.log(self.alpha))
+            - self._n_train * np.log(self._y_scale)  # the density of y in its own units
         )
 
     # ------------------------------------------------------------------ online
@@ -608,7 +623,13 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         new_points = np.arange(start, self._store.n_samples)
         self._refresh_columns(new_points)
         Z = self._z(self._store.X[new_points])
-        targets = y - self._y_offset
+        with np.errstate(over="ignore"):
+            targets = self._standardised(y)
+        if not np.all(np.abs(targets) < MAX_STANDARDISED):
+            raise ValueError(
+                "y holds targets more than 2**100 times the spread of the first batch; the "
+                "ridge sums of squares would overflow: refit on all the data"
+            )
         value = 1.0 / np.sqrt(len(self._trees))
         for i in range(Z.shape[0]):
             self._ridge.add_point(Z.indices[Z.indptr[i]:Z.indptr[i + 1]].astype(np.intp),
@@ -676,21 +697,27 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
             marginal likelihood (maximised).
         """
         model, y_val, is_train = self._path_inputs(direction, X, y)
-        targets = np.concatenate([self._y_fit, y_val]) - self._y_offset
+        with np.errstate(over="ignore"):
+            targets = self._standardised(np.concatenate([self._y_fit, y_val]))
         source = model._cut_source(int(self.max_features))
         # Each cut is one matrix-vector product and one rank-3 update of the inverse (BLAS;
         # threads help once the inverse no longer fits in cache).
         results = walk_path(source, RidgePathVisitor(targets, is_train, float(self.alpha)),
                             direction == "forward")
-        metrics = {"training_error": results[:, 0]}
-        if len(y_val):
-            metrics["validation_error"] = results[:, 1]
-        metrics["log_marginal_likelihood"] = results[:, 2]
+        # Back to the units of y: squared errors times scale**2, densities of y per scale.
+        with np.errstate(over="ignore"):
+            scale2 = np.float64(self._y_scale) ** 2
+            metrics = {"training_error": results[:, 0] * scale2}
+            if len(y_val):
+                metrics["validation_error"] = results[:, 1] * scale2
+        metrics["log_marginal_likelihood"] = (
+            results[:, 2] - len(self._y_fit) * np.log(self._y_scale))
         metrics["n_features"] = results[:, 3].astype(np.intp)
         criterion = "validation_error" if len(y_val) else "log_marginal_likelihood"
         return LifetimePath.from_cut_times(
             source.times, source.terminal, metrics, criterion,
             criterion == "log_marginal_likelihood", direction=direction,
+            selection=results[:, 1] if len(y_val) else results[:, 2],
         )
 
     def _auto_path(self, X, y):
@@ -741,7 +768,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
                 f"lifetime_={self.lifetime_:.6g}: the fitted trees only hold [0, lifetime_]"
             )
         weights = probs[keep] / probs[keep].sum()
-        targets = self._y_fit - self._y_offset
+        targets = self._standardised(self._y_fit)
         first = np.zeros(len(X))
         second = np.zeros(len(X))
         for weight, lifetime in zip(weights, lifetimes, strict=True):
@@ -750,9 +777,10 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
             factor = cho_factor((Z.T @ Z).toarray() + self.alpha * np.eye(Z.shape[1]))
             w = cho_solve(factor, Z.T @ targets)
             sigma2 = max(targets @ targets - targets @ (Z @ w), 1e-300) / len(targets)
-            mean = Z_new @ w + self._y_offset
+            mean = Z_new @ w  # standardised units until the end
             dense = Z_new.toarray()
             var = sigma2 * (1.0 + np.sum(dense * cho_solve(factor, dense.T).T, axis=1))
             first += weight * mean
             second += weight * (var + mean**2)
-        return first, np.sqrt(np.maximum(second - first**2, 0.0))
+        std = np.sqrt(np.maximum(second - first**2, 0.0))
+        return first * self._y_scale + self._y_offset, std * self._y_scale

@@ -27,6 +27,26 @@ __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLife
 SGDLifetimePath = LifetimePath
 
 
+
+def _location_scale(y):
+    """Mean and standard deviation of the targets (scale 1 for constant ones).
+
+    Targets near the largest or the smallest floats overflow or underflow the plain formulas
+    (their squares): they are then computed on ``y / max|y|`` and scaled back, so any finite
+    target scale works.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        mean, var = float(np.mean(y)), float(np.var(y))
+    if np.isfinite(mean) and np.isfinite(var) and var > 1e-290:
+        return mean, float(np.sqrt(var))
+    top = float(np.max(np.abs(y)))
+    if top == 0:
+        return 0.0, 1.0
+    unit = y / top
+    mean, scale = float(np.mean(unit)) * top, float(np.std(unit)) * top
+    return mean, scale if scale > 0 else 1.0
+
+
 class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
     """Shared machinery of the SGD kernel models (not for direct use)."""
 
@@ -137,6 +157,7 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             eval_every = max(1, int(self.max_features) // 50)
         _, losses, errors, _, lifetimes, upper = model._run(
             targets, is_train, int(self.max_features), int(eval_every))
+        choice = losses[:, 1] if n_val else losses[:, 0]  # standardised: never overflows
         losses = self._loss_units(losses)
         metrics = {"training_loss": losses[:, 0]}
         if n_val:
@@ -146,7 +167,8 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             if n_val:
                 metrics["validation_error"] = errors[:, 1]
         criterion = "validation_loss" if n_val else "training_loss"
-        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False)
+        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False,
+                            selection=choice)
 
     def _path_targets(self, y):
         return self._targets(y)
@@ -233,8 +255,7 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        self._y_mean = float(np.mean(y))
-        self._y_scale = float(np.std(y)) or 1.0
+        self._y_mean, self._y_scale = _location_scale(y)
         return X, y
 
     def _targets(self, y):
@@ -242,7 +263,8 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
         return ((y - self._y_mean) / self._y_scale)[:, None]
 
     def _loss_units(self, losses):
-        return losses * self._y_scale**2
+        with np.errstate(over="ignore"):
+            return losses * self._y_scale * self._y_scale
 
     def predict(self, X):
         """Predicted targets.

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import sparse_output
+from mondrian.core.base import StrictParamsMixin, atomic_fit, sparse_output
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,
@@ -59,7 +59,9 @@ class _PartitionProducts:
                               dtype=np.float64)
 
 
-class RandomPartitionFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomPartitionFeatures(
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 
     ``n_partitions`` partitions ``rho_1 .. rho_m`` are drawn from the training data; a point's
@@ -113,6 +115,7 @@ class RandomPartitionFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self.n_partitions = n_partitions
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y=None):
         """Draw the partitions from ``X`` (and ``y`` for the supervised partitioners).
 

@@ -9,6 +9,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.base import StrictParamsMixin, atomic_fit
+from mondrian.core.targets import centre_and_scale
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionGPRegressor", "block_pcg"]
@@ -79,7 +81,9 @@ def _nlml(theta, lam, b, yy, n):
 
 def _fit_variances(lam, b, yy, n, fixed_signal, fixed_noise, var_y):
     """Maximise the marginal likelihood over the free log variances (L-BFGS from two starts)."""
-    var_y = max(var_y, 1e-12)
+    # Relative bounds only: the targets come standardised, and constant ones (variance 0) may
+    # take any scale.
+    var_y = var_y if var_y > 0 else 1.0
     lo, hi = np.log(var_y) - 14.0, np.log(var_y) + 4.0
     free = [fixed_signal is None, fixed_noise is None]
     base = np.log([fixed_signal if fixed_signal is not None else var_y,
@@ -103,7 +107,7 @@ def _fit_variances(lam, b, yy, n, fixed_signal, fixed_noise, var_y):
     return np.exp(theta), -float(best.fun)
 
 
-class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
+class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, BaseEstimator):
     """GP regression with a random partition kernel ``s2 K`` and Gaussian noise ``n2``.
 
     ``K = Z Z^T`` with ``Z`` the features of :class:`RandomPartitionFeatures` (``C`` columns, the
@@ -188,6 +192,7 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y):
         """Draw the partitions, fit the variances and solve for the posterior.
 
@@ -207,13 +212,16 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
             self.partitioner, self.n_partitions, random_state=rng.randint(2**31 - 1))
         Z = self.features_.fit_transform(X, y).tocsc()
         n, C = Z.shape
-        self.y_mean_ = float(y.mean())
-        yc = y - self.y_mean_
+        # The fit works in units where |y - mean| < 1 (a power of two: exact), so any finite
+        # target scale gives the same variances and predictions up to units.
+        self.y_mean_, self._y_scale = centre_and_scale(y)
+        yc = (y - self.y_mean_) / self._y_scale
+        fixed = tuple(None if v is None else self._to_standard(v)
+                      for v in (self.signal_variance, self.noise_variance))
         solver = self.solver
         if solver == "auto":
             solver = "primal" if C <= min(self.max_primal_features, n) else "cg"
         self.solver_ = solver
-        fixed = (self.signal_variance, self.noise_variance)
         if solver == "primal":
             lam, U = np.linalg.eigh((Z.T @ Z).toarray())
             lam = np.maximum(lam, 0.0)
@@ -239,17 +247,32 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
             b = np.sqrt(lam) * (U.T @ ys)
             (s2, n2), self.log_marginal_likelihood_ = _fit_variances(
                 lam, b, ys @ ys, len(sub), *fixed, ys.var())
+        self._s2, self._n2 = float(s2), float(n2)
         if solver == "cg":
-            self.signal_variance_, self.noise_variance_ = float(s2), float(n2)
             alpha, self.n_iter_ = self._solve(yc[:, None])
             self._alpha = alpha[:, 0]
-        self.signal_variance_, self.noise_variance_ = float(s2), float(n2)
+        with np.errstate(over="ignore"):
+            scale2 = np.float64(self._y_scale) ** 2
+            self.signal_variance_ = float(self._s2 * scale2)
+            self.noise_variance_ = float(self._n2 * scale2)
+        if self.log_marginal_likelihood_ is not None:
+            # The density of the targets in their units: one factor 1/scale per target.
+            n_lml = n if solver == "primal" or n <= self.n_hyper_samples else \
+                int(self.n_hyper_samples)
+            self.log_marginal_likelihood_ -= n_lml * float(np.log(self._y_scale))
         return self
+
+    def _to_standard(self, variance):
+        """A fixed variance in units of y squared, in the standardised units of the fit."""
+        tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
+        with np.errstate(over="ignore", under="ignore"):
+            value = float(np.float64(variance) / self._y_scale / self._y_scale)
+        return min(max(value, tiny), huge)
 
     def _solve(self, B):
         """``(s2 K + n2 I)^-1 B`` by (block) PCG."""
         prod = self.features_._products
-        s2, n2 = self.signal_variance_, self.noise_variance_
+        s2, n2 = self._s2, self._n2
         precondition = None
         if self.preconditioner:
             precondition = lambda V: prod.precondition(V, n2 / s2) / s2  # noqa: E731
@@ -273,15 +296,17 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "features_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        s2 = self.signal_variance_
+        # Standardised units inside (see fit); the mean and the standard deviation go back to
+        # the units of y (a variance could overflow or underflow there).
+        s2, scale = self._s2, self._y_scale
         if self.solver_ == "primal":
             Zt = self.features_.transform(X)
-            mean = Zt @ self._w + self.y_mean_
+            mean = (Zt @ self._w) * scale + self.y_mean_
             if not return_std:
                 return mean
             var = np.square(np.asarray(Zt @ self._F)).sum(axis=1)
         else:
-            mean = s2 * self.features_.cross_kernel(X, self._alpha) + self.y_mean_
+            mean = s2 * self.features_.cross_kernel(X, self._alpha) * scale + self.y_mean_
             if not return_std:
                 return mean
             Zt = self.features_.transform(X)
@@ -292,4 +317,4 @@ class RandomPartitionGPRegressor(RegressorMixin, BaseEstimator):
                 Kx = np.asarray((Ztr @ Zt[block].T).toarray())  # (N, b): k(X_train, x*)
                 sol, _ = self._solve(Kx)
                 var[block] = s2 - s2 * s2 * np.einsum("ij,ij->j", Kx, sol)
-        return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean, np.sqrt(np.maximum(var, 0.0)) * scale

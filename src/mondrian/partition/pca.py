@@ -9,12 +9,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.base import StrictParamsMixin, atomic_fit
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionKernelPCA"]
 
 
-class RandomPartitionKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomPartitionKernelPCA(
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     """Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
 
     The top eigenvectors ``alpha`` of ``H K H`` (``H = I - 11^T/N``) are found by implicitly
@@ -68,6 +71,7 @@ class RandomPartitionKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin
         self.tol = tol
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y=None):
         """Draw the partitions and find the top components.
 

@@ -25,7 +25,8 @@ class LifetimePathMixin:
     """``lifetime_path`` and ``lifetime="auto"`` for the Mondrian forests (not for direct use).
 
     Subclasses define ``_path_metrics`` (names, the criterion, whether it is maximised),
-    ``_path_copy_params`` (parameters of the copy whose predictions the path reproduces),
+    ``_path_copy_params`` (parameters of the copy whose predictions the path reproduces; or
+    ``_path_copy_setup`` for more than parameters),
     ``_path_targets`` (validated and encoded ``y``), ``_path_reader`` and ``_path_rows``.
     """
 
@@ -89,9 +90,11 @@ class LifetimePathMixin:
 
     def _path_result(self, forest, times, metrics, direction):
         names, criterion, maximize = self._path_metrics()
-        values = forest._path_units(dict(zip(names, metrics.T, strict=True)))
+        standardised = dict(zip(names, metrics.T, strict=True))
+        values = forest._path_units(standardised)
         return LifetimePath.from_cut_times(times, forest.lifetime_, values, criterion,
-                                           maximize, direction=direction, forest_=forest)
+                                           maximize, direction=direction, forest_=forest,
+                                           selection=standardised[criterion])
 
     def _path_forest(self, X_val):
         """A copy of the forest holding the validation inputs, and their leaves in each tree."""
@@ -100,10 +103,14 @@ class LifetimePathMixin:
         ensemble, val = self._ensemble.with_points(self._scaler.transform(X_val))
         # Everything else is deep-copied; the memo puts the extended ensemble in place of ours.
         forest = copy.deepcopy(self, {id(self._ensemble): ensemble})
-        forest.set_params(**self._path_copy_params())
+        self._path_copy_setup(forest)
         forest._after_prune()  # caches depend on the trees
         leaves = np.vstack([tree.leaf_sample_assignment()[val] for tree in forest._trees])
         return forest, np.ascontiguousarray(leaves, dtype=np.intp)
+
+    def _path_copy_setup(self, forest):
+        """Make the copy read its leaves as the path does (default: ``_path_copy_params``)."""
+        forest.set_params(**self._path_copy_params())
 
     def _path_stop(self, X, y, lifetime):
         """Path reader state at ``lifetime`` and the forest it ran on (for tests)."""

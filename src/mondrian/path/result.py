@@ -100,7 +100,7 @@ class LifetimePath:
     """
 
     def __init__(self, lifetimes, upper_lifetimes, metrics, criterion, maximize, *,
-                 direction="forward", forest_=None, **extras):
+                 direction="forward", forest_=None, selection=None, **extras):
         self.lifetimes = np.asarray(lifetimes, dtype=np.float64)
         self.upper_lifetimes = np.asarray(upper_lifetimes, dtype=np.float64)
         n = self.lifetimes.shape[0]
@@ -121,7 +121,10 @@ class LifetimePath:
         self.forest_ = forest_
         for name, value in extras.items():
             setattr(self, name, value)
-        self.best_index = best_interval(self.metrics[criterion], self.maximize)
+        # The models choose on the criterion in standardised units (``selection``, an increasing
+        # affine image of it): in the units of y a squared error may overflow or underflow.
+        choice = self.metrics[criterion] if selection is None else selection
+        self.best_index = best_interval(choice, self.maximize)
         low, high = self.lifetimes[self.best_index], self.upper_lifetimes[self.best_index]
         self.best_lifetime = float(0.5 * (low + high)) if np.isfinite(high) else np.inf
 
