@@ -6,6 +6,7 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 
 from mondrian.core.structure import MondrianTreeStructure
 from mondrian.density import MondrianForestDensity
+from mondrian.grid import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
 from mondrian.forest import (
     MondrianForestClassifier,
     MondrianForestRegressor,
@@ -31,10 +32,13 @@ from mondrian.path.result import LifetimePath
 __version__ = "0.1.0"
 
 __all__ = [
+    "GridLifetimePath",
     "LaplaceRandomFourierFeatures",
     "LifetimePath",
     "MondrianForestClassifier",
     "MondrianForestDensity",
+    "MondrianGridFeatures",
+    "MondrianGridRidge",
     "MondrianKernelFeatures",
     "MondrianKernelRidge",
     "MondrianKernelSGDClassifier",

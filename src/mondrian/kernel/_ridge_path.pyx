@@ -430,6 +430,9 @@ cdef class RidgePathVisitor(CellColumns):
         1 for training points.
     delta2 : float
         Ridge constant.
+    capacity : int, default=None
+        Largest number of features held at once; by default the source's trees plus one per
+        event (a source whose events are chosen one at a time, the Mondrian grid, sets it).
 
     Notes
     -----
@@ -442,11 +445,12 @@ cdef class RidgePathVisitor(CellColumns):
     cdef const unsigned char[::1] is_train
     cdef float64_t[::1] pred, b_left, b_right
     cdef float64_t delta2, scale, inv_m, yty
-    cdef intp_t n_train, n_trees, n_records
+    cdef intp_t n_train, n_trees, n_records, capacity
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
-                 float64_t delta2):
+                 float64_t delta2, capacity=None):
         cdef intp_t i
+        self.capacity = -1 if capacity is None else capacity
         self.n_metrics = 4
         self.y = y
         self.is_train = is_train
@@ -461,6 +465,8 @@ cdef class RidgePathVisitor(CellColumns):
     cdef int begin(self, bint forward) except -1:
         cdef CutSource source = self.source
         cdef intp_t m, capacity = source.n_groups + source.n_events + 1
+        if self.capacity >= 0:
+            capacity = max(self.capacity, source.n_groups) + 1
         if source.n_points != self.y.shape[0]:
             raise ValueError("one target per point is needed")
         self.n_trees = source.n_groups
@@ -502,6 +508,51 @@ cdef class RidgePathVisitor(CellColumns):
         A = (Z.T @ Z).toarray() + self.delta2 * np.eye(col)
         self.ridge.start(A, Z.T @ np.asarray(self.y)[train])
         return 0
+
+    def snapshot(self):
+        """The model state (inverse, weights, columns), to :meth:`restore` after a trial move."""
+        cdef intp_t C = self.ridge.n_features
+        return (self.ridge.inverse, self.ridge.zty_vector, self.ridge.coef, self.ridge.logdet,
+                np.array(self.cols), np.array(self.col_group[:C]), np.array(self.col_cell[:C]),
+                np.array(self.cell_col), self.n_records)
+
+    def restore(self, tuple state):
+        """Return to a :meth:`snapshot` taken on this visitor (same source and capacity)."""
+        inverse, zty, weights, logdet, cols, col_group, col_cell, cell_col, n_records = state
+        cdef intp_t C = inverse.shape[0]
+        cdef RidgeInverse ridge = self.ridge
+        ridge.n_pending = 0
+        np.asarray(ridge.inv)[:C, :C] = inverse
+        np.asarray(ridge.zty)[:C] = zty
+        np.asarray(ridge.weights)[:C] = weights
+        ridge.logdet = logdet
+        ridge.n_features = C
+        np.asarray(self.cols)[...] = cols
+        np.asarray(self.col_group)[:C] = col_group
+        np.asarray(self.col_cell)[:C] = col_cell
+        np.asarray(self.cell_col)[...] = cell_col
+        self.n_records = n_records
+
+    @property
+    def inverse(self):
+        """Copy of the live inverse of ``A = Z'Z + delta2 I`` (columns as in :attr:`columns`)."""
+        return self.ridge.inverse
+
+    @property
+    def coef(self):
+        """Copy of the weights ``A^{-1} Z'y`` (solved afresh)."""
+        self.ridge.solve()
+        return self.ridge.coef
+
+    @property
+    def columns(self):
+        """Copy of the column of every point in every group, shape (n_groups, n_points)."""
+        return np.array(self.cols)
+
+    @property
+    def n_features(self):
+        """Number of live features."""
+        return self.ridge.n_features
 
     cdef intp_t _cross(self, float64_t[::1] b, intp_t m, const intp_t* points, intp_t n,
                        float64_t* ysum) noexcept nogil:
