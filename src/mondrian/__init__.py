@@ -6,13 +6,13 @@ learn from streams, built on one Mondrian tree core shared by every model of the
 
 from mondrian.core.structure import MondrianTreeStructure
 from mondrian.density import MondrianForestDensity
-from mondrian.grid import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
 from mondrian.forest import (
     MondrianForestClassifier,
     MondrianForestRegressor,
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
+from mondrian.grid import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
 from mondrian.kernel import (
     LaplaceRandomFourierFeatures,
     MondrianKernelFeatures,

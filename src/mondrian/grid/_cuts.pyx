@@ -562,7 +562,7 @@ cdef class GridCuts(CutSource):
     cdef int _remove(self, CutVisitor visitor, intp_t d) except -1:
         cdef intp_t e = self.ev_off[d] + self.n_active[d] - 1
         cdef intp_t m = self.ev_grid[e], i = self.ev_gap[e], o = self.off[d]
-        cdef intp_t lo, hi, a, b, k, p, c, n_keyed = 0, n_pairs = 0, first, second, merged, q
+        cdef intp_t lo, hi, a, b, k, p, c, n_keyed = 0, first, second, merged, q
         cdef Keyed* keyed = <Keyed*>malloc((self.n_points + 1) * sizeof(Keyed))
         if keyed == NULL:
             raise MemoryError()
@@ -715,7 +715,7 @@ def greedy_search(GridCuts source, CutVisitor visitor, *, bint allow_remove,
     steps : list of tuple
         ``(dimension, +1 add / -1 remove / 0 start, lifetimes, metrics row)`` per step.
     """
-    cdef intp_t D = source.n_dims, d, k, step = 0, since_best = 0
+    cdef intp_t D = source.n_dims, d, step = 0, since_best = 0
     begin(source, visitor)
     row = record(visitor)
     steps = [(-1, 0, source.lifetimes(), row)]
@@ -736,7 +736,7 @@ def greedy_search(GridCuts source, CutVisitor visitor, *, bint allow_remove,
                     continue
                 ok = True
                 size = n_now
-                for k in range(cuts_per_step):
+                for _ in range(cuts_per_step):
                     if direction > 0:
                         size += source.splits_of_next(d)
                         if size > max_features:
@@ -754,7 +754,7 @@ def greedy_search(GridCuts source, CutVisitor visitor, *, bint allow_remove,
         if best_trial is None:
             break
         d, direction, _ = best_trial
-        for k in range(cuts_per_step):
+        for _ in range(cuts_per_step):
             if direction > 0:
                 source.add(d, visitor)
             else:

@@ -54,9 +54,11 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
         (the search then reports the best configuration seen, which may be limited by this
         budget: raise it, or lower ``n_grids``, if the last steps were still improving). With
         fixed lifetimes, a model with more features raises a ``ValueError``.
-    cuts_per_step : int, default=1
-        Cuts held (or dropped) by one trial in one dimension: 1 is the report's procedure;
-        larger values take coarser, cheaper steps.
+    cuts_per_step : int or None, default=None
+        Cuts held (or dropped) by one trial in one dimension, in birth order over all grids.
+        ``None`` means ``n_grids`` (about one more cut per grid: every step changes the kernel
+        by a comparable amount, and the validation noise of single-cut trials, which change
+        one grid in ``M``, no longer decides the direction); 1 is the report's procedure.
     n_iter_no_change : int or None, default=None
         Stop the search after this many steps without a smaller validation error (None: go
         on until no trial is eligible).
@@ -100,7 +102,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
                       Interval(numbers.Real, 0, None, closed="both")],
         "search": [StrOptions({"add", "add_remove"})],
         "max_features": [Interval(numbers.Integral, 1, None, closed="left")],
-        "cuts_per_step": [Interval(numbers.Integral, 1, None, closed="left")],
+        "cuts_per_step": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "feature_scaling": [StrOptions({"minmax"}), None],
@@ -108,7 +110,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
     }
 
     def __init__(self, n_grids=50, *, alpha=1.0, lifetimes="auto", search="add",
-                 max_features=2000, cuts_per_step=1, n_iter_no_change=None,
+                 max_features=2000, cuts_per_step=None, n_iter_no_change=None,
                  validation_fraction=0.2, feature_scaling="minmax", random_state=None):
         self.n_grids = n_grids
         self.alpha = alpha
@@ -209,7 +211,8 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
                                    capacity=int(self.max_features))
         steps = greedy_search(source, visitor, allow_remove=self.search == "add_remove",
                               max_features=int(self.max_features),
-                              cuts_per_step=int(self.cuts_per_step),
+                              cuts_per_step=int(self.n_grids if self.cuts_per_step is None
+                                                else self.cuts_per_step),
                               n_iter_no_change=self.n_iter_no_change)
         rows = np.array([row for *_, row in steps])
         return GridLifetimePath(
