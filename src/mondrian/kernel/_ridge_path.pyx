@@ -283,7 +283,8 @@ cdef class RidgeInverse:
         """Replace features ``i`` and ``j`` (disjoint cells) by their sum at ``i``; drop ``j``.
 
         The four steps of section 8.4, all O(C^2): add row j to row i, add column j to column i,
-        delete j, subtract delta2 from the (i, i) entry.
+        delete j, subtract delta2 from the (i, i) entry. The weights are left stale: call
+        :meth:`solve` after the last merge of an event (a grid cut merges many pairs at once).
         """
         cdef intp_t C = self.n_features, k, last
         cdef int n, lda = <int>self.capacity, one = 1
@@ -308,7 +309,6 @@ cdef class RidgeInverse:
         alpha = self.delta2 / denom
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
-        self.solve()
 
     cdef void solve(self) noexcept nogil:
         """``weights = A^{-1} Z'y``."""
@@ -446,6 +446,7 @@ cdef class RidgePathVisitor(CellColumns):
     cdef float64_t[::1] pred, b_left, b_right
     cdef float64_t delta2, scale, inv_m, yty
     cdef intp_t n_train, n_trees, n_records, capacity
+    cdef bint stale  # merges left the weights to be solved again
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
                  float64_t delta2, capacity=None):
@@ -512,6 +513,7 @@ cdef class RidgePathVisitor(CellColumns):
     def snapshot(self):
         """The model state (inverse, weights, columns), to :meth:`restore` after a trial move."""
         cdef intp_t C = self.ridge.n_features
+        self._fresh_weights()
         return (self.ridge.inverse, self.ridge.zty_vector, self.ridge.coef, self.ridge.logdet,
                 np.array(self.cols), np.array(self.col_group[:C]), np.array(self.col_cell[:C]),
                 np.array(self.cell_col), self.n_records)
@@ -532,6 +534,7 @@ cdef class RidgePathVisitor(CellColumns):
         np.asarray(self.col_cell)[:C] = col_cell
         np.asarray(self.cell_col)[...] = cell_col
         self.n_records = n_records
+        self.stale = False
 
     @property
     def inverse(self):
@@ -553,6 +556,11 @@ cdef class RidgePathVisitor(CellColumns):
     def n_features(self):
         """Number of live features."""
         return self.ridge.n_features
+
+    cdef inline void _fresh_weights(self) noexcept nogil:
+        if self.stale:
+            self.ridge.solve()
+            self.stale = False
 
     cdef intp_t _cross(self, float64_t[::1] b, intp_t m, const intp_t* points, intp_t n,
                        float64_t* ysum) noexcept nogil:
@@ -579,6 +587,7 @@ cdef class RidgePathVisitor(CellColumns):
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
         cdef intp_t c = self.cell_col[self.cell_base[group] + cell], in_left, in_right
         cdef float64_t y_left, y_right
+        self._fresh_weights()  # split() updates the weights incrementally
         in_left = self._cross(self.b_left, group, left_points, n_left, &y_left)
         in_right = self._cross(self.b_right, group, right_points, n_right, &y_right)
         self.ridge.split(c, &self.b_left[0], in_left * self.inv_m + self.delta2,
@@ -595,6 +604,7 @@ cdef class RidgePathVisitor(CellColumns):
         cdef intp_t col = self.cell_col[self.cell_base[group] + right]
         cdef intp_t last = self.ridge.n_features - 1
         self.ridge.merge(i, col)
+        self.stale = True
         # merge() moved the last column into `col` (and `i` too if it was last).
         if i == last:
             i = col
@@ -610,7 +620,8 @@ cdef class RidgePathVisitor(CellColumns):
         cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
         cdef int C = <int>self.ridge.n_features, one = 1
         if self.n_records % 256 == 255:
-            self.ridge.solve()  # the incremental weight updates drift slowly: refresh them
+            self.stale = True  # the incremental weight updates drift slowly: refresh them
+        self._fresh_weights()
         self.n_records += 1
         _predict_points(self.cols, self.ridge.weights, self.scale, self.pred)
         for i in range(self.pred.shape[0]):
