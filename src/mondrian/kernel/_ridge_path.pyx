@@ -55,6 +55,14 @@ cdef class RidgeInverse:
     cdef readonly intp_t capacity
     cdef readonly float64_t delta2
     cdef readonly float64_t logdet  # log |A|
+    # A checkpoint (checkpoint/rollback, for trial moves): the live sizes, the O(C) state and
+    # the pending rows are copied at once; the C x C block only when an operation is about to
+    # change it (copy on write): a trial of splits alone never does, it only appends borders.
+    cdef bint armed, block_saved
+    cdef intp_t saved_c, saved_k
+    cdef float64_t saved_logdet
+    cdef float64_t[:, ::1] saved_block
+    cdef object saved_small
 
     def __init__(self, intp_t capacity, float64_t delta2):
         self.inv = np.zeros((capacity, capacity))
@@ -68,6 +76,55 @@ cdef class RidgeInverse:
         self.capacity = capacity
         self.delta2 = delta2
         self.logdet = 0.0
+        self.armed = False
+        self.block_saved = False
+
+    def checkpoint(self):
+        """Save the state, to :meth:`rollback` to (any number of times) after trial moves.
+
+        The pending corrections are flushed first, so that a trial has room for
+        ``PENDING_CUTS`` splits before it changes the stored block (and makes the rollback
+        copy it back)."""
+        self.armed = False
+        self._flush()
+        cdef intp_t C = self.n_features, K = self.n_pending
+        if self.saved_block is None or self.saved_block.shape[0] < self.capacity:
+            self.saved_block = np.empty((self.capacity, self.capacity))
+        self.saved_c, self.saved_k = C, K
+        self.saved_logdet = self.logdet
+        self.saved_small = (np.array(self.pending_w[:K, :C]), np.array(self.pending_p[:K, :C]),
+                            np.array(self.weights[:C]), np.array(self.zty[:C]))
+        self.armed = True
+        self.block_saved = False
+
+    def rollback(self):
+        """Return to the last :meth:`checkpoint` (bit for bit)."""
+        cdef intp_t C = self.saved_c, K = self.saved_k, k, tail
+        if not self.armed:
+            raise ValueError("no checkpoint to roll back to")
+        if self.capacity > self.saved_block.shape[0]:
+            raise ValueError("the inverse grew past its checkpoint's capacity")
+        if self.block_saved:
+            for k in range(C):
+                memcpy(&self.inv[k, 0], &self.saved_block[k, 0], C * sizeof(float64_t))
+        pw, pp, weights, zty = self.saved_small
+        tail = min(self.capacity, C + self.pending_w.shape[0]) - C
+        np.asarray(self.pending_w)[:K, :C] = pw
+        np.asarray(self.pending_p)[:K, :C] = pp
+        np.asarray(self.pending_w)[:K, C:C + tail] = 0.0
+        np.asarray(self.pending_p)[:K, C:C + tail] = 0.0
+        np.asarray(self.weights)[:C] = weights
+        np.asarray(self.zty)[:C] = zty
+        self.n_features, self.n_pending, self.logdet = C, K, self.saved_logdet
+        self.block_saved = False
+
+    cdef void _touch(self) noexcept nogil:
+        """Called before the leading block changes: copy it first if a checkpoint needs it."""
+        cdef intp_t k, C = self.saved_c
+        if self.armed and not self.block_saved:
+            for k in range(C):
+                memcpy(&self.saved_block[k, 0], &self.inv[k, 0], C * sizeof(float64_t))
+            self.block_saved = True
 
     def start(self, const float64_t[:, ::1] A, const float64_t[::1] zty):
         """Set the state from a dense ``A`` (inverted here) and ``Z'y``."""
@@ -78,6 +135,7 @@ cdef class RidgeInverse:
         if sign <= 0:
             raise ValueError("A must be positive definite")
         self.n_pending = 0
+        self.armed = False
         np.asarray(self.inv)[:C, :C] = np.linalg.inv(A)
         np.asarray(self.zty)[:C] = zty
         self.n_features = C
@@ -91,6 +149,7 @@ cdef class RidgeInverse:
         cdef float64_t unit = 1.0
         if K == 0:
             return
+        self._touch()
         if C > 0:
             dgemm(b"N", b"T", &C, &C, &K, &unit, &self.pending_p[0, 0], &lda,
                   &self.pending_w[0, 0], &lda, &unit, &self.inv[0, 0], &lda)
@@ -102,6 +161,7 @@ cdef class RidgeInverse:
         cdef float64_t tmp
         if a == b:
             return
+        self._touch()
         for k in range(C):
             tmp = self.inv[a, k]
             self.inv[a, k] = self.inv[b, k]
@@ -128,6 +188,7 @@ cdef class RidgeInverse:
         cdef float64_t alpha = -1.0 / h
         cdef float64_t w_last = self.weights[C]
         cdef intp_t k
+        self._touch()
         for k in range(C):
             self.work[k] = self.inv[C, k]
             self.weights[k] -= self.work[k] * w_last / h
@@ -154,6 +215,7 @@ cdef class RidgeInverse:
         cdef float64_t zero = 0.0, unit = 1.0, s, alpha, w_new
         cdef intp_t k
         self._flush()
+        self._touch()
         if C > 0:
             # inv is symmetric, so the row-major block can be handed to Fortran BLAS as is.
             dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b, &one, &zero,
@@ -290,6 +352,7 @@ cdef class RidgeInverse:
         cdef int n, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha
         self._flush()
+        self._touch()
         for k in range(C):
             self.inv[k, j] -= self.inv[k, i]
         for k in range(C):
@@ -326,6 +389,7 @@ cdef class RidgeInverse:
         if n <= self.capacity:
             return 0
         self._flush()
+        self.armed = False  # a checkpoint does not survive a reallocation
         new_capacity = max(n, 2 * self.capacity)
         inv = np.zeros((new_capacity, new_capacity))
         inv[:C, :C] = self.inv[:C, :C]
@@ -365,6 +429,7 @@ cdef class RidgeInverse:
         cdef int n = <int>C, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha, quad = 0.0
         self._flush()
+        self._touch()
         for k in range(C):
             self.work[k] = 0.0
         for c in columns:
@@ -511,24 +576,20 @@ cdef class RidgePathVisitor(CellColumns):
         return 0
 
     def snapshot(self):
-        """The model state (inverse, weights, columns), to :meth:`restore` after a trial move."""
+        """Checkpoint the model (inverse, weights, columns), to :meth:`restore` after trial
+        moves. Only the latest snapshot can be restored; the inverse is copied only if a move
+        is about to change it in place (see :meth:`RidgeInverse.checkpoint`)."""
         cdef intp_t C = self.ridge.n_features
         self._fresh_weights()
-        return (self.ridge.inverse, self.ridge.zty_vector, self.ridge.coef, self.ridge.logdet,
-                np.array(self.cols), np.array(self.col_group[:C]), np.array(self.col_cell[:C]),
+        self.ridge.checkpoint()
+        return (np.array(self.cols), np.array(self.col_group[:C]), np.array(self.col_cell[:C]),
                 np.array(self.cell_col), self.n_records)
 
     def restore(self, tuple state):
-        """Return to a :meth:`snapshot` taken on this visitor (same source and capacity)."""
-        inverse, zty, weights, logdet, cols, col_group, col_cell, cell_col, n_records = state
-        cdef intp_t C = inverse.shape[0]
-        cdef RidgeInverse ridge = self.ridge
-        ridge.n_pending = 0
-        np.asarray(ridge.inv)[:C, :C] = inverse
-        np.asarray(ridge.zty)[:C] = zty
-        np.asarray(ridge.weights)[:C] = weights
-        ridge.logdet = logdet
-        ridge.n_features = C
+        """Return to the latest :meth:`snapshot` of this visitor."""
+        cols, col_group, col_cell, cell_col, n_records = state
+        cdef intp_t C = col_group.shape[0]
+        self.ridge.rollback()
         np.asarray(self.cols)[...] = cols
         np.asarray(self.col_group)[:C] = col_group
         np.asarray(self.col_cell)[:C] = col_cell
