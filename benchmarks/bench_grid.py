@@ -186,7 +186,8 @@ def run_speed(mondrian, args, report, problem):
     targets = np.ascontiguousarray(np.r_[y, y_val] - offset)
     is_train = np.r_[np.ones(n_fit, np.uint8), np.zeros(len(y_val), np.uint8)]
     source = GridCuts(GridSample(X_all, M, args.seed))
-    visitor = RidgePathVisitor(targets, is_train, alpha, capacity=target + 400)
+    visitor = RidgePathVisitor(targets, is_train, alpha, capacity=target + 400,
+                               pending_cuts=128)  # as MondrianGridRidge
     begin(source, visitor)
     D = X.shape[1]
     d = 0

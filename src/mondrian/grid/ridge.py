@@ -208,8 +208,10 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
         offset = float(np.mean(y_fit))
         targets = np.ascontiguousarray(np.r_[y_fit, y_val] - offset)
         is_train = np.r_[np.ones(len(y_fit), np.uint8), np.zeros(len(y_val), np.uint8)]
+        # Room for 128 pending splits: a trial that splits fewer cells never writes the
+        # stored inverse, so going back to the saved state copies no C x C block.
         visitor = RidgePathVisitor(targets, is_train, float(self.alpha),
-                                   capacity=int(self.max_features))
+                                   capacity=int(self.max_features), pending_cuts=128)
         # Every move is a series of O(C^2) BLAS-2 updates and small BLAS-3 flushes: threads
         # only add synchronisation to them (16x slower on a loaded 2-core machine).
         with threadpool_limits(limits=1, user_api="blas"):

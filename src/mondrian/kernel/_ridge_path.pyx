@@ -39,6 +39,10 @@ cdef class RidgeInverse:
         Largest number of features held at once.
     delta2 : float
         Ridge constant.
+    pending_cuts : int, default=32
+        Splits whose corrections are gathered before one BLAS-3 update of the stored inverse.
+        More make each split read more pending rows (O(pending x C)) but let a trial of that
+        many splits leave the stored inverse untouched (the grid's searches).
     """
 
     cdef float64_t[:, ::1] inv      # (capacity, capacity); the leading C x C block is live
@@ -64,13 +68,13 @@ cdef class RidgeInverse:
     cdef float64_t[:, ::1] saved_block
     cdef object saved_small
 
-    def __init__(self, intp_t capacity, float64_t delta2):
+    def __init__(self, intp_t capacity, float64_t delta2, intp_t pending_cuts=PENDING_CUTS):
         self.inv = np.zeros((capacity, capacity))
         self.zty = np.zeros(capacity)
         self.weights = np.zeros(capacity)
         self.work = np.zeros(capacity)
-        self.pending_w = np.zeros((3 * PENDING_CUTS, capacity))
-        self.pending_p = np.zeros((3 * PENDING_CUTS, capacity))
+        self.pending_w = np.zeros((3 * pending_cuts, capacity))
+        self.pending_p = np.zeros((3 * pending_cuts, capacity))
         self.n_pending = 0
         self.n_features = 0
         self.capacity = capacity
@@ -83,7 +87,7 @@ cdef class RidgeInverse:
         """Save the state, to :meth:`rollback` to (any number of times) after trial moves.
 
         The pending corrections are flushed first, so that a trial has room for
-        ``PENDING_CUTS`` splits before it changes the stored block (and makes the rollback
+        ``pending_cuts`` splits before it changes the stored block (and makes the rollback
         copy it back)."""
         self.armed = False
         self._flush()
@@ -498,6 +502,8 @@ cdef class RidgePathVisitor(CellColumns):
     capacity : int, default=None
         Largest number of features held at once; by default the source's trees plus one per
         event (a source whose events are chosen one at a time, the Mondrian grid, sets it).
+    pending_cuts : int, default=32
+        See :class:`RidgeInverse`.
 
     Notes
     -----
@@ -510,13 +516,14 @@ cdef class RidgePathVisitor(CellColumns):
     cdef const unsigned char[::1] is_train
     cdef float64_t[::1] pred, b_left, b_right
     cdef float64_t delta2, scale, inv_m, yty
-    cdef intp_t n_train, n_trees, n_records, capacity
+    cdef intp_t n_train, n_trees, n_records, capacity, pending_cuts
     cdef bint stale  # merges left the weights to be solved again
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
-                 float64_t delta2, capacity=None):
+                 float64_t delta2, capacity=None, intp_t pending_cuts=PENDING_CUTS):
         cdef intp_t i
         self.capacity = -1 if capacity is None else capacity
+        self.pending_cuts = pending_cuts
         self.n_metrics = 4
         self.y = y
         self.is_train = is_train
@@ -540,7 +547,7 @@ cdef class RidgePathVisitor(CellColumns):
         self.inv_m = 1.0 / self.n_trees
         self.n_records = 0
         self.init_columns(capacity)
-        self.ridge = RidgeInverse(capacity, self.delta2)
+        self.ridge = RidgeInverse(capacity, self.delta2, self.pending_cuts)
         self.pred = np.zeros(source.n_points)
         self.b_left = np.zeros(capacity)
         self.b_right = np.zeros(capacity)
