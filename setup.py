@@ -31,6 +31,7 @@ MODULES = [
     "kernel._ridge_path",
     "kernel._sgd_path",
     "path._engine",
+    "grid._cuts",
     "partition._products",
 ]
 

@@ -13,6 +13,7 @@ from mondrian.forest import (
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
+from mondrian.grid import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
 from mondrian.kernel import (
     LaplaceRandomFourierFeatures,
     MondrianKernelFeatures,
@@ -32,10 +33,13 @@ from mondrian.path.result import LifetimePath
 __version__ = "0.1.0"
 
 __all__ = [
+    "GridLifetimePath",
     "LaplaceRandomFourierFeatures",
     "LifetimePath",
     "MondrianForestClassifier",
     "MondrianForestDensity",
+    "MondrianGridFeatures",
+    "MondrianGridRidge",
     "MondrianKernelFeatures",
     "MondrianKernelRidge",
     "MondrianKernelSGDClassifier",

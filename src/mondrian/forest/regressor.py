@@ -461,9 +461,9 @@ class _BaseMondrianRegressor(
         """
         if not hasattr(self, "_trees"):
             return (None, None) if return_std else None
-        mean, var = self._moments_scaled(self._scaler.transform(self._one_row(x), clip=True))
+        mean, std = self._moments_scaled(self._scaler.transform(self._one_row(x), clip=True))
         mean = float(mean[0])
-        return (mean, float(np.sqrt(var[0]))) if return_std else mean
+        return (mean, float(std[0])) if return_std else mean
 
     # ----------------------------------------------------------------- hyperparameters
 

@@ -39,6 +39,10 @@ cdef class RidgeInverse:
         Largest number of features held at once.
     delta2 : float
         Ridge constant.
+    pending_cuts : int, default=32
+        Splits whose corrections are gathered before one BLAS-3 update of the stored inverse.
+        More make each split read more pending rows (O(pending x C)) but let a trial of that
+        many splits leave the stored inverse untouched (the grid's searches).
     """
 
     cdef float64_t[:, ::1] inv      # (capacity, capacity); the leading C x C block is live
@@ -55,19 +59,76 @@ cdef class RidgeInverse:
     cdef readonly intp_t capacity
     cdef readonly float64_t delta2
     cdef readonly float64_t logdet  # log |A|
+    # A checkpoint (checkpoint/rollback, for trial moves): the live sizes, the O(C) state and
+    # the pending rows are copied at once; the C x C block only when an operation is about to
+    # change it (copy on write): a trial of splits alone never does, it only appends borders.
+    cdef bint armed, block_saved
+    cdef intp_t saved_c, saved_k
+    cdef float64_t saved_logdet
+    cdef float64_t[:, ::1] saved_block
+    cdef object saved_small
 
-    def __init__(self, intp_t capacity, float64_t delta2):
+    def __init__(self, intp_t capacity, float64_t delta2, intp_t pending_cuts=PENDING_CUTS):
         self.inv = np.zeros((capacity, capacity))
         self.zty = np.zeros(capacity)
         self.weights = np.zeros(capacity)
         self.work = np.zeros(capacity)
-        self.pending_w = np.zeros((3 * PENDING_CUTS, capacity))
-        self.pending_p = np.zeros((3 * PENDING_CUTS, capacity))
+        self.pending_w = np.zeros((3 * pending_cuts, capacity))
+        self.pending_p = np.zeros((3 * pending_cuts, capacity))
         self.n_pending = 0
         self.n_features = 0
         self.capacity = capacity
         self.delta2 = delta2
         self.logdet = 0.0
+        self.armed = False
+        self.block_saved = False
+
+    def checkpoint(self):
+        """Save the state, to :meth:`rollback` to (any number of times) after trial moves.
+
+        The pending corrections are flushed first, so that a trial has room for
+        ``pending_cuts`` splits before it changes the stored block (and makes the rollback
+        copy it back)."""
+        self.armed = False
+        self._flush()
+        cdef intp_t C = self.n_features, K = self.n_pending
+        if self.saved_block is None or self.saved_block.shape[0] < self.capacity:
+            self.saved_block = np.empty((self.capacity, self.capacity))
+        self.saved_c, self.saved_k = C, K
+        self.saved_logdet = self.logdet
+        self.saved_small = (np.array(self.pending_w[:K, :C]), np.array(self.pending_p[:K, :C]),
+                            np.array(self.weights[:C]), np.array(self.zty[:C]))
+        self.armed = True
+        self.block_saved = False
+
+    def rollback(self):
+        """Return to the last :meth:`checkpoint` (bit for bit)."""
+        cdef intp_t C = self.saved_c, K = self.saved_k, k, tail
+        if not self.armed:
+            raise ValueError("no checkpoint to roll back to")
+        if self.capacity > self.saved_block.shape[0]:
+            raise ValueError("the inverse grew past its checkpoint's capacity")
+        if self.block_saved:
+            for k in range(C):
+                memcpy(&self.inv[k, 0], &self.saved_block[k, 0], C * sizeof(float64_t))
+        pw, pp, weights, zty = self.saved_small
+        tail = min(self.capacity, C + self.pending_w.shape[0]) - C
+        np.asarray(self.pending_w)[:K, :C] = pw
+        np.asarray(self.pending_p)[:K, :C] = pp
+        np.asarray(self.pending_w)[:K, C:C + tail] = 0.0
+        np.asarray(self.pending_p)[:K, C:C + tail] = 0.0
+        np.asarray(self.weights)[:C] = weights
+        np.asarray(self.zty)[:C] = zty
+        self.n_features, self.n_pending, self.logdet = C, K, self.saved_logdet
+        self.block_saved = False
+
+    cdef void _touch(self) noexcept nogil:
+        """Called before the leading block changes: copy it first if a checkpoint needs it."""
+        cdef intp_t k, C = self.saved_c
+        if self.armed and not self.block_saved:
+            for k in range(C):
+                memcpy(&self.saved_block[k, 0], &self.inv[k, 0], C * sizeof(float64_t))
+            self.block_saved = True
 
     def start(self, const float64_t[:, ::1] A, const float64_t[::1] zty):
         """Set the state from a dense ``A`` (inverted here) and ``Z'y``."""
@@ -78,6 +139,7 @@ cdef class RidgeInverse:
         if sign <= 0:
             raise ValueError("A must be positive definite")
         self.n_pending = 0
+        self.armed = False
         np.asarray(self.inv)[:C, :C] = np.linalg.inv(A)
         np.asarray(self.zty)[:C] = zty
         self.n_features = C
@@ -91,6 +153,7 @@ cdef class RidgeInverse:
         cdef float64_t unit = 1.0
         if K == 0:
             return
+        self._touch()
         if C > 0:
             dgemm(b"N", b"T", &C, &C, &K, &unit, &self.pending_p[0, 0], &lda,
                   &self.pending_w[0, 0], &lda, &unit, &self.inv[0, 0], &lda)
@@ -102,6 +165,7 @@ cdef class RidgeInverse:
         cdef float64_t tmp
         if a == b:
             return
+        self._touch()
         for k in range(C):
             tmp = self.inv[a, k]
             self.inv[a, k] = self.inv[b, k]
@@ -128,6 +192,7 @@ cdef class RidgeInverse:
         cdef float64_t alpha = -1.0 / h
         cdef float64_t w_last = self.weights[C]
         cdef intp_t k
+        self._touch()
         for k in range(C):
             self.work[k] = self.inv[C, k]
             self.weights[k] -= self.work[k] * w_last / h
@@ -154,6 +219,7 @@ cdef class RidgeInverse:
         cdef float64_t zero = 0.0, unit = 1.0, s, alpha, w_new
         cdef intp_t k
         self._flush()
+        self._touch()
         if C > 0:
             # inv is symmetric, so the row-major block can be handed to Fortran BLAS as is.
             dgemv(b"N", &C, &C, &unit, &self.inv[0, 0], &lda, b, &one, &zero,
@@ -283,12 +349,14 @@ cdef class RidgeInverse:
         """Replace features ``i`` and ``j`` (disjoint cells) by their sum at ``i``; drop ``j``.
 
         The four steps of section 8.4, all O(C^2): add row j to row i, add column j to column i,
-        delete j, subtract delta2 from the (i, i) entry.
+        delete j, subtract delta2 from the (i, i) entry. The weights are left stale: call
+        :meth:`solve` after the last merge of an event (a grid cut merges many pairs at once).
         """
         cdef intp_t C = self.n_features, k, last
         cdef int n, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha
         self._flush()
+        self._touch()
         for k in range(C):
             self.inv[k, j] -= self.inv[k, i]
         for k in range(C):
@@ -308,7 +376,6 @@ cdef class RidgeInverse:
         alpha = self.delta2 / denom
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
-        self.solve()
 
     cdef void solve(self) noexcept nogil:
         """``weights = A^{-1} Z'y``."""
@@ -326,6 +393,7 @@ cdef class RidgeInverse:
         if n <= self.capacity:
             return 0
         self._flush()
+        self.armed = False  # a checkpoint does not survive a reallocation
         new_capacity = max(n, 2 * self.capacity)
         inv = np.zeros((new_capacity, new_capacity))
         inv[:C, :C] = self.inv[:C, :C]
@@ -365,6 +433,7 @@ cdef class RidgeInverse:
         cdef int n = <int>C, lda = <int>self.capacity, one = 1
         cdef float64_t denom, alpha, quad = 0.0
         self._flush()
+        self._touch()
         for k in range(C):
             self.work[k] = 0.0
         for c in columns:
@@ -430,6 +499,11 @@ cdef class RidgePathVisitor(CellColumns):
         1 for training points.
     delta2 : float
         Ridge constant.
+    capacity : int, default=None
+        Largest number of features held at once; by default the source's trees plus one per
+        event (a source whose events are chosen one at a time, the Mondrian grid, sets it).
+    pending_cuts : int, default=32
+        See :class:`RidgeInverse`.
 
     Notes
     -----
@@ -442,11 +516,14 @@ cdef class RidgePathVisitor(CellColumns):
     cdef const unsigned char[::1] is_train
     cdef float64_t[::1] pred, b_left, b_right
     cdef float64_t delta2, scale, inv_m, yty
-    cdef intp_t n_train, n_trees, n_records
+    cdef intp_t n_train, n_trees, n_records, capacity, pending_cuts
+    cdef bint stale  # merges left the weights to be solved again
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
-                 float64_t delta2):
+                 float64_t delta2, capacity=None, intp_t pending_cuts=PENDING_CUTS):
         cdef intp_t i
+        self.capacity = -1 if capacity is None else capacity
+        self.pending_cuts = pending_cuts
         self.n_metrics = 4
         self.y = y
         self.is_train = is_train
@@ -461,6 +538,8 @@ cdef class RidgePathVisitor(CellColumns):
     cdef int begin(self, bint forward) except -1:
         cdef CutSource source = self.source
         cdef intp_t m, capacity = source.n_groups + source.n_events + 1
+        if self.capacity >= 0:
+            capacity = max(self.capacity, source.n_groups) + 1
         if source.n_points != self.y.shape[0]:
             raise ValueError("one target per point is needed")
         self.n_trees = source.n_groups
@@ -468,7 +547,7 @@ cdef class RidgePathVisitor(CellColumns):
         self.inv_m = 1.0 / self.n_trees
         self.n_records = 0
         self.init_columns(capacity)
-        self.ridge = RidgeInverse(capacity, self.delta2)
+        self.ridge = RidgeInverse(capacity, self.delta2, self.pending_cuts)
         self.pred = np.zeros(source.n_points)
         self.b_left = np.zeros(capacity)
         self.b_right = np.zeros(capacity)
@@ -503,6 +582,54 @@ cdef class RidgePathVisitor(CellColumns):
         self.ridge.start(A, Z.T @ np.asarray(self.y)[train])
         return 0
 
+    def snapshot(self):
+        """Checkpoint the model (inverse, weights, columns), to :meth:`restore` after trial
+        moves. Only the latest snapshot can be restored; the inverse is copied only if a move
+        is about to change it in place (see :meth:`RidgeInverse.checkpoint`)."""
+        cdef intp_t C = self.ridge.n_features
+        self._fresh_weights()
+        self.ridge.checkpoint()
+        return (np.array(self.cols), np.array(self.col_group[:C]), np.array(self.col_cell[:C]),
+                np.array(self.cell_col), self.n_records)
+
+    def restore(self, tuple state):
+        """Return to the latest :meth:`snapshot` of this visitor."""
+        cols, col_group, col_cell, cell_col, n_records = state
+        cdef intp_t C = col_group.shape[0]
+        self.ridge.rollback()
+        np.asarray(self.cols)[...] = cols
+        np.asarray(self.col_group)[:C] = col_group
+        np.asarray(self.col_cell)[:C] = col_cell
+        np.asarray(self.cell_col)[...] = cell_col
+        self.n_records = n_records
+        self.stale = False
+
+    @property
+    def inverse(self):
+        """Copy of the live inverse of ``A = Z'Z + delta2 I`` (columns as in :attr:`columns`)."""
+        return self.ridge.inverse
+
+    @property
+    def coef(self):
+        """Copy of the weights ``A^{-1} Z'y`` (solved afresh)."""
+        self.ridge.solve()
+        return self.ridge.coef
+
+    @property
+    def columns(self):
+        """Copy of the column of every point in every group, shape (n_groups, n_points)."""
+        return np.array(self.cols)
+
+    @property
+    def n_features(self):
+        """Number of live features."""
+        return self.ridge.n_features
+
+    cdef inline void _fresh_weights(self) noexcept nogil:
+        if self.stale:
+            self.ridge.solve()
+            self.stale = False
+
     cdef intp_t _cross(self, float64_t[::1] b, intp_t m, const intp_t* points, intp_t n,
                        float64_t* ysum) noexcept nogil:
         """Cross products ``b`` of a cell of tree ``m`` holding ``points`` with the current
@@ -528,6 +655,7 @@ cdef class RidgePathVisitor(CellColumns):
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
         cdef intp_t c = self.cell_col[self.cell_base[group] + cell], in_left, in_right
         cdef float64_t y_left, y_right
+        self._fresh_weights()  # split() updates the weights incrementally
         in_left = self._cross(self.b_left, group, left_points, n_left, &y_left)
         in_right = self._cross(self.b_right, group, right_points, n_right, &y_right)
         self.ridge.split(c, &self.b_left[0], in_left * self.inv_m + self.delta2,
@@ -544,6 +672,7 @@ cdef class RidgePathVisitor(CellColumns):
         cdef intp_t col = self.cell_col[self.cell_base[group] + right]
         cdef intp_t last = self.ridge.n_features - 1
         self.ridge.merge(i, col)
+        self.stale = True
         # merge() moved the last column into `col` (and `i` too if it was last).
         if i == last:
             i = col
@@ -559,7 +688,8 @@ cdef class RidgePathVisitor(CellColumns):
         cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
         cdef int C = <int>self.ridge.n_features, one = 1
         if self.n_records % 256 == 255:
-            self.ridge.solve()  # the incremental weight updates drift slowly: refresh them
+            self.stale = True  # the incremental weight updates drift slowly: refresh them
+        self._fresh_weights()
         self.n_records += 1
         _predict_points(self.cols, self.ridge.weights, self.scale, self.pred)
         for i in range(self.pred.shape[0]):

@@ -88,3 +88,9 @@ cdef class CellColumns(CutVisitor):
 # A TreeCuts source (exact type) is read in place; any other source through its cdef methods.
 cdef int walk(CutSource source, CutVisitor visitor, bint forward,
               float64_t[:, ::1] metrics) except -1
+
+
+# Apply event e of `source` to `visitor`: its splits in order (forward) or its merges in reverse
+# order (backward), without recording. For sources whose events are chosen one at a time (the
+# Mondrian grid's greedy lifetime search); the visitor must have been begun.
+cdef int visit_event(CutSource source, CutVisitor visitor, intp_t e, bint forward) except -1 nogil

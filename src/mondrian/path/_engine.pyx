@@ -506,6 +506,12 @@ cdef int _visit(CutSource source, CutVisitor visitor, intp_t e, bint forward) ex
     return 0
 
 
+cdef int visit_event(CutSource source, CutVisitor visitor, intp_t e,
+                     bint forward) except -1 nogil:
+    """:func:`_visit`, for sources whose events are chosen one at a time (see the .pxd)."""
+    return _visit(source, visitor, e, forward)
+
+
 cdef inline int _visit_tree(TreeCuts source, CutVisitor visitor, intp_t e,
                             bint forward) except -1 nogil:
     """:func:`_visit` for a :class:`TreeCuts` source read in place (one split per event, no
