@@ -232,7 +232,7 @@ def run_scaling(args, report):
 
 def run_online(args, report):
     spec = {"online": True, "data": "synthetic200k", "trees": 10,
-            "checkpoints": [1_000, 10_000, args.online_n]}
+            "checkpoints": sorted({1_000, 10_000, args.online_n})}
     res = measure(spec, args.limit_gb)
     if "error" in res:
         report.add(f"online stream failed: {res['error']}")
