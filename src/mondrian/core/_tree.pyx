@@ -13,6 +13,7 @@ Training points live once per forest, in arrays handed to every call (``X``: the
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport SIZE_MAX, uint64_t
 from libc.stdlib cimport free, realloc
+from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -50,6 +51,11 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
             raise MemoryError(f"could not allocate {count * itemsize} bytes")
     ptr[0] = new_ptr
     return 0
+
+
+def _same_bits(a, b):
+    """Whether two float64 arrays hold the same bits (``-0.0`` differs from ``0.0``)."""
+    return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
 
 
 cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
@@ -158,19 +164,20 @@ cdef class MondrianTree:
     # ------------------------------------------------------------------ storage
 
     cdef int _resize(self, intp_t capacity) except -1 nogil:
-        """Grow every per-node buffer to ``capacity`` nodes, zeroing the new tail."""
-        cdef intp_t old = self.capacity
-        cdef size_t box = 2 * self.n_features
-        if capacity <= old:
+        """Grow every per-node buffer to ``capacity`` nodes.
+
+        The new tail is left unwritten: every node slot is filled by ``_new_node`` and its
+        box and statistics by the code that creates it, before anything reads them. Not
+        touching the tail keeps its pages out of the resident set (large blocks are mapped
+        lazily, and ``realloc`` moves them with ``mremap``, without copying), which was a third
+        of the fitting time in page faults.
+        """
+        if capacity <= self.capacity:
             return 0
         _realloc(<void**>&self.nodes, capacity, sizeof(Node))
-        _realloc(<void**>&self.bounds, capacity * box, sizeof(float64_t))
+        _realloc(<void**>&self.bounds, capacity * 2 * self.n_features, sizeof(float64_t))
         if self.value_stride > 0:
             _realloc(<void**>&self.value, capacity * self.value_stride, sizeof(float64_t))
-            memset(self.value + old * self.value_stride, 0,
-                   (capacity - old) * self.value_stride * sizeof(float64_t))
-        memset(self.nodes + old, 0, (capacity - old) * sizeof(Node))
-        memset(self.bounds + old * box, 0, (capacity - old) * box * sizeof(float64_t))
         self.capacity = capacity
         return 0
 
@@ -884,6 +891,267 @@ cdef class MondrianTree:
             out.n_samples_seen = m
         out.rng = self.rng
         return out
+
+    def memory_usage(self):
+        """Bytes held by the tree, by buffer.
+
+        Returns
+        -------
+        dict
+            ``nodes``, ``bounds``, ``value`` (per-node buffers, the ``node_count`` slots in
+            use), ``sample_next`` (leaf lists, one slot per store index seen), ``reserved``
+            (allocated growth room of every buffer; not resident until written) and ``total``
+            (the used bytes; ``reserved`` is not included).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from mondrian.core._tree import MondrianTree
+        >>> X = np.random.default_rng(0).random((50, 3))
+        >>> tree = MondrianTree(3, 0, np.inf).fit(X, np.zeros((50, 0)), np.arange(50))
+        >>> usage = tree.memory_usage()
+        >>> usage["bounds"] == tree.node_count * 2 * 3 * 8
+        True
+        """
+        cdef intp_t n = self.node_count
+        cdef intp_t spare = self.capacity - n
+        out = {
+            "nodes": n * sizeof(Node),
+            "bounds": n * 2 * self.n_features * sizeof(float64_t),
+            "value": n * self.value_stride * sizeof(float64_t),
+            "sample_next": self.n_samples_seen * sizeof(intp_t),
+        }
+        out["total"] = sum(out.values())
+        out["reserved"] = (
+            spare * (sizeof(Node) + (2 * self.n_features + self.value_stride) * sizeof(float64_t))
+            + (self.sample_capacity - self.n_samples_seen) * sizeof(intp_t)
+        )
+        return out
+
+    def derived_arrays(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
+        """Recompute the data that the leaf lists and the store determine.
+
+        The box of a node is the min/max of the stored points below it and its statistics are
+        the sum of their contribution rows (summed leaf by leaf, children before parents); its
+        ``n_node_samples`` is their number and ``parent`` inverts the child links.
+
+        Returns
+        -------
+        bounds : ndarray of shape (node_count, 2, n_features)
+            ``+inf``/``-inf`` for a leaf that holds no point.
+        value : ndarray of shape (node_count, value_stride)
+        counts, parent : ndarray of intp, shape (node_count,)
+            ``-2`` in both for nodes that the root does not reach.
+        """
+        self._check_store(X, rows, np.zeros(0, dtype=np.intp))
+        if self.n_samples_seen > X.shape[0]:
+            raise ValueError("the store holds fewer points than the tree refers to")
+        cdef intp_t n = self.node_count, D = self.n_features, S = self.value_stride
+        bounds = np.empty((n, 2, D), dtype=np.float64)
+        value = np.zeros((n, S), dtype=np.float64)
+        counts = np.full(n, TREE_UNDEFINED, dtype=np.intp)
+        parent = np.full(n, TREE_UNDEFINED, dtype=np.intp)
+        order = np.empty(n, dtype=np.intp)
+        cdef float64_t[:, :, ::1] b = bounds
+        cdef float64_t[:, ::1] v = value
+        cdef intp_t[::1] cnt = counts
+        cdef intp_t[::1] par = parent
+        cdef intp_t[::1] queue = order
+        cdef const float64_t* xp = &X[0, 0] if X.shape[0] else NULL
+        cdef const float64_t* rp = &rows[0, 0] if S and rows.shape[0] else NULL
+        cdef intp_t head = 0, tail = 0, j, i, lc, r, d, k
+        cdef float64_t* lo
+        cdef float64_t* hi
+        if n == 0:
+            return bounds, value, counts, parent
+        with nogil:
+            # Breadth-first order: every parent comes before its children.
+            queue[0] = 0
+            par[0] = TREE_LEAF
+            tail = 1
+            while head < tail:
+                j = queue[head]
+                head += 1
+                lc = self.nodes[j].left_child
+                if lc != TREE_LEAF:
+                    r = self.nodes[j].right_child
+                    if not (0 <= lc < n and 0 <= r < n and tail + 2 <= n):
+                        break  # not a tree: the caller sees unreached nodes
+                    par[lc] = j
+                    par[r] = j
+                    queue[tail] = lc
+                    queue[tail + 1] = r
+                    tail += 2
+            for k in range(tail - 1, -1, -1):
+                j = queue[k]
+                lo = &b[j, 0, 0]
+                hi = &b[j, 1, 0]
+                lc = self.nodes[j].left_child
+                if lc == TREE_LEAF:
+                    cnt[j] = 0
+                    for d in range(D):
+                        lo[d] = INFINITY
+                        hi[d] = -INFINITY
+                    i = self.nodes[j].first_sample
+                    while i != TREE_LEAF and cnt[j] < self.n_samples_seen:
+                        if cnt[j] == 0:
+                            memcpy(lo, xp + i * D, D * sizeof(float64_t))
+                            memcpy(hi, xp + i * D, D * sizeof(float64_t))
+                            if S:
+                                memcpy(&v[j, 0], rp + i * S, S * sizeof(float64_t))
+                        else:
+                            _include(lo, hi, xp + i * D, D)
+                            _add_row(&v[j, 0], rp + i * S, S)
+                        cnt[j] += 1
+                        i = self.sample_next[i]
+                    continue
+                r = self.nodes[j].right_child
+                cnt[j] = cnt[lc] + cnt[r]
+                for d in range(D):
+                    lo[d] = b[lc, 0, d] if b[lc, 0, d] < b[r, 0, d] else b[r, 0, d]
+                    hi[d] = b[lc, 1, d] if b[lc, 1, d] > b[r, 1, d] else b[r, 1, d]
+                for d in range(S):
+                    v[j, d] = v[lc, d] + v[r, d]
+        return bounds, value, counts, parent
+
+    def compact_state(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
+        """The smallest state from which, with the store, :meth:`from_compact_state` rebuilds
+        this tree bit for bit; ``None`` when the tree is not in the form it knows.
+
+        Kept: the shape of the tree (which node ids are internal, their children, features,
+        thresholds and split times), the heads of the leaf lists, the paused flags, the
+        leaf lists and the random stream, with 32-bit indices when they fit. Left out:
+        ``parent`` and ``n_node_samples``, and the boxes and statistics whenever
+        :meth:`derived_arrays` reproduces them exactly (checked here, bit for bit; the
+        full-cell boxes of the density trees are kept, and so are statistics whose
+        floating-point sums depend on the order of the updates).
+        """
+        nodes = self.nodes_array
+        bounds, value, counts, parent = self.derived_arrays(X, rows)
+        left, right = nodes["left_child"], nodes["right_child"]
+        internal = left != TREE_LEAF
+        leaf = ~internal
+        if not (
+            np.array_equal(parent, nodes["parent"])
+            and np.array_equal(counts, nodes["n_node_samples"])
+            and (right[leaf] == TREE_LEAF).all()
+            and (nodes["feature"][leaf] == TREE_UNDEFINED).all()
+            and (nodes["threshold"][leaf] == TREE_UNDEFINED).all()
+            and (nodes["first_sample"][internal] == TREE_LEAF).all()
+            and (nodes["paused"][internal] == 0).all()
+            and np.isin(nodes["paused"][leaf], (0, 1)).all()
+        ):
+            return None
+        index = np.int32 if max(self.node_count, self.n_samples_seen) < 2**31 - 1 else np.intp
+        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
+        if self.n_samples_seen:
+            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
+                   self.n_samples_seen * sizeof(intp_t))
+        leaf_time = nodes["split_time"][leaf]
+        state = {
+            "version": TREE_STATE_VERSION,
+            "class": type(self),
+            "params": (self.n_features, self.value_stride, self.lifetime,
+                       self.min_samples_split, self.pause_pure),
+            "node_count": self.node_count,
+            "internal": np.packbits(internal),
+            "children": np.stack([left[internal], right[internal]], axis=1).astype(index),
+            "feature": nodes["feature"][internal].astype(np.int32),
+            "threshold": nodes["threshold"][internal],
+            "split_time": nodes["split_time"][internal],
+            "leaf_split_time": (None if (leaf_time == self.lifetime).all() else leaf_time),
+            "first_sample": nodes["first_sample"][leaf].astype(index),
+            "paused": np.packbits(nodes["paused"][leaf].astype(bool)),
+            "sample_next": sample_next.astype(index),
+            "rng": self.get_rng_state(),
+            "count_columns": self.count_columns,
+        }
+        stored = self.bounds_array
+        state["bounds"] = None if _same_bits(stored, bounds) else stored
+        del stored, bounds
+        stored = self.value_array
+        state["value"] = None if _same_bits(stored, value) else stored
+        return state
+
+    @staticmethod
+    def from_compact_state(state, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
+        """The tree saved by :meth:`compact_state`, with the store it was saved with."""
+        if not isinstance(state, dict) or state.get("version") != TREE_STATE_VERSION:
+            raise ValueError(
+                "cannot load a compact MondrianTree state of version "
+                f"{state.get('version') if isinstance(state, dict) else None}; this build "
+                f"reads version {TREE_STATE_VERSION}"
+            )
+        cls = state["class"]
+        if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
+            raise ValueError("a compact tree state must name a MondrianTree class")
+        cdef MondrianTree tree = cls(*state["params"], 0)
+        tree.count_columns = int(state.get("count_columns", 0))
+        cdef intp_t n = int(state["node_count"])
+        internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
+                                 count=n).astype(bool)
+        leaf = ~internal
+        n_leaves = int(leaf.sum())
+        nodes = np.empty(n, dtype=NODE_DTYPE)
+        children = np.asarray(state["children"]).reshape(-1, 2)
+        if children.shape[0] != n - n_leaves:
+            raise ValueError("inconsistent compact MondrianTree state")
+        nodes["left_child"][leaf] = TREE_LEAF
+        nodes["right_child"][leaf] = TREE_LEAF
+        nodes["left_child"][internal] = children[:, 0]
+        nodes["right_child"][internal] = children[:, 1]
+        nodes["feature"][leaf] = TREE_UNDEFINED
+        nodes["feature"][internal] = state["feature"]
+        nodes["threshold"][leaf] = TREE_UNDEFINED
+        nodes["threshold"][internal] = state["threshold"]
+        leaf_time = state["leaf_split_time"]
+        nodes["split_time"][leaf] = tree.lifetime if leaf_time is None else leaf_time
+        nodes["split_time"][internal] = state["split_time"]
+        nodes["first_sample"][internal] = TREE_LEAF
+        nodes["first_sample"][leaf] = state["first_sample"]
+        nodes["paused"][internal] = 0
+        nodes["paused"][leaf] = np.unpackbits(np.asarray(state["paused"], dtype=np.uint8),
+                                              count=n_leaves)
+        nodes["parent"] = TREE_LEAF
+        nodes["n_node_samples"] = 0
+        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
+        cdef intp_t m = sample_next.shape[0]
+        if ((nodes["left_child"] >= n) | (nodes["right_child"] >= n)).any() or (
+                (sample_next >= m).any() or (nodes["first_sample"] >= m).any()):
+            raise ValueError("inconsistent compact MondrianTree state")
+        tree._resize(max(n, 1))
+        if n:
+            memcpy(tree.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
+        tree.node_count = n
+        tree._ensure_samples(m)
+        if m:
+            memcpy(tree.sample_next, cnp.PyArray_DATA(sample_next), m * sizeof(intp_t))
+        bounds, value, counts, parent = tree.derived_arrays(X, rows)
+        if (counts < 0).any():
+            raise ValueError("inconsistent compact MondrianTree state")
+        cdef intp_t j
+        cdef intp_t[::1] cnt = counts
+        cdef intp_t[::1] par = parent
+        for j in range(n):
+            tree.nodes[j].parent = par[j]
+            tree.nodes[j].n_node_samples = cnt[j]
+        cdef intp_t D = tree.n_features, S = tree.value_stride
+        if state["bounds"] is not None:
+            bounds = np.ascontiguousarray(state["bounds"], dtype=np.float64)
+        if state["value"] is not None:
+            value = np.ascontiguousarray(state["value"], dtype=np.float64)
+        if bounds.shape != (n, 2, D) or value.shape != (n, S):
+            raise ValueError("inconsistent compact MondrianTree state")
+        if n:
+            memcpy(tree.bounds, cnp.PyArray_DATA(bounds), n * 2 * D * sizeof(float64_t))
+            if S:
+                memcpy(tree.value, cnp.PyArray_DATA(value), n * S * sizeof(float64_t))
+        rng = np.asarray(state["rng"], dtype=np.uint64)
+        tree.rng.s0 = rng[0]
+        tree.rng.s1 = rng[1]
+        tree.rng.s2 = rng[2]
+        tree.rng.s3 = rng[3]
+        return tree
 
     def __reduce__(self):
         return (

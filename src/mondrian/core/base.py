@@ -295,6 +295,13 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     _scaler = property(lambda self: self._ensemble.feature_map)
     _seeds = property(lambda self: self._ensemble.seeds)
 
+    @property
+    def memory_usage_(self):
+        """Bytes held by the fitted model, by buffer: ``nodes``, ``bounds``, ``value``,
+        ``sample_next`` (summed over the trees), ``store_X``, ``store_rows``, ``total``
+        and ``reserved`` (see :meth:`TreeEnsemble.memory_usage`)."""
+        return self._ensemble.memory_usage()
+
     def _n_trees(self):
         return self.n_estimators
 

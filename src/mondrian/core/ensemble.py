@@ -25,7 +25,7 @@ __all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "fail_after_trees", 
 TREES_PER_CHUNK = 16
 
 # Version of the pickled ensemble state.
-ENSEMBLE_STATE_VERSION = 1
+ENSEMBLE_STATE_VERSION = 2
 
 # Largest seed of a tree's random stream (exclusive).
 _SEED_HIGH = np.iinfo(np.int64).max
@@ -476,18 +476,72 @@ class TreeEnsemble:
 
     # ----------------------------------------------------------------- pickling
 
+    # Version 2 saves each tree in its compact form (no boxes, statistics, parents or counts
+    # when the store determines them bit for bit); version 1 (whole trees) still loads.
+
+    def __copy__(self):
+        # Not through __getstate__: a shallow copy shares the trees (views, _like).
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+    def __deepcopy__(self, memo):
+        # Whole trees (MondrianTree.__reduce__), not the compact state: no rebuild needed.
+        out = type(self).__new__(type(self))
+        memo[id(self)] = out
+        out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return out
+
     def __getstate__(self):
         state = dict(self.__dict__)
+        X, rows = self.store.X, self.store.rows
+        # One tree at a time: the derived buffers it checks against are freed before the next.
+        state["trees"] = [_compact_or_whole(tree, X, rows) for tree in self.trees]
         state["version"] = ENSEMBLE_STATE_VERSION
         return state
 
     def __setstate__(self, state):
         state = dict(state)
         version = state.pop("version", None)
-        if version != ENSEMBLE_STATE_VERSION:
+        if version not in (1, ENSEMBLE_STATE_VERSION):
             raise ValueError(
                 f"cannot load a TreeEnsemble saved with state version {version}; this version "
-                f"of the package reads version {ENSEMBLE_STATE_VERSION}"
+                f"of the package reads versions 1 and {ENSEMBLE_STATE_VERSION}"
             )
         state.setdefault("count_columns", 0)  # saved before weighted counts existed
         self.__dict__.update(state)
+        X, rows = self.store.X, self.store.rows
+        self.trees = [
+            tree if isinstance(tree, MondrianTree)
+            else MondrianTree.from_compact_state(tree, X, rows)
+            for tree in self.trees
+        ]
+
+    def memory_usage(self):
+        """Bytes held by the ensemble, by buffer (summed over the trees), plus the store.
+
+        Returns
+        -------
+        dict
+            ``nodes``, ``bounds``, ``value``, ``sample_next`` (see
+            :meth:`MondrianTree.memory_usage`), ``store_X`` and ``store_rows`` (the stored
+            points, once per forest), ``total`` (their sum) and ``reserved`` (allocated
+            growth room, not resident until written).
+        """
+        out = dict.fromkeys(("nodes", "bounds", "value", "sample_next", "reserved"), 0)
+        for tree in self.trees:
+            usage = tree.memory_usage()
+            for key in out:
+                out[key] += usage[key]
+        reserved = out.pop("reserved")
+        out["store_X"] = self.store.X.nbytes
+        out["store_rows"] = self.store.rows.nbytes
+        out["total"] = sum(out.values())
+        out["reserved"] = reserved + self.store._X.nbytes + self.store._rows.nbytes - (
+            out["store_X"] + out["store_rows"])
+        return out
+
+
+def _compact_or_whole(tree, X, rows):
+    state = tree.compact_state(X, rows)
+    return tree if state is None else state

@@ -75,7 +75,8 @@ class DataStore:
 
     def __getstate__(self):
         # Only the used part is saved.
-        return {"X": self.X.copy(), "rows": self.rows.copy(), "n_samples": self.n_samples}
+        # Views: pickle writes only the viewed rows, and no copy stays alive while it runs.
+        return {"X": self.X, "rows": self.rows, "n_samples": self.n_samples}
 
     def __setstate__(self, state):
         self._X = np.ascontiguousarray(state["X"], dtype=np.float64)

@@ -11,7 +11,11 @@ from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport WalkStep, read_lifetime, walk_next, walk_start
+from mondrian.core._walk cimport WalkStep, is_leaf_at, read_lifetime, walk_next, walk_start
+
+# Tabulate the node posteriors once per call when the call has at least one row per this many
+# nodes (a row visits about depth nodes; tabulating reads every node once).
+cdef intp_t TABLE_ROWS_PER_NODE = 16
 
 
 cdef inline float64_t _table(float64_t count) noexcept nogil:
@@ -24,6 +28,67 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
     return count if count < 1.0 else 1.0
 
 
+cdef inline void _node_counts(MondrianTree tree, intp_t j, bint leaf, float64_t* counts,
+                              float64_t* n_cust, float64_t* n_tab) noexcept nogil:
+    """IKN customers of ``j``: raw counts at a leaf, children's tables at an internal node."""
+    cdef intp_t K = tree.value_stride, k
+    cdef const float64_t* val_left
+    cdef const float64_t* val_right
+    n_cust[0] = 0.0
+    n_tab[0] = 0.0
+    if leaf:
+        val_left = tree.value + j * K
+        for k in range(K):
+            counts[k] = val_left[k]
+            n_cust[0] += val_left[k]
+            n_tab[0] += _table(val_left[k])
+    else:
+        val_left = tree.value + tree.nodes[j].left_child * K
+        val_right = tree.value + tree.nodes[j].right_child * K
+        for k in range(K):
+            counts[k] = _table(val_left[k]) + _table(val_right[k])
+            n_cust[0] += counts[k]
+            n_tab[0] += _table(counts[k])
+
+
+cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const float64_t* counts,
+                            float64_t n_cust, float64_t n_tab, const float64_t* g_parent,
+                            float64_t* g) noexcept nogil:
+    """G_j = (c - d tab + d T G_parent) / n, with the node's discount d."""
+    cdef intp_t k
+    cdef float64_t discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
+    cdef float64_t a = 1.0 / n_cust
+    cdef float64_t b = discount / n_cust
+    cdef float64_t c = discount * n_tab / n_cust
+    for k in range(K):
+        g[k] = a * counts[k] - b * _table(counts[k]) + c * g_parent[k]
+
+
+cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint strict,
+                                 const float64_t* counts, float64_t n_cust, float64_t n_tab,
+                                 const float64_t* g_parent, float64_t* out) noexcept nogil:
+    """Add the mass of ``x`` branching off above the node: a new node whose discount is the
+    one of a cut at the branching time, averaged over that time."""
+    cdef intp_t k
+    cdef float64_t d_bar, weight, tab
+    if step.delta == INFINITY:
+        d_bar = step.eta / (step.eta + gamma)
+    else:
+        # -p is expm1(-eta * delta), exactly.
+        d_bar = (step.eta / (step.eta + gamma)
+                 * expm1(-(step.eta + gamma) * step.delta) / -step.p)
+    weight = step.reach * step.p
+    if weight > 0.0:
+        for k in range(K):
+            tab = _table(counts[k])
+            if strict:
+                out[k] += weight * (
+                    (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
+            else:
+                out[k] += weight * (
+                    counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
+
+
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                        bint strict, float64_t lifetime, float64_t* g_parent,
                        float64_t* g, float64_t* counts, float64_t* out) noexcept nogil:
@@ -32,10 +97,8 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
     """
     cdef intp_t K = tree.value_stride, j, k
-    cdef const float64_t* val_left
-    cdef const float64_t* val_right
     cdef float64_t* tmp
-    cdef float64_t d_bar, discount, n_cust, n_tab, tab, weight, a, b, c
+    cdef float64_t n_cust, n_tab
     cdef WalkStep step
 
     for k in range(K):
@@ -43,53 +106,12 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
-
-        # IKN customers: raw counts at a leaf, children's tables at an internal node.
-        n_cust = 0.0
-        n_tab = 0.0
-        if step.is_leaf:
-            val_left = tree.value + j * K
-            for k in range(K):
-                counts[k] = val_left[k]
-                n_cust += val_left[k]
-                n_tab += _table(val_left[k])
-        else:
-            val_left = tree.value + tree.nodes[j].left_child * K
-            val_right = tree.value + tree.nodes[j].right_child * K
-            for k in range(K):
-                counts[k] = _table(val_left[k]) + _table(val_right[k])
-                n_cust += counts[k]
-                n_tab += _table(counts[k])
-
-        # x branches off above the node with probability p: a new node whose discount is
-        # the one of a cut at the branching time, averaged over that time.
+        _node_counts(tree, j, step.is_leaf, counts, &n_cust, &n_tab)
         if step.p > 0.0:
-            if step.delta == INFINITY:
-                d_bar = step.eta / (step.eta + gamma)
-            else:
-                # -p is expm1(-eta * delta), exactly.
-                d_bar = (step.eta / (step.eta + gamma)
-                         * expm1(-(step.eta + gamma) * step.delta) / -step.p)
-            weight = step.reach * step.p
-            if weight > 0.0:
-                for k in range(K):
-                    tab = _table(counts[k])
-                    if strict:
-                        out[k] += weight * (
-                            (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
-                    else:
-                        out[k] += weight * (
-                            counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
+            _add_branch_off(&step, K, gamma, strict, counts, n_cust, n_tab, g_parent, out)
             if step.survival <= 0.0:
                 return
-
-        # G_j = (c - d tab + d T G_parent) / n, with the node's discount d.
-        discount = 0.0 if step.delta == INFINITY else exp(-gamma * step.delta)
-        a = 1.0 / n_cust
-        b = discount / n_cust
-        c = discount * n_tab / n_cust
-        for k in range(K):
-            g[k] = a * counts[k] - b * _table(counts[k]) + c * g_parent[k]
+        _posterior(K, gamma, step.delta, counts, n_cust, n_tab, g_parent, g)
         if step.is_leaf:
             for k in range(K):
                 out[k] += step.survival * g[k]
@@ -97,6 +119,60 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         tmp = g_parent
         g_parent = g
         g = tmp
+        walk_next(&step, tree, x, lifetime)
+
+
+cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
+                      float64_t* counts, float64_t* n_cust, float64_t* n_tab, float64_t* g,
+                      intp_t* queue) except -1 nogil:
+    """Fill the test-point-independent quantities of every node of the tree pruned at
+    ``lifetime`` (row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``),
+    with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
+    ``node_count`` of ``g`` holds the uniform base measure (the root's parent)."""
+    cdef intp_t K = tree.value_stride, n = tree.node_count, head = 0, tail = 1, j, k, parent
+    cdef bint leaf
+    cdef float64_t tau, tau_parent
+    for k in range(K):
+        g[n * K + k] = 1.0 / K
+    queue[0] = 0
+    while head < tail:
+        j = queue[head]
+        head += 1
+        leaf = is_leaf_at(tree, j, lifetime)
+        parent = tree.nodes[j].parent if j != 0 else n
+        tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
+        tau = lifetime if leaf else tree.nodes[j].split_time
+        _node_counts(tree, j, leaf, counts + j * K, n_cust + j, n_tab + j)
+        _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
+                   g + parent * K, g + j * K)
+        if not leaf:
+            queue[tail] = tree.nodes[j].left_child
+            queue[tail + 1] = tree.nodes[j].right_child
+            tail += 2
+    return 0
+
+
+cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
+                              bint strict, float64_t lifetime, const float64_t* counts,
+                              const float64_t* n_cust, const float64_t* n_tab,
+                              const float64_t* g, float64_t* out) noexcept nogil:
+    """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
+    computes what depends on ``x`` (the branch-off terms)."""
+    cdef intp_t K = tree.value_stride, n = tree.node_count, j, k, parent = n
+    cdef WalkStep step
+    walk_start(&step, tree, x, lifetime)
+    while True:
+        j = step.node
+        if step.p > 0.0:
+            _add_branch_off(&step, K, gamma, strict, counts + j * K, n_cust[j], n_tab[j],
+                            g + parent * K, out)
+            if step.survival <= 0.0:
+                return
+        if step.is_leaf:
+            for k in range(K):
+                out[k] += step.survival * g[j * K + k]
+            return
+        parent = j
         walk_next(&step, tree, x, lifetime)
 
 
@@ -120,9 +196,11 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         Predict with the trees pruned at this lifetime (default: their own lifetime).
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i
+    cdef intp_t n = X.shape[0], K = out.shape[1], i, m
     cdef float64_t gamma, lam
-    cdef float64_t* buf
+    cdef float64_t* buf = NULL
+    cdef intp_t* queue = NULL
+    cdef bint tabled
     for tree in trees:
         if tree.value_stride != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -130,14 +208,33 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             raise ValueError("cannot predict with an empty tree")
         gamma = discount_factor * tree.n_features
         lam = read_lifetime(tree, lifetime)
+        m = tree.node_count
+        # Many rows: the per-node posteriors once per call, in this call's own scratch (reads
+        # never write the tree); few rows: along each path, O(depth) per row.
+        tabled = n * TABLE_ROWS_PER_NODE >= m
         with nogil:
-            buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
-            if buf == NULL:
+            if tabled:
+                buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+                queue = <intp_t*> malloc(m * sizeof(intp_t))
+            else:
+                buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
+            if buf == NULL or (tabled and queue == NULL):
+                free(buf)
+                free(queue)
                 with gil:
                     raise MemoryError()
-            for i in range(n):
-                _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K, buf + 2 * K,
-                             &out[i, 0])
+            if tabled:
+                _node_tables(tree, gamma, lam, buf, buf + m * K, buf + m * K + m,
+                             buf + m * K + 2 * m, queue)
+                for i in range(n):
+                    _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf, buf + m * K,
+                                        buf + m * K + m, buf + m * K + 2 * m, &out[i, 0])
+                free(queue)
+                queue = NULL
+            else:
+                for i in range(n):
+                    _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K,
+                                 buf + 2 * K, &out[i, 0])
             free(buf)
 
 
