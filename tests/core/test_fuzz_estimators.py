@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 import mondrian
 from mondrian import (
     LaplaceRandomFourierFeatures,
+    MondrianGridFeatures,
+    MondrianGridRidge,
     MondrianForestClassifier,
     MondrianForestDensity,
     MondrianForestRegressor,
@@ -66,6 +68,10 @@ ESTIMATORS = {
         lambda: RandomPartitionFeatures(n_partitions=4, random_state=0), "transform"),
     "RandomPartitionGPRegressor": (
         lambda: RandomPartitionGPRegressor(n_partitions=4, random_state=0), "reg"),
+    "MondrianGridFeatures": (
+        lambda: MondrianGridFeatures(3, lifetimes=2.0, random_state=0), "transform"),
+    "MondrianGridRidge": (
+        lambda: MondrianGridRidge(3, max_features=200, random_state=0), "reg"),
     "RandomPartitionKernelPCA": (
         lambda: RandomPartitionKernelPCA(n_components=1, n_partitions=4, random_state=0),
         "transform"),
