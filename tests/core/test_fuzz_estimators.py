@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 import mondrian
 from mondrian import (
     LaplaceRandomFourierFeatures,
-    MondrianGridFeatures,
-    MondrianGridRidge,
     MondrianForestClassifier,
     MondrianForestDensity,
     MondrianForestRegressor,
+    MondrianGridFeatures,
+    MondrianGridRidge,
     MondrianKernelFeatures,
     MondrianKernelRidge,
     MondrianKernelSGDClassifier,
