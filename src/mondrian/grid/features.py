@@ -131,7 +131,7 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
 
     Attributes
     ----------
-    lifetimes_ : ndarray of shape (n_features_in_,)
+    lifetimes_ : ndarray of shape (n_features,)
         The lifetimes used.
     n_features_in_ : int
     n_features_out_ : int
@@ -194,7 +194,7 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
 
         Returns
         -------
-        scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
+        scipy.sparse.csr_matrix of shape (n_samples, n_outputs)
         """
         check_is_fitted(self, "_map")
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")

@@ -73,11 +73,11 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
 
     Attributes
     ----------
-    lifetimes_ : ndarray of shape (n_features_in_,)
+    lifetimes_ : ndarray of shape (n_features,)
         Lifetimes of the fitted model.
     lifetime_path_ : GridLifetimePath
         The configurations visited by the search (``lifetimes="auto"`` only).
-    coef_ : ndarray of shape (n_features_out_,)
+    coef_ : ndarray of shape (n_outputs,)
         Ridge weights.
     n_features_out_ : int
         Number of grid features of the fitted model.

@@ -278,7 +278,7 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         ``w_d = 0``, and the kernel becomes ``exp(-lifetime * sum_d w_d |u_d - u'_d|)``.
         ``None``: no weights. The transformer has no labels, so ``"auto"`` raises: pass a
         fitted model's ``feature_weights_``.
-random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState instance or None, default=None
         Seeds the trees.
 
     Attributes
