@@ -7,8 +7,10 @@ n_informative=10)``; ``MondrianForestRegressor`` vs ``ExtraTreesRegressor`` on k
 fit runs in a fresh subprocess under an address-space limit (``--limit-gb``, 8 by default), which
 reports the pickle size, the peak RSS of the fit (above the loaded data), the fit time and the
 median ``predict_proba`` (``predict``) time; a fit that exceeds the limit is reported as such.
-Then a scaling table over N (20 features, ``--scaling-trees`` trees) with log-log slopes, and the
-bytes held per sample along a ``learn_one`` stream (10 trees).
+Then a scaling table over N (20 features, ``--scaling-trees`` trees) with log-log slopes, the
+bytes held per sample along a ``learn_one`` stream (10 trees), and (``--parts boxes``) the profile
+behind lean boxes: for a threshold K, the share of nodes holding at least K points (those that
+would keep a stored box) and the points a walk reads to recompute the boxes of the smaller nodes.
 
 Run from the repository root::
 
@@ -33,7 +35,8 @@ from shared.datasets import datasets_dir
 from shared.report import Report, environment_line, log
 
 MF, RF, ET = "MondrianForest", "RandomForest", "ExtraTrees"
-PARTS = ("classification", "regression", "scaling", "online")
+PARTS = ("classification", "regression", "scaling", "online", "boxes")
+BOX_THRESHOLDS = (2, 4, 8, 16, 32, 64, 128)
 CLASSIFICATION_SETS = ("letter", "usps", "satimage", "synthetic200k")
 SCALING_N = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 GB = 1024**3
@@ -243,6 +246,50 @@ def run_online(args, report):
                  title="learn_one stream (make_classification 20 features, 10 trees)")
 
 
+def _box_profile(tree, K: int) -> tuple[float, float, float]:
+    """Share of nodes with at least ``K`` points; mean (over training points) and max of the
+    points below the first node with fewer than ``K`` points on a point's path (what a walk
+    reads to rebuild that subtree's boxes: 0 when its leaf holds K points or more)."""
+    counts = tree.n_node_samples
+    left, right = tree.children_left, tree.children_right
+    read, weight, stack = [], [], [(0, 0)]
+    while stack:
+        j, small = stack.pop()
+        if small == 0 and counts[j] < K:
+            small = counts[j]
+        if left[j] == -1:
+            read.append(small)
+            weight.append(counts[j])
+        else:
+            stack.extend(((left[j], small), (right[j], small)))
+    read = np.asarray(read, dtype=float)
+    return float((counts >= K).mean()), float(np.average(read, weights=weight)), read.max()
+
+
+def run_boxes(sets, args, report):
+    """Box-threshold profile, in this process (``--box-trees`` trees, default parameters)."""
+    rows = []
+    for name in sets:
+        log(f"boxes {name}")
+        X, y, _ = _load(name)
+        model = _model(MF, args.box_trees, False).fit(X, y)
+        trees = [e.tree_ for e in model.estimators_]
+        nodes = float(np.mean([t.node_count for t in trees]))
+        D = X.shape[1]
+        for K in BOX_THRESHOLDS:
+            prof = np.array([_box_profile(t, K) for t in trees])
+            share = prof[:, 0].mean()
+            rows.append({"data": name, "D": D, "nodes / tree": nodes, "K": K,
+                         "nodes with a box": share,
+                         "box MB at 100 trees": share * nodes * 16 * D * 100 / MB,
+                         "points read / walk": prof[:, 1].mean(), "max": prof[:, 2].max()})
+        del model
+    cols = list(rows[0]) if rows else []
+    fmts = {"nodes / tree": ".0f", "nodes with a box": ".3f", "box MB at 100 trees": ".1f",
+            "points read / walk": ".1f", "max": ".0f"}
+    report.table(rows, cols, fmts, title=f"Lean boxes: threshold profile ({args.box_trees} trees)")
+
+
 def main(argv=None) -> None:
     parser = make_parser(__doc__.splitlines()[0], default_repeats=3)
     parser.add_argument("--trees", type=int, default=100)
@@ -250,6 +297,7 @@ def main(argv=None) -> None:
     parser.add_argument("--max-n", type=int, default=1_000_000)
     parser.add_argument("--online-n", type=int, default=200_000)
     parser.add_argument("--limit-gb", type=float, default=8.0)
+    parser.add_argument("--box-trees", type=int, default=5)
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--sets", default=",".join(CLASSIFICATION_SETS))
     add_output_options(parser, "memory.md", plots=False)
@@ -277,6 +325,8 @@ def main(argv=None) -> None:
         run_scaling(args, report)
     if "online" in parts:
         run_online(args, report)
+    if "boxes" in parts:
+        run_boxes(sets, args, report)
     report.write(args.output)
 
 
