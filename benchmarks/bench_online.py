@@ -25,6 +25,7 @@ A full run writes its report to ``benchmarks/results/online.md`` (``--output`` e
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -190,6 +191,15 @@ def stream_learners(n_estimators: int, seed: int, n_classes: int,
                                       run_learn_one_array))
         learners.append(StreamLearner("MondrianForest", "partial_fit(1-row 2-D array)", make_mf,
                                       run_partial_fit))
+    adapter, reason = optional_import("mondrian.river")
+    if mondrian is not None and adapter is not None:
+        learners.append(StreamLearner(
+            "MondrianForest via mondrian.river.RiverClassifier", "learn_one(dict)",
+            lambda: adapter.RiverClassifier(mondrian.MondrianForestClassifier(
+                n_estimators=n_estimators, n_jobs=1, random_state=seed
+            )),
+            run_learn_one_dict,
+        ))
     forest, reason = optional_import("river.forest")
     if forest is None:
         report.add(f"NOTE: river is unavailable. {reason}")
@@ -228,21 +238,30 @@ def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) ->
     list of dict
         Table rows.
     """
-    rows = []
     warmup = stream.head(WARMUP_ROWS)
     n = len(stream.y)
     for learner in learners:
-        log(f"[stream] {learner.name} / {learner.inputs} ...")
         learner.run(learner.make(), warmup)
-        seconds, preds = time_callable(lambda lr=learner: lr.run(lr.make(), stream),
-                                              repeats)
+    # Interleaved: each repeat times every learner once, so machine load drifts hit all alike.
+    times = {id(learner): [] for learner in learners}
+    preds = {}
+    for repeat in range(max(1, repeats)):
+        for learner in learners:
+            log(f"[stream] repeat {repeat + 1}/{repeats}: {learner.name} / {learner.inputs} ...")
+            seconds, preds[id(learner)] = time_callable(
+                lambda lr=learner: lr.run(lr.make(), stream), 1
+            )
+            times[id(learner)].append(seconds)
+    rows = []
+    for learner in learners:
+        seconds = statistics.median(times[id(learner)])
         rows.append({
             "model": learner.name,
             "inputs": learner.inputs,
             "samples": n,
             "time (s)": seconds,
             "samples/s": n / seconds,
-            "accuracy": float(np.mean(preds[1:] == stream.y[1:])),
+            "accuracy": float(np.mean(preds[id(learner)][1:] == stream.y[1:])),
         })
     river = next((r for r in rows if r["model"] == RIVER), None)
     for row in rows:
