@@ -160,3 +160,34 @@ def test_fast_path_takes_only_plain_float64():
                   np.asmatrix(X[:1])):
         assert model._fast_rows(other) is None
     assert _fitted("regressor", True)._fast_rows(row) is None  # fitted with feature names
+
+
+TARGETS = {
+    "float": lambda n: Y_REG[20 : 20 + n].copy(),
+    "int": lambda n: np.arange(n),
+    "list": lambda n: Y_REG[20 : 20 + n].tolist(),
+    "nan": lambda n: np.full(n, np.nan),
+    "2-D": lambda n: Y_REG[20 : 20 + n].reshape(-1, 1),
+    "two outputs": lambda n: np.ones((n, 2)),
+    "wrong length": lambda n: Y_REG[20 : 22 + n].copy(),
+}
+
+
+@pytest.mark.exact
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("name", ["float64", "float64 rows", "list", "int", "dataframe",
+                                  "wrong width", "nan"])
+def test_regressor_partial_fit_fast_path_matches_full_validation(monkeypatch, name, target,
+                                                                 named):
+    def run():
+        model = _fitted("regressor", named)
+        rows = INPUTS[name]()
+        model.partial_fit(rows, TARGETS[target](len(rows)))
+        return model.predict(X[20:40])
+
+    fast = _outcome(run)
+    with monkeypatch.context() as m:
+        _no_fast(m)
+        full = _outcome(run)
+    _same(fast, full)
