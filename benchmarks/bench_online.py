@@ -8,7 +8,9 @@ stream
     is over samples 2..n. Models: mondrian with ``predict_one`` + ``learn_one`` (1-D numpy rows),
     mondrian with ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])``, river's
     ``AMFClassifier`` (dict rows, built before timing) and onelearn's ``AMFClassifier`` when it
-    imports. Every model is warmed up on a few rows first (onelearn compiles with numba).
+    imports, and the Mondrian forest behind ``mondrian.river.RiverClassifier`` (dict rows). Every
+    model is warmed up on a few rows first (onelearn compiles with numba); the timed runs are
+    interleaved (each repeat runs every model once) and the median of the repeats is reported.
 batches
     100 growing mini-batches of 150 rows (batch b = rows ``[150 b, 150 (b + 1))``): mondrian
     ``partial_fit`` on each new batch vs refitting ``RandomForestClassifier`` on all rows seen so
