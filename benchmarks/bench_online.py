@@ -8,7 +8,9 @@ stream
     is over samples 2..n. Models: mondrian with ``predict_one`` + ``learn_one`` (1-D numpy rows),
     mondrian with ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])``, river's
     ``AMFClassifier`` (dict rows, built before timing) and onelearn's ``AMFClassifier`` when it
-    imports. Every model is warmed up on a few rows first (onelearn compiles with numba).
+    imports, and the Mondrian forest behind ``mondrian.river.RiverClassifier`` (dict rows). Every
+    model is warmed up on a few rows first (onelearn compiles with numba); the timed runs are
+    interleaved (each repeat runs every model once) and the median of the repeats is reported.
 batches
     100 growing mini-batches of 150 rows (batch b = rows ``[150 b, 150 (b + 1))``): mondrian
     ``partial_fit`` on each new batch vs refitting ``RandomForestClassifier`` on all rows seen so
@@ -25,6 +27,7 @@ A full run writes its report to ``benchmarks/results/online.md`` (``--output`` e
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -190,6 +193,15 @@ def stream_learners(n_estimators: int, seed: int, n_classes: int,
                                       run_learn_one_array))
         learners.append(StreamLearner("MondrianForest", "partial_fit(1-row 2-D array)", make_mf,
                                       run_partial_fit))
+    adapter, reason = optional_import("mondrian.river")
+    if mondrian is not None and adapter is not None:
+        learners.append(StreamLearner(
+            "MondrianForest via mondrian.river.RiverClassifier", "learn_one(dict)",
+            lambda: adapter.RiverClassifier(mondrian.MondrianForestClassifier(
+                n_estimators=n_estimators, n_jobs=1, random_state=seed
+            )),
+            run_learn_one_dict,
+        ))
     forest, reason = optional_import("river.forest")
     if forest is None:
         report.add(f"NOTE: river is unavailable. {reason}")
@@ -228,21 +240,30 @@ def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) ->
     list of dict
         Table rows.
     """
-    rows = []
     warmup = stream.head(WARMUP_ROWS)
     n = len(stream.y)
     for learner in learners:
-        log(f"[stream] {learner.name} / {learner.inputs} ...")
         learner.run(learner.make(), warmup)
-        seconds, preds = time_callable(lambda lr=learner: lr.run(lr.make(), stream),
-                                              repeats)
+    # Interleaved: each repeat times every learner once, so machine load drifts hit all alike.
+    times = {id(learner): [] for learner in learners}
+    preds = {}
+    for repeat in range(max(1, repeats)):
+        for learner in learners:
+            log(f"[stream] repeat {repeat + 1}/{repeats}: {learner.name} / {learner.inputs} ...")
+            seconds, preds[id(learner)] = time_callable(
+                lambda lr=learner: lr.run(lr.make(), stream), 1
+            )
+            times[id(learner)].append(seconds)
+    rows = []
+    for learner in learners:
+        seconds = statistics.median(times[id(learner)])
         rows.append({
             "model": learner.name,
             "inputs": learner.inputs,
             "samples": n,
             "time (s)": seconds,
             "samples/s": n / seconds,
-            "accuracy": float(np.mean(preds[1:] == stream.y[1:])),
+            "accuracy": float(np.mean(preds[id(learner)][1:] == stream.y[1:])),
         })
     river = next((r for r in rows if r["model"] == RIVER), None)
     for row in rows:

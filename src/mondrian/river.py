@@ -29,6 +29,7 @@ The adapter trains a clone of ``model`` (``model`` itself is the unfitted templa
 ``clone`` expects); the trained estimator is ``adapter.model_``.
 """
 
+import functools
 import inspect
 import math
 import numbers
@@ -57,6 +58,14 @@ def _default(name):
     import mondrian
 
     return getattr(mondrian, name)(n_estimators=10)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_sample_weight(model_class):
+    """Whether ``model_class.partial_fit`` takes ``sample_weight`` (cached: ``inspect`` would
+    otherwise cost more than the rest of a ``learn_one``)."""
+    partial_fit = getattr(model_class, "partial_fit", None)
+    return partial_fit is not None and "sample_weight" in inspect.signature(partial_fit).parameters
 
 
 class _MondrianAdapter:
@@ -135,8 +144,7 @@ class _MondrianAdapter:
 
     def _learn(self, x, y, w):
         model = self.model_
-        weighted = "sample_weight" in inspect.signature(model.partial_fit).parameters \
-            if hasattr(model, "partial_fit") else False
+        weighted = _takes_sample_weight(type(model))
         count = self._count(w, weighted)
         row, names = self._row(x)
         if count == 0:

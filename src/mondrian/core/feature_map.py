@@ -104,6 +104,10 @@ class FeatureScaler:
                 np.array_equal(offset, self.offset)
                 and np.array_equal(scale[varied], self.scale[varied]))
             return offset, scale, frozen, moved
+        if self.frozen.all():
+            # The usual case after the warm-up: the map is fixed (the caller only reassigns
+            # these arrays, never writes into them, so they need no copies).
+            return self.offset, self.scale, self.frozen, False
         offset, scale, frozen = self.offset, self.scale.copy(), self.frozen.copy()
         todo = ~frozen
         if todo.any():

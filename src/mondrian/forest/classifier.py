@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    FAST_ROWS,
     FOREST_PARAMETER_CONSTRAINTS,
     BaseMondrianEnsemble,
     FeatureImportanceMixin,
@@ -180,8 +181,30 @@ class _BaseMondrianClassifier(
         self._store.set_row_columns(len(merged), column_map)
         self.classes_ = merged
 
+    @staticmethod
+    def _fast_labels(y, n_rows):
+        """Whether ``y`` is a 1-D integer ndarray of ``n_rows`` labels: ``validate_data`` and
+        ``check_classification_targets`` accept it unchanged, and it mixes no strings."""
+        return (type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "iu"
+                and y.shape[0] == n_rows)
+
+    def _encode_known(self, y):
+        """Codes of a small integer ``y`` whose labels are all in ``classes_`` (what
+        :meth:`_encode` gives, from the cached ``{label: column}`` lookup, without np.unique
+        and setdiff1d), else None."""
+        if y.shape[0] > FAST_ROWS or y.dtype.kind not in "iu":
+            return None
+        lookup = self._class_codes()
+        codes = [lookup.get(label) for label in y.tolist()]
+        if None in codes:
+            return None
+        return np.array(codes, dtype=np.intp)
+
     def _encode(self, y):
         """Codes of ``y`` in ``classes_``, adding unseen classes unless they were fixed."""
+        codes = self._encode_known(y)
+        if codes is not None:
+            return codes
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             if self._classes_fixed:
@@ -273,9 +296,13 @@ class _BaseMondrianClassifier(
         self._check_writable()
         if first:
             self._validate_params()
-        _reject_mixed_labels(y)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
-        check_classification_targets(y)
+        fast = None if first else self._fast_rows(X)
+        if fast is not None and self._fast_labels(y, len(fast)):
+            X = fast  # what the checks below would return unchanged (an integer y too)
+        else:
+            _reject_mixed_labels(y)
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
+            check_classification_targets(y)
         weights = self._sample_weights(sample_weight, X, y, online=True)
         X, y, weights = drop_zero_weights(weights, X, y)
         if classes is not None:
@@ -310,7 +337,9 @@ class _BaseMondrianClassifier(
                 missing = np.setdiff1d(self.classes_, classes)
                 if missing.size:
                     raise ValueError(f"`classes` lacks classes already seen: {missing.tolist()}")
-            if self._classes_fixed or classes is not None:
+            if (self._classes_fixed or classes is not None) and not (
+                classes is None and self._encode_known(y) is not None
+            ):
                 allowed = classes if classes is not None else self.classes_
                 unseen = np.setdiff1d(np.unique(y), allowed)
                 if unseen.size:

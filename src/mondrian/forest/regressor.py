@@ -380,9 +380,15 @@ class _BaseMondrianRegressor(
             n_new_trees = 0 if first else self._warm_start_check()
             if first:
                 self._validate_params()
-            _check_one_output(y)
-            X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
-                                 reset=first)
+            fast = None if first else self._fast_rows(X)
+            if fast is not None and (type(y) is np.ndarray and y.ndim == 1
+                                     and y.dtype == np.float64 and y.shape[0] == len(fast)
+                                     and np.isfinite(y).all()):
+                X = fast  # what validate_data would return unchanged (y too)
+            else:
+                _check_one_output(y)
+                X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
+                                     reset=first)
             _check_finite_targets(y)
             weights = check_sample_weight(sample_weight, X)
             X, y, weights = drop_zero_weights(weights, X, y)
