@@ -404,3 +404,32 @@ def test_regressor_stream_window_and_atomic_failure():
     assert w[2:].max() < w[:2].min(), w
     assert_array_equal(model._store.X, model._scaler.transform(P))
     assert model._hyper_n == len(P)  # the hyperparameters were chosen again on the new map
+
+
+def test_weights_must_beat_uniform_by_more_than_the_paired_noise():
+    from mondrian.core.relevance import beats, choose_weights
+
+    base = np.zeros(100)
+    gain = np.zeros(100)
+    gain[:6] = 1.0  # mean 0.06, paired standard error 0.0239: 2.5 standard errors
+    assert beats(gain, base) and beats(gain, base, margin=2.4)
+    assert not beats(gain, base, margin=2.6)
+    assert not beats(base, gain) and not beats(base, base)
+    assert beats([0.1], [0.0]) and not beats([0.0], [0.0])
+    # a search whose best power wins on the mean (the old rule would take it) but by less than
+    # one paired standard error keeps uniform weights and the min-max map
+    P, y_reg, _ = _toy(200)
+
+    def score(w, X_fit, y_fit, X_val, y_val):
+        rows = np.arange(len(y_val))
+        common = np.sin(rows)  # the same rows are hard for every probe: paired away
+        if np.all(w == 1.0):
+            return common
+        return common + 0.01 + 0.1 * (-1.0) ** rows  # +0.01 on the mean, se ~0.016
+
+    w, knots, info = choose_weights(P, y_reg, False, score, "extra_trees", 0, quantile=True)
+    assert info["scores"].argmax() != 0  # a power had the best mean
+    assert info["power"] == 0 and info["map"] == "minmax" and knots is None
+    assert_array_equal(w, np.ones(5))
+    w, _, info = choose_weights(P, y_reg, False, score, "extra_trees", 0, margin=0.0)
+    assert info["power"] > 0 and not np.all(w == 1.0)

@@ -578,7 +578,14 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         return cls(**params)
 
     def _weights_score(self, weights, X_fit, y_fit, X_val, y_val):
-        return self._weights_probe(weights).fit(X_fit, y_fit).score(X_val, y_val)
+        """Per-row validation scores of a probe with ``weights`` (larger is better): 1 for a
+        right class, the negative squared error of a number; paired across probes by
+        :func:`~mondrian.core.relevance.beats`."""
+        pred = self._weights_probe(weights).fit(X_fit, y_fit).predict(X_val)
+        if self._classification:
+            return (pred == y_val).astype(np.float64)
+        loss = np.square(np.asarray(pred, dtype=np.float64) - y_val)
+        return -(loss.sum(axis=1) if loss.ndim == 2 else loss)
 
     def _feed_weights_window(self, X, y):
         """Add online rows to an open stream window of ``feature_weights="auto"``; once it

@@ -23,11 +23,13 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "ACCEPT_MARGIN",
     "AUTO_WARM_UP",
     "DEFAULT_METHOD",
     "MIN_SAMPLES",
     "POWERS",
     "WEIGHT_METHODS",
+    "beats",
     "choose_weights",
     "power_weights",
     "register_weight_method",
@@ -37,6 +39,11 @@ __all__ = [
 
 # Powers tried on validation (0: uniform weights).
 POWERS = (0.0, 0.5, 1.0, 2.0)
+
+# Paired standard errors by which weights (or the quantile map) must beat uniform weights (the
+# min-max map) on the validation rows to be kept: a larger margin than the validation noise
+# protects sets where relevance weights hurt slightly (usps, satimage in bench_weights).
+ACCEPT_MARGIN = 1.0
 
 # The smallest first batch (or stream window) on which the weights are searched; smaller ones
 # keep uniform weights.
@@ -192,8 +199,20 @@ def power_weights(r, power):
     return w * (len(w) / w.sum())
 
 
+def beats(challenger, incumbent, margin=None):
+    """Whether per-row validation scores ``challenger`` beat ``incumbent`` (larger is better)
+    by more than the noise: the mean paired difference must exceed ``margin`` standard
+    errors of it (:data:`ACCEPT_MARGIN` by default). One score each (no rows): a plain
+    comparison."""
+    margin = ACCEPT_MARGIN if margin is None else margin
+    d = np.asarray(challenger, dtype=np.float64) - np.asarray(incumbent, dtype=np.float64)
+    if d.size < 2:
+        return bool(d.mean() > 0)
+    return bool(d.mean() > margin * d.std(ddof=1) / np.sqrt(d.size))
+
+
 def choose_weights(X, y, classification, score, method, random_state=None,
-                   validation_fraction=0.2, powers=POWERS, quantile=True):
+                   validation_fraction=0.2, powers=POWERS, quantile=True, margin=None):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -204,8 +223,9 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         Its targets (class labels or numbers).
     classification : bool
     score : callable
-        ``score(weights, X_fit, y_fit, X_val, y_val)``: validation score of a probe model
-        fitted with the fixed ``weights`` (larger is better).
+        ``score(weights, X_fit, y_fit, X_val, y_val)``: validation scores of a probe model
+        fitted with the fixed ``weights``, one per validation row (larger is better; a
+        single number is accepted too).
     method : str
         Name in :data:`WEIGHT_METHODS`.
     random_state : int, RandomState instance or None
@@ -215,7 +235,11 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     quantile : bool, default=True
         Also try, at the best power, the per-feature quantile map (:class:`~mondrian.core.
         feature_map.QuantileMap` of the fit part) in front of the min-max map; it is kept when
-        its probe scores better.
+        its probe scores better (by the rule of :func:`beats`).
+    margin : float or None
+        Standard errors by which a challenger must beat the incumbent on the paired
+        validation rows (:func:`beats`): a non-uniform power beats uniform weights, the
+        quantile map beats the min-max map. None: :data:`ACCEPT_MARGIN`.
 
     Returns
     -------
@@ -234,22 +258,25 @@ def choose_weights(X, y, classification, score, method, random_state=None,
                                                stratify=classification, min_fit=2)
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
     r = relevance(method, X_fit, codes, classification, rng)
-    scores = []
-    best, best_score = 0.0, -np.inf
-    for power in powers:
-        s = float(score(power_weights(r, power), X_fit, y_fit, X_val, y_val))
-        scores.append(s)
-        if s > best_score:  # ties keep the smaller power (uniform first)
-            best, best_score = power, s
-    weights = power_weights(r, best)
-    info = {"method": method, "relevance": r, "power": best, "powers": tuple(powers),
-            "scores": np.array(scores), "map": "minmax", "quantile_score": None}
+    rows = [np.atleast_1d(np.asarray(score(power_weights(r, p), X_fit, y_fit, X_val, y_val),
+                                     dtype=np.float64)) for p in powers]
+    scores = np.array([s.mean() for s in rows])
+    best = int(np.argmax(scores))  # ties keep the first (smaller) power
+    # Uniform weights stay unless the best power beats them by more than the validation noise.
+    if powers[best] != 0 and 0.0 in powers:
+        uniform = list(powers).index(0.0)
+        if not beats(rows[best], rows[uniform], margin):
+            best = uniform
+    weights = power_weights(r, powers[best])
+    info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
+            "scores": scores, "map": "minmax", "quantile_score": None}
     knots = None
     if quantile:
         fit_map = QuantileMap(X_fit)
-        s = float(score(weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val))
-        info["quantile_score"] = s
-        if s > best_score:
+        s = np.atleast_1d(np.asarray(score(weights, fit_map.forward(X_fit), y_fit,
+                                           fit_map.forward(X_val), y_val), dtype=np.float64))
+        info["quantile_score"] = float(s.mean())
+        if beats(s, rows[best], margin):
             info["map"] = "quantile"
             knots = QuantileMap(X)
     return weights, knots, info
