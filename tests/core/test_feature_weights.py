@@ -433,3 +433,30 @@ def test_weights_must_beat_uniform_by_more_than_the_paired_noise():
     assert_array_equal(w, np.ones(5))
     w, _, info = choose_weights(P, y_reg, False, score, "extra_trees", 0, margin=0.0)
     assert info["power"] > 0 and not np.all(w == 1.0)
+
+
+def test_refinement_doubles_or_halves_the_largest_weights_greedily():
+    from mondrian.core.relevance import _refine
+
+    calls = []
+
+    def rows_of(w):  # best at w[1] / w[0] = 8, whatever the normalisation
+        calls.append(w.copy())
+        np.testing.assert_allclose(w.mean(), 1.0)
+        return np.array([-(w[1] / w[0] - 8.0) ** 2])
+
+    w0 = np.array([0.75, 1.5, 0.75])
+    steps = []
+    w, s = _refine(w0, rows_of(w0), 2, rows_of, steps)
+    # dim 1 (largest) doubled: ratio 4; dim 0 doubled (ratio 2, worse), then halved: ratio 8
+    assert steps == [(1, 2.0), (0, 0.5)]
+    np.testing.assert_allclose(w[1] / w[0], 8.0)
+    np.testing.assert_allclose(w / w.sum(), np.array([0.375, 3.0, 0.75]) / 4.125)
+    assert s[0] == 0.0 and len(calls) == 4
+    # no step helps on the largest weight: the search stops there (2 probes, nothing kept)
+    calls.clear()
+    steps = []
+    w8 = np.array([1.0, 8.0, 1.0]) * 0.3
+    w, _ = _refine(w8, rows_of(w8), 3, rows_of, steps)
+    assert steps == [] and len(calls) == 3
+    assert_array_equal(w, w8)

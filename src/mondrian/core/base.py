@@ -429,6 +429,9 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     _classification = False
     # Trees of the probe models that choose the power of feature_weights="auto".
     _weights_probe_trees = 20
+    # Largest weights refined by doubling/halving probes after the power search
+    # (relevance.choose_weights; 0: none).
+    _weights_refine = 0
     # Class of those probes (the forest for a single-tree estimator; None: this class).
     _weights_probe_class = None
 
@@ -562,7 +565,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     def _search_weights(self, X, y, method, quantile=False):
         fraction = getattr(self, "validation_fraction", 0.2)
         return choose_weights(X, y, self._classification, self._weights_score, method,
-                              self.random_state, fraction, quantile=quantile)
+                              self.random_state, fraction, quantile=quantile,
+                              refine=self._weights_refine)
 
     def _weights_probe(self, weights):
         """An unfitted model like this one with the fixed ``weights`` (the power search)."""

@@ -211,8 +211,32 @@ def beats(challenger, incumbent, margin=None):
     return bool(d.mean() > margin * d.std(ddof=1) / np.sqrt(d.size))
 
 
+def _rows(score, weights, X_fit, y_fit, X_val, y_val):
+    """The probe's validation scores as a float vector (one per row, or a single score)."""
+    out = score(weights, X_fit, y_fit, X_val, y_val)
+    return np.atleast_1d(np.asarray(out, dtype=np.float64))
+
+
+def _refine(weights, current, n_dims, rows_of, steps):
+    """Greedy doubling/halving of the ``n_dims`` largest weights (see :func:`choose_weights`)."""
+    for d in np.argsort(-weights, kind="stable")[:n_dims]:
+        for factor in (2.0, 0.5):
+            trial = weights.copy()
+            trial[d] *= factor
+            trial *= len(trial) / trial.sum()
+            s = rows_of(trial)
+            if s.mean() > current.mean():
+                weights, current = trial, s
+                steps.append((int(d), factor))
+                break
+        else:
+            break  # neither step helped on the most important remaining dimension: stop
+    return weights, current
+
+
 def choose_weights(X, y, classification, score, method, random_state=None,
-                   validation_fraction=0.2, powers=POWERS, quantile=True, margin=None):
+                   validation_fraction=0.2, powers=POWERS, quantile=True, margin=None,
+                   refine=0):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -240,6 +264,12 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         Standard errors by which a challenger must beat the incumbent on the paired
         validation rows (:func:`beats`): a non-uniform power beats uniform weights, the
         quantile map beats the min-max map. None: :data:`ACCEPT_MARGIN`.
+    refine : int, default=0
+        When a non-uniform power won: greedy steps on the ``refine`` largest weights, one at a
+        time, largest first: the weight doubled, else halved (weights renormalised to mean
+        1), each kept when its probe's mean validation score is better; the refinement stops
+        at the first dimension where neither step helps (at most ``2 * refine`` probes). A
+        cheap version of the doubling/halving search of issue 12 (about 20 probes there).
 
     Returns
     -------
@@ -248,7 +278,8 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         The quantile map of the whole batch when it won, else None.
     info : dict
         ``method``, ``relevance``, ``power``, ``powers``, ``scores`` (one per power), ``map``
-        ("minmax" or "quantile") and ``quantile_score``.
+        ("minmax" or "quantile"), ``quantile_score`` and ``steps`` (the refinement's
+        accepted ``(dimension, factor)`` pairs).
     """
     from mondrian.core.feature_map import QuantileMap
     from mondrian.path.holdout import holdout_split
@@ -258,8 +289,7 @@ def choose_weights(X, y, classification, score, method, random_state=None,
                                                stratify=classification, min_fit=2)
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
     r = relevance(method, X_fit, codes, classification, rng)
-    rows = [np.atleast_1d(np.asarray(score(power_weights(r, p), X_fit, y_fit, X_val, y_val),
-                                     dtype=np.float64)) for p in powers]
+    rows = [_rows(score, power_weights(r, p), X_fit, y_fit, X_val, y_val) for p in powers]
     scores = np.array([s.mean() for s in rows])
     best = int(np.argmax(scores))  # ties keep the first (smaller) power
     # Uniform weights stay unless the best power beats them by more than the validation noise.
@@ -268,15 +298,19 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         if not beats(rows[best], rows[uniform], margin):
             best = uniform
     weights = power_weights(r, powers[best])
+    current = rows[best]
     info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
-            "scores": scores, "map": "minmax", "quantile_score": None}
+            "scores": scores, "map": "minmax", "quantile_score": None, "steps": []}
+    if refine and powers[best] != 0:
+        weights, current = _refine(weights, current, refine,
+                                   lambda w: _rows(score, w, X_fit, y_fit, X_val, y_val),
+                                   info["steps"])
     knots = None
     if quantile:
         fit_map = QuantileMap(X_fit)
-        s = np.atleast_1d(np.asarray(score(weights, fit_map.forward(X_fit), y_fit,
-                                           fit_map.forward(X_val), y_val), dtype=np.float64))
+        s = _rows(score, weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val)
         info["quantile_score"] = float(s.mean())
-        if beats(s, rows[best], margin):
+        if beats(s, current, margin):
             info["map"] = "quantile"
             knots = QuantileMap(X)
     return weights, knots, info
