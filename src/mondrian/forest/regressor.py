@@ -755,7 +755,7 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         exact belief propagation. ``"independent"``: each leaf mean has its own Gaussian prior.
     noise_variance : float, default=None
         Observation noise σ_y² (units of y squared). ``None`` chooses its share of the target
-        variance on the first batch: a probe forest of 4 trees is fitted on 80% of it and the
+        variance on the first batch: a probe forest of 8 trees is fitted on 80% of it and the
         share (14 values from 1e-6 to 0.7) and the sigmoid rate that give the best Gaussian
         predictive log-likelihood on the other 20% are kept (batches under 50 points: the grid
         point maximising the trees' marginal likelihood instead).
