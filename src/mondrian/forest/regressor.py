@@ -224,9 +224,6 @@ class _BaseMondrianRegressor(
     _count_columns = 1  # min_samples_split counts the (weighted) first statistics column
     # Set on the probes of the feature-weight search (see _weights_probe).
     _weights_probe_model = False
-    # feature_weights="auto": after the power, doubling/halving probes on the 2 largest
-    # weights (relevance.choose_weights; bench_weights: mean RMSE / RF, see weights.md).
-    _weights_refine = 2
     _tree_view_attributes = (
         *BaseMondrianEnsemble._tree_view_attributes, "_y_scaler", "_y_sums", "_hyper_choice",
         "_hyper_n",
