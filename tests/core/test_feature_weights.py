@@ -404,3 +404,59 @@ def test_regressor_stream_window_and_atomic_failure():
     assert w[2:].max() < w[:2].min(), w
     assert_array_equal(model._store.X, model._scaler.transform(P))
     assert model._hyper_n == len(P)  # the hyperparameters were chosen again on the new map
+
+
+def test_weights_must_beat_uniform_by_more_than_the_paired_noise():
+    from mondrian.core.relevance import beats, choose_weights
+
+    base = np.zeros(100)
+    gain = np.zeros(100)
+    gain[:6] = 1.0  # mean 0.06, paired standard error 0.0239: 2.5 standard errors
+    assert beats(gain, base) and beats(gain, base, margin=2.4)
+    assert not beats(gain, base, margin=2.6)
+    assert not beats(base, gain) and not beats(base, base)
+    assert beats([0.1], [0.0]) and not beats([0.0], [0.0])
+    # a search whose best power wins on the mean (the old rule would take it) but by less than
+    # one paired standard error keeps uniform weights and the min-max map
+    P, y_reg, _ = _toy(200)
+
+    def score(w, X_fit, y_fit, X_val, y_val):
+        rows = np.arange(len(y_val))
+        common = np.sin(rows)  # the same rows are hard for every probe: paired away
+        if np.all(w == 1.0):
+            return common
+        return common + 0.01 + 0.1 * (-1.0) ** rows  # +0.01 on the mean, se ~0.016
+
+    w, knots, info = choose_weights(P, y_reg, False, score, "extra_trees", 0, quantile=True)
+    assert info["scores"].argmax() != 0  # a power had the best mean
+    assert info["power"] == 0 and info["map"] == "minmax" and knots is None
+    assert_array_equal(w, np.ones(5))
+    w, _, info = choose_weights(P, y_reg, False, score, "extra_trees", 0, margin=0.0)
+    assert info["power"] > 0 and not np.all(w == 1.0)
+
+
+def test_refinement_doubles_or_halves_the_largest_weights_greedily():
+    from mondrian.core.relevance import _refine
+
+    calls = []
+
+    def rows_of(w):  # best at w[1] / w[0] = 8, whatever the normalisation
+        calls.append(w.copy())
+        np.testing.assert_allclose(w.mean(), 1.0)
+        return np.array([-(w[1] / w[0] - 8.0) ** 2])
+
+    w0 = np.array([0.75, 1.5, 0.75])
+    steps = []
+    w, s = _refine(w0, rows_of(w0), 2, rows_of, steps)
+    # dim 1 (largest) doubled: ratio 4; dim 0 doubled (ratio 2, worse), then halved: ratio 8
+    assert steps == [(1, 2.0), (0, 0.5)]
+    np.testing.assert_allclose(w[1] / w[0], 8.0)
+    np.testing.assert_allclose(w / w.sum(), np.array([0.375, 3.0, 0.75]) / 4.125)
+    assert s[0] == 0.0 and len(calls) == 4
+    # no step helps on the largest weight: the search stops there (2 probes, nothing kept)
+    calls.clear()
+    steps = []
+    w8 = np.array([1.0, 8.0, 1.0]) * 0.3
+    w, _ = _refine(w8, rows_of(w8), 3, rows_of, steps)
+    assert steps == [] and len(calls) == 3
+    assert_array_equal(w, w8)

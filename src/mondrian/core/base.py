@@ -432,6 +432,10 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     _classification = False
     # Trees of the probe models that choose the power of feature_weights="auto".
     _weights_probe_trees = 20
+    # Largest weights refined by doubling/halving probes after the power search
+    # (relevance.choose_weights; 0: none). Off: 2 on the regressor gave mean RMSE / RF 1.116
+    # against 1.119 without, for +0.14 of RF's fit (bench_weights notes, 2026-11-23).
+    _weights_refine = 0
     # Class of those probes (the forest for a single-tree estimator; None: this class).
     _weights_probe_class = None
 
@@ -592,7 +596,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     def _search_weights(self, X, y, method, quantile=False):
         fraction = getattr(self, "validation_fraction", 0.2)
         return choose_weights(X, y, self._classification, self._weights_score, method,
-                              self.random_state, fraction, quantile=quantile)
+                              self.random_state, fraction, quantile=quantile,
+                              refine=self._weights_refine)
 
     def _weights_probe(self, weights):
         """An unfitted model like this one with the fixed ``weights`` (the power search)."""
@@ -608,7 +613,14 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         return cls(**params)
 
     def _weights_score(self, weights, X_fit, y_fit, X_val, y_val):
-        return self._weights_probe(weights).fit(X_fit, y_fit).score(X_val, y_val)
+        """Per-row validation scores of a probe with ``weights`` (larger is better): 1 for a
+        right class, the negative squared error of a number; paired across probes by
+        :func:`~mondrian.core.relevance.beats`."""
+        pred = self._weights_probe(weights).fit(X_fit, y_fit).predict(X_val)
+        if self._classification:
+            return (pred == y_val).astype(np.float64)
+        loss = np.square(np.asarray(pred, dtype=np.float64) - y_val)
+        return -(loss.sum(axis=1) if loss.ndim == 2 else loss)
 
     def _feed_weights_window(self, X, y):
         """Add online rows to an open stream window of ``feature_weights="auto"``; once it

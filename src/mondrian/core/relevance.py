@@ -23,11 +23,13 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "ACCEPT_MARGIN",
     "AUTO_WARM_UP",
     "DEFAULT_METHOD",
     "MIN_SAMPLES",
     "POWERS",
     "WEIGHT_METHODS",
+    "beats",
     "choose_weights",
     "power_weights",
     "register_weight_method",
@@ -37,6 +39,11 @@ __all__ = [
 
 # Powers tried on validation (0: uniform weights).
 POWERS = (0.0, 0.5, 1.0, 2.0)
+
+# Paired standard errors by which weights (or the quantile map) must beat uniform weights (the
+# min-max map) on the validation rows to be kept: a larger margin than the validation noise
+# protects sets where relevance weights hurt slightly (usps, satimage in bench_weights).
+ACCEPT_MARGIN = 1.0
 
 # The smallest first batch (or stream window) on which the weights are searched; smaller ones
 # keep uniform weights.
@@ -192,8 +199,44 @@ def power_weights(r, power):
     return w * (len(w) / w.sum())
 
 
+def beats(challenger, incumbent, margin=None):
+    """Whether per-row validation scores ``challenger`` beat ``incumbent`` (larger is better)
+    by more than the noise: the mean paired difference must exceed ``margin`` standard
+    errors of it (:data:`ACCEPT_MARGIN` by default). One score each (no rows): a plain
+    comparison."""
+    margin = ACCEPT_MARGIN if margin is None else margin
+    d = np.asarray(challenger, dtype=np.float64) - np.asarray(incumbent, dtype=np.float64)
+    if d.size < 2:
+        return bool(d.mean() > 0)
+    return bool(d.mean() > margin * d.std(ddof=1) / np.sqrt(d.size))
+
+
+def _rows(score, weights, X_fit, y_fit, X_val, y_val):
+    """The probe's validation scores as a float vector (one per row, or a single score)."""
+    out = score(weights, X_fit, y_fit, X_val, y_val)
+    return np.atleast_1d(np.asarray(out, dtype=np.float64))
+
+
+def _refine(weights, current, n_dims, rows_of, steps):
+    """Greedy doubling/halving of the ``n_dims`` largest weights (see :func:`choose_weights`)."""
+    for d in np.argsort(-weights, kind="stable")[:n_dims]:
+        for factor in (2.0, 0.5):
+            trial = weights.copy()
+            trial[d] *= factor
+            trial *= len(trial) / trial.sum()
+            s = rows_of(trial)
+            if s.mean() > current.mean():
+                weights, current = trial, s
+                steps.append((int(d), factor))
+                break
+        else:
+            break  # neither step helped on the most important remaining dimension: stop
+    return weights, current
+
+
 def choose_weights(X, y, classification, score, method, random_state=None,
-                   validation_fraction=0.2, powers=POWERS, quantile=True):
+                   validation_fraction=0.2, powers=POWERS, quantile=True, margin=None,
+                   refine=0):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -204,8 +247,9 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         Its targets (class labels or numbers).
     classification : bool
     score : callable
-        ``score(weights, X_fit, y_fit, X_val, y_val)``: validation score of a probe model
-        fitted with the fixed ``weights`` (larger is better).
+        ``score(weights, X_fit, y_fit, X_val, y_val)``: validation scores of a probe model
+        fitted with the fixed ``weights``, one per validation row (larger is better; a
+        single number is accepted too).
     method : str
         Name in :data:`WEIGHT_METHODS`.
     random_state : int, RandomState instance or None
@@ -215,7 +259,17 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     quantile : bool, default=True
         Also try, at the best power, the per-feature quantile map (:class:`~mondrian.core.
         feature_map.QuantileMap` of the fit part) in front of the min-max map; it is kept when
-        its probe scores better.
+        its probe scores better (by the rule of :func:`beats`).
+    margin : float or None
+        Standard errors by which a challenger must beat the incumbent on the paired
+        validation rows (:func:`beats`): a non-uniform power beats uniform weights, the
+        quantile map beats the min-max map. None: :data:`ACCEPT_MARGIN`.
+    refine : int, default=0
+        When a non-uniform power won: greedy steps on the ``refine`` largest weights, one at a
+        time, largest first: the weight doubled, else halved (weights renormalised to mean
+        1), each kept when its probe's mean validation score is better; the refinement stops
+        at the first dimension where neither step helps (at most ``2 * refine`` probes). A
+        cheap version of the doubling/halving search of issue 12 (about 20 probes there).
 
     Returns
     -------
@@ -224,7 +278,8 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         The quantile map of the whole batch when it won, else None.
     info : dict
         ``method``, ``relevance``, ``power``, ``powers``, ``scores`` (one per power), ``map``
-        ("minmax" or "quantile") and ``quantile_score``.
+        ("minmax" or "quantile"), ``quantile_score`` and ``steps`` (the refinement's
+        accepted ``(dimension, factor)`` pairs).
     """
     from mondrian.core.feature_map import QuantileMap
     from mondrian.path.holdout import holdout_split
@@ -234,22 +289,28 @@ def choose_weights(X, y, classification, score, method, random_state=None,
                                                stratify=classification, min_fit=2)
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
     r = relevance(method, X_fit, codes, classification, rng)
-    scores = []
-    best, best_score = 0.0, -np.inf
-    for power in powers:
-        s = float(score(power_weights(r, power), X_fit, y_fit, X_val, y_val))
-        scores.append(s)
-        if s > best_score:  # ties keep the smaller power (uniform first)
-            best, best_score = power, s
-    weights = power_weights(r, best)
-    info = {"method": method, "relevance": r, "power": best, "powers": tuple(powers),
-            "scores": np.array(scores), "map": "minmax", "quantile_score": None}
+    rows = [_rows(score, power_weights(r, p), X_fit, y_fit, X_val, y_val) for p in powers]
+    scores = np.array([s.mean() for s in rows])
+    best = int(np.argmax(scores))  # ties keep the first (smaller) power
+    # Uniform weights stay unless the best power beats them by more than the validation noise.
+    if powers[best] != 0 and 0.0 in powers:
+        uniform = list(powers).index(0.0)
+        if not beats(rows[best], rows[uniform], margin):
+            best = uniform
+    weights = power_weights(r, powers[best])
+    current = rows[best]
+    info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
+            "scores": scores, "map": "minmax", "quantile_score": None, "steps": []}
+    if refine and powers[best] != 0:
+        weights, current = _refine(weights, current, refine,
+                                   lambda w: _rows(score, w, X_fit, y_fit, X_val, y_val),
+                                   info["steps"])
     knots = None
     if quantile:
         fit_map = QuantileMap(X_fit)
-        s = float(score(weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val))
-        info["quantile_score"] = s
-        if s > best_score:
+        s = _rows(score, weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val)
+        info["quantile_score"] = float(s.mean())
+        if beats(s, current, margin):
             info["map"] = "quantile"
             knots = QuantileMap(X)
     return weights, knots, info
