@@ -387,9 +387,9 @@ cdef class RidgeInverse:
         ``z_j'z_k`` vanish within one grid). ``A^-1 U`` needs only columns ``i`` and ``j`` of
         the inverse (``A^-1 a_p = e_j - delta2 g_j``), and so does ``K = S^-1 + U' A^-1 U``
         (where ``c`` cancels): one Woodbury update of size 2P, held as pending rows like the
-        splits' (no pass over the matrix). Feature ``second[p]`` stays in place, decoupled (its row of ``A'`` is
-        ``delta2 e_j``, weight 0): :meth:`drop_dead` removes such features later. ``logdet``
-        counts the live features only.
+        splits' (no pass over the matrix). Feature ``second[p]`` stays in place, decoupled
+        (its row of ``A'`` is ``delta2 e_j``, weight 0): :meth:`drop_dead` removes such
+        features later. ``logdet`` counts the live features only.
         """
         cdef intp_t P = first.shape[0], rows = self.pending_w.shape[0], s, K, C, tail
         if P == 0:
