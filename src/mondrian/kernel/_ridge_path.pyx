@@ -6,7 +6,9 @@ path). Each cut replaces one feature (a cell) by two, or merges two back into on
 inverse of ``A = Z'Z + delta2 I`` follows with O(C^2) low-rank updates: forward, a product with
 the inverse (sparse when the new cell meets few features) and a rank-3 correction, gathered
 over 32 cuts into one BLAS-3 product; the weights follow in O(C) per cut. The whole forward
-path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act).
+path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act). The merges
+of one Mondrian-grid cut removal (many cell pairs of one grid) are one Woodbury update of size
+2 x pairs that needs only the pairs' columns of the inverse (:meth:`RidgeInverse.merge_pairs`).
 
 The cuts are walked by the path engine (:mod:`mondrian.path._engine`); this module holds the
 inverse (:class:`RidgeInverse`) and the model read along the path (:class:`RidgePathVisitor`).
