@@ -10,7 +10,8 @@ coordinates of a dimension holds a cut, so each grid needs one first-cut time pe
 - :class:`GridCuts` is the path engine's cut source of the grid: cells of every grid as
   contiguous ranges of a permutation of the points; adding the next cut of a dimension splits
   every cell it crosses (one engine event with many splits), removing the last one merges the
-  cell pairs it separated (the four-step merge per pair);
+  cell pairs it separated (one event; the ridge visitor applies all its merges as one
+  Woodbury update, :meth:`~mondrian.kernel._ridge_path.RidgeInverse.merge_pairs`);
 - :func:`greedy_search` walks the lifetime configurations of section 5.2 of the report with any
   engine visitor (the kernel ridge path's :class:`~mondrian.kernel._ridge_path.RidgePathVisitor`).
 """

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
 from mondrian.core.feature_map import FeatureScaler
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.grid._cuts import GridSample, key_hashes
 
 __all__ = ["MondrianGridFeatures", "GridMap", "check_lifetimes"]
@@ -95,7 +96,7 @@ def draw_seed(rng):
 
 
 class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StrictParamsMixin,
-                           VersionedStateMixin, BaseEstimator):
+                           LockedMethodsMixin, VersionedStateMixin, BaseEstimator):
     """Sparse random features of the ARD Laplace kernel from Mondrian grids.
 
     Each of the ``n_grids`` grids cuts every input dimension ``d`` by a 1-D Mondrian process
@@ -136,6 +137,13 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
     n_features_in_ : int
     n_features_out_ : int
         Number of features: the non-empty cells of the fitted data over all grids.
+
+    Notes
+    -----
+    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`, as the other
+    estimators): any number of threads may read the model at once (``transform``,
+    pickling); ``fit`` runs alone, and reads arriving meanwhile wait for it. ``fit`` is
+    atomic: when it raises, the previous model is left as it was.
 
     Examples
     --------

@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
 from mondrian.core.feature_map import FeatureScaler
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.grid._cuts import GridCuts, GridSample, greedy_search
 from mondrian.grid.features import GridMap, check_lifetimes, draw_seed
 from mondrian.grid.path import METRICS, GridLifetimePath
@@ -20,7 +21,8 @@ from mondrian.path.holdout import holdout_split
 __all__ = ["MondrianGridRidge"]
 
 
-class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, BaseEstimator):
+class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, VersionedStateMixin,
+                        BaseEstimator):
     """Kernel ridge regression on Mondrian grid features (ARD Laplace kernel), with learned
     per-dimension lifetimes.
 
@@ -82,6 +84,13 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, VersionedStateMixin, 
     n_features_out_ : int
         Number of grid features of the fitted model.
     n_features_in_ : int
+
+    Notes
+    -----
+    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`, as the other
+    estimators): any number of threads may read the model at once (``predict``, ``score``,
+    pickling); ``fit`` runs alone, and reads arriving meanwhile wait for it. ``fit`` is
+    atomic: when it raises, the previous model is left as it was.
 
     Examples
     --------

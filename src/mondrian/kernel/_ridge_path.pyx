@@ -6,7 +6,9 @@ path). Each cut replaces one feature (a cell) by two, or merges two back into on
 inverse of ``A = Z'Z + delta2 I`` follows with O(C^2) low-rank updates: forward, a product with
 the inverse (sparse when the new cell meets few features) and a rank-3 correction, gathered
 over 32 cuts into one BLAS-3 product; the weights follow in O(C) per cut. The whole forward
-path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act).
+path costs about as much as one solve at the terminal lifetime (1.1x on cpu_act). The merges
+of one Mondrian-grid cut removal (many cell pairs of one grid) are one Woodbury update of size
+2 x pairs that needs only the pairs' columns of the inverse (:meth:`RidgeInverse.merge_pairs`).
 
 The cuts are walked by the path engine (:mod:`mondrian.path._engine`); this module holds the
 inverse (:class:`RidgeInverse`) and the model read along the path (:class:`RidgePathVisitor`).
@@ -20,7 +22,7 @@ from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport daxpy, ddot, dgemm, dgemv, dger
 
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.path._engine cimport CellColumns, CutSource
+from mondrian.path._engine cimport CellColumns, CutSource, TreeCuts
 
 import numpy as np
 from scipy import sparse
@@ -377,6 +379,86 @@ cdef class RidgeInverse:
         dger(&n, &n, &alpha, &self.work[0], &one, &self.work[0], &one, &self.inv[0, 0], &lda)
         self.logdet += log(denom)
 
+    def merge_pairs(self, const intp_t[::1] first, const intp_t[::1] second):
+        """Merge the feature pairs ``(first[p], second[p])`` of one grid at once, in O(C P).
+
+        Feature ``second[p]`` (a cell disjoint from every other cell of the batch) joins
+        ``first[p]``: ``Z' = Z + sum_p z_j v_p'`` with ``v_p = e_i - e_j``, so
+        ``A' = A + U S U'`` with ``U = [a_1..a_P, v_1..v_P]``, ``a_p = Z'z_j = A e_j -
+        delta2 e_j`` and ``S = [[0, I], [I, diag(c)]]``, ``c_p = z_j'z_j`` (the cross terms
+        ``z_j'z_k`` vanish within one grid). ``A^-1 U`` needs only columns ``i`` and ``j`` of
+        the inverse (``A^-1 a_p = e_j - delta2 g_j``), and so does ``K = S^-1 + U' A^-1 U``
+        (where ``c`` cancels): one Woodbury update of size 2P, held as pending rows like the
+        splits' (no pass over the matrix). Feature ``second[p]`` stays in place, decoupled
+        (its row of ``A'`` is ``delta2 e_j``, weight 0): :meth:`drop_dead` removes such
+        features later. ``logdet`` counts the live features only.
+        """
+        cdef intp_t P = first.shape[0], rows = self.pending_w.shape[0], s, K, C, tail
+        if P == 0:
+            return
+        if 2 * P > rows:  # more pairs than pending rows: in batches (still one grid)
+            for s in range(0, P, rows // 2):
+                self.merge_pairs(first[s:s + rows // 2], second[s:s + rows // 2])
+            return
+        if self.n_pending + 2 * P > rows:
+            self._flush()
+        C, K = self.n_features, self.n_pending
+        fi, se = np.asarray(first), np.asarray(second)
+        inv = np.asarray(self.inv)
+        pw, pp = np.asarray(self.pending_w), np.asarray(self.pending_p)
+        idx = np.concatenate([fi, se])
+        # Rows i_p, j_p of the true inverse inv + P W' (symmetric: rows are columns).
+        R = inv[idx, :C]
+        if K:
+            R += pp[:K, idx].T @ pw[:K, :C]
+        Gi, Gj = R[:P], R[P:]
+        d2 = self.delta2
+        eye = np.eye(P)
+        Wa = -d2 * Gj
+        Wa[np.arange(P), se] += 1.0
+        W = np.vstack([Wa, Gi - Gj])  # rows: A^-1 a_p, then A^-1 v_p
+        Iii, Iij, Iji, Ijj = Gi[:, fi], Gi[:, se], Gj[:, fi], Gj[:, se]
+        av = -eye - d2 * (Iji - Ijj)  # a_p' A^-1 v_q
+        Kmat = np.block([[-d2 * eye + d2 * d2 * Ijj, eye + av],  # S^-1 + U' A^-1 U
+                         [eye + av.T, Iii - Iij - Iji + Ijj]])
+        sign, logdet_k = np.linalg.slogdet(Kmat)
+        # det A' = det A det S det K with det S = (-1)^P; each decoupled feature adds delta2.
+        if sign == 0 or not np.isfinite(logdet_k):
+            raise np.linalg.LinAlgError("singular merge update")
+        zty = np.asarray(self.zty)
+        weights = np.asarray(self.weights)
+        # A'^-1 zty' with zty' = zty + sum_p zty_j v_p: (A^-1 zty') - W' K^-1 W zty'.
+        y0 = weights[:C] + zty[se] @ W[P:]
+        zty[fi] += zty[se]
+        zty[se] = 0.0
+        KinvW = np.linalg.solve(Kmat, W)
+        weights[:C] = y0 - (W @ zty[:C]) @ KinvW
+        weights[se] = 0.0
+        pw[K:K + 2 * P, :C] = W
+        pp[K:K + 2 * P, :C] = -KinvW
+        tail = min(self.capacity, C + rows) - C
+        pw[K:K + 2 * P, C:C + tail] = 0.0
+        pp[K:K + 2 * P, C:C + tail] = 0.0
+        self.n_pending = K + 2 * P
+        self.logdet += logdet_k - P * log(d2)
+
+    def drop_dead(self, const intp_t[::1] dead):
+        """Remove features left decoupled by :meth:`merge_pairs` (rows ``delta2 e_j`` of
+        ``A``): each in decreasing order moves the last feature into its place (O(C) each
+        after one flush). Returns the ``(slot, moved)`` pairs of the features moved."""
+        cdef intp_t j, last
+        moves = []
+        if dead.shape[0] == 0:
+            return moves
+        self._flush()
+        for j in sorted(np.asarray(dead).tolist(), reverse=True):
+            last = self.n_features - 1
+            if j != last:
+                self._swap(j, last)
+                moves.append((j, last))
+            self.n_features -= 1
+        return moves
+
     cdef void solve(self) noexcept nogil:
         """``weights = A^{-1} Z'y``."""
         self._flush()
@@ -518,6 +600,12 @@ cdef class RidgePathVisitor(CellColumns):
     cdef float64_t delta2, scale, inv_m, yty
     cdef intp_t n_train, n_trees, n_records, capacity, pending_cuts
     cdef bint stale  # merges left the weights to be solved again
+    # Grid sources (not TreeCuts): the merges of one event are queued and applied together
+    # (RidgeInverse.merge_pairs), the decoupled columns they leave are dropped lazily.
+    cdef bint batch
+    cdef intp_t[::1] q_first, q_second, dead
+    cdef unsigned char[::1] queued
+    cdef intp_t n_queued, q_group, n_dead
 
     def __init__(self, const float64_t[::1] y, const unsigned char[::1] is_train,
                  float64_t delta2, capacity=None, intp_t pending_cuts=PENDING_CUTS):
@@ -548,6 +636,13 @@ cdef class RidgePathVisitor(CellColumns):
         self.n_records = 0
         self.init_columns(capacity)
         self.ridge = RidgeInverse(capacity, self.delta2, self.pending_cuts)
+        self.batch = type(source) is not TreeCuts
+        self.q_first = np.zeros(capacity, dtype=np.intp)
+        self.q_second = np.zeros(capacity, dtype=np.intp)
+        self.dead = np.zeros(capacity, dtype=np.intp)
+        self.queued = np.zeros(capacity, dtype=np.uint8)
+        self.n_queued = self.n_dead = 0
+        self.q_group = -1
         self.pred = np.zeros(source.n_points)
         self.b_left = np.zeros(capacity)
         self.b_right = np.zeros(capacity)
@@ -586,6 +681,8 @@ cdef class RidgePathVisitor(CellColumns):
         """Checkpoint the model (inverse, weights, columns), to :meth:`restore` after trial
         moves. Only the latest snapshot can be restored; the inverse is copied only if a move
         is about to change it in place (see :meth:`RidgeInverse.checkpoint`)."""
+        self.ridge.armed = False  # the new checkpoint replaces the old: nothing to copy
+        self._compact()
         cdef intp_t C = self.ridge.n_features
         self._fresh_weights()
         self.ridge.checkpoint()
@@ -595,7 +692,11 @@ cdef class RidgePathVisitor(CellColumns):
     def restore(self, tuple state):
         """Return to the latest :meth:`snapshot` of this visitor."""
         cols, col_group, col_cell, cell_col, n_records = state
-        cdef intp_t C = col_group.shape[0]
+        cdef intp_t C = col_group.shape[0], k
+        for k in range(self.n_queued):
+            self.queued[self.q_first[k]] = 0
+            self.queued[self.q_second[k]] = 0
+        self.n_queued = self.n_dead = 0
         self.ridge.rollback()
         np.asarray(self.cols)[...] = cols
         np.asarray(self.col_group)[:C] = col_group
@@ -607,23 +708,51 @@ cdef class RidgePathVisitor(CellColumns):
     @property
     def inverse(self):
         """Copy of the live inverse of ``A = Z'Z + delta2 I`` (columns as in :attr:`columns`)."""
+        self._compact()
         return self.ridge.inverse
 
     @property
     def coef(self):
         """Copy of the weights ``A^{-1} Z'y`` (solved afresh)."""
+        self._compact()
         self.ridge.solve()
         return self.ridge.coef
 
     @property
     def columns(self):
         """Copy of the column of every point in every group, shape (n_groups, n_points)."""
+        self._compact()
         return np.array(self.cols)
 
     @property
     def n_features(self):
         """Number of live features."""
-        return self.ridge.n_features
+        return self.ridge.n_features - self.n_dead - self.n_queued
+
+    cdef int _apply_merges(self) except -1:
+        """Apply the queued merges (one grid, disjoint pairs) as one batched update."""
+        cdef intp_t k, n = self.n_queued
+        if n == 0:
+            return 0
+        self.ridge.merge_pairs(self.q_first[:n], self.q_second[:n])
+        for k in range(n):
+            self.queued[self.q_first[k]] = 0
+            self.queued[self.q_second[k]] = 0
+            self.dead[self.n_dead] = self.q_second[k]
+            self.n_dead += 1
+        self.n_queued = 0
+        return 0
+
+    cdef int _compact(self) except -1:
+        """Apply the queued merges and drop the columns they left decoupled."""
+        cdef intp_t j, last
+        self._apply_merges()
+        if self.n_dead == 0:
+            return 0
+        for j, last in self.ridge.drop_dead(self.dead[:self.n_dead]):
+            self.relabel(self.col_group[last], self.col_cell[last], j)
+        self.n_dead = 0
+        return 0
 
     cdef inline void _fresh_weights(self) noexcept nogil:
         if self.stale:
@@ -655,6 +784,10 @@ cdef class RidgePathVisitor(CellColumns):
                    const intp_t* right_points, intp_t n_right) except -1 nogil:
         cdef intp_t c = self.cell_col[self.cell_base[group] + cell], in_left, in_right
         cdef float64_t y_left, y_right
+        if self.n_queued or self.n_dead:
+            with gil:
+                self._compact()
+                c = self.cell_col[self.cell_base[group] + cell]
         self._fresh_weights()  # split() updates the weights incrementally
         in_left = self._cross(self.b_left, group, left_points, n_left, &y_left)
         in_right = self._cross(self.b_right, group, right_points, n_right, &y_right)
@@ -671,6 +804,19 @@ cdef class RidgePathVisitor(CellColumns):
         cdef intp_t i = self.cell_col[self.cell_base[group] + left]
         cdef intp_t col = self.cell_col[self.cell_base[group] + right]
         cdef intp_t last = self.ridge.n_features - 1
+        if self.batch:
+            if self.n_queued and (group != self.q_group or self.queued[i] or self.queued[col]):
+                with gil:
+                    self._apply_merges()
+            self.q_first[self.n_queued] = i
+            self.q_second[self.n_queued] = col
+            self.n_queued += 1
+            self.queued[i] = 1
+            self.queued[col] = 1
+            self.q_group = group
+            self.relabel_points(group, cell, i, left_points, n_left)
+            self.relabel_points(group, cell, i, right_points, n_right)
+            return 0
         self.ridge.merge(i, col)
         self.stale = True
         # merge() moved the last column into `col` (and `i` too if it was last).
@@ -687,6 +833,11 @@ cdef class RidgePathVisitor(CellColumns):
         cdef intp_t i, n_val = self.pred.shape[0] - self.n_train
         cdef float64_t r, train_sse = 0.0, val_sse = 0.0, fit_term, sigma2
         cdef int C = <int>self.ridge.n_features, one = 1
+        cdef intp_t live
+        if self.n_queued:
+            with gil:
+                self._apply_merges()
+        live = self.ridge.n_features - self.n_dead
         if self.n_records % 256 == 255:
             self.stale = True  # the incremental weight updates drift slowly: refresh them
         self._fresh_weights()
@@ -704,8 +855,8 @@ cdef class RidgePathVisitor(CellColumns):
         row[0] = train_sse / self.n_train
         row[1] = val_sse / n_val if n_val > 0 else NAN
         row[2] = (-0.5 * self.n_train * (log(2.0 * M_PI * sigma2) + 1.0)
-                  - 0.5 * (self.ridge.logdet - C * log(self.ridge.delta2)))
-        row[3] = C
+                  - 0.5 * (self.ridge.logdet - live * log(self.ridge.delta2)))
+        row[3] = live
         return 0
 
 
