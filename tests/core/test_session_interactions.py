@@ -128,3 +128,27 @@ def test_auto_feature_weights_see_the_sample_weights():
     a = MondrianForestClassifier(**params).fit(X, y, sample_weight=w)
     b = MondrianForestClassifier(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     assert_array_equal(a.feature_weights_, b.feature_weights_)
+
+
+def test_learn_one_classes_with_a_zero_class_weight_skips_the_row():
+    """learn_one skips a row whose class weight is 0; learn_one(classes=) on a fitted model
+    used to raise ("every sample has zero weight") instead of skipping the row and widening
+    the classes. A label outside `classes` is still refused, leaving the model unchanged."""
+    class_weight = {0: 2.0, 1: 0.0, 2: 0.5, 7: 0.0}
+    clf = MondrianForestClassifier(n_estimators=2, random_state=0, class_weight=class_weight)
+    clf.learn_one([0.9, 0.1], 0)
+    for x in np.random.RandomState(0).uniform(size=(10, 2)):
+        clf.learn_one(x, int(x[0] * 3))
+    n_stored = clf._store.n_samples
+    before = pickle.dumps(clf)
+    with pytest.raises(ValueError, match="not in `classes`"):
+        clf.learn_one([0.3, 0.4], 7, classes=[0, 1, 2, 3])
+    assert pickle.dumps(clf) == before
+    clf.learn_one([0.3, 0.4], 1, classes=[0, 1, 2, 3])
+    assert_array_equal(clf.classes_, [0, 1, 2, 3])
+    assert clf._store.n_samples == n_stored
+    assert clf._classes_fixed
+    # the first sample still cannot be left out
+    with pytest.raises(ValueError, match="zero weight"):
+        MondrianForestClassifier(class_weight=class_weight).learn_one([0.1, 0.2], 1,
+                                                                       classes=[0, 1, 2])
