@@ -152,3 +152,23 @@ def test_learn_one_classes_with_a_zero_class_weight_skips_the_row():
     with pytest.raises(ValueError, match="zero weight"):
         MondrianForestClassifier(class_weight=class_weight).learn_one([0.1, 0.2], 1,
                                                                        classes=[0, 1, 2])
+
+
+@pytest.mark.parametrize("fixed", ["prior_variance", "noise_variance"])
+def test_held_out_choice_with_a_fixed_variance_is_equivariant_to_units(fixed):
+    """The held-out probe fits the standardised stored targets: a fixed prior or noise
+    variance (units of y squared) must be converted, or the choice depends on the units of y
+    (it did: the probe read prior_variance=0.5 * 1024**2 as a variance of standardised
+    targets)."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(size=(200, 3))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.randn(200)
+    value = {"prior_variance": 0.5, "noise_variance": 0.01}[fixed]
+    out = []
+    for c in (1.0, 1024.0, 2.0 ** 20):  # powers of two: standardisation is exact
+        reg = MondrianForestRegressor(n_estimators=3, random_state=0, **{fixed: value * c * c})
+        reg.fit(X, c * y)
+        out.append((reg._hyper_choice, reg.predict(X[:20]) / c))
+    for choice, pred in out[1:]:
+        assert choice == out[0][0]
+        assert_array_equal(pred, out[0][1])
