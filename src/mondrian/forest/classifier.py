@@ -109,7 +109,7 @@ class _BaseMondrianClassifier(
             )
         return float(factor)
 
-    def _sample_weights(self, sample_weight, X, y, online):
+    def _sample_weights(self, sample_weight, X, y, online, allow_empty=False):
         """Row weights: ``sample_weight`` times the class weights (None: all ones).
 
         ``class_weight="balanced"`` gives class ``k`` the factor ``W / (K * W_k)`` (``W_k``
@@ -135,7 +135,7 @@ class _BaseMondrianClassifier(
         else:
             factors = np.array([self._class_factor(label) for label in labels.tolist()])
         weights = base * factors[inverse]
-        if not np.any(weights > 0):
+        if not allow_empty and not np.any(weights > 0):
             raise ValueError(
                 "every sample has zero weight after class_weight: nothing to learn from"
             )
@@ -291,7 +291,9 @@ class _BaseMondrianClassifier(
         with online_update(self, X):
             return self._partial_fit(X, y, classes, sample_weight)
 
-    def _partial_fit(self, X, y, classes, sample_weight=None):
+    def _partial_fit(self, X, y, classes, sample_weight=None, allow_empty=False):
+        """``allow_empty``: rows of class weight 0 only may leave nothing to learn (then only
+        ``classes`` is applied), as ``learn_one`` skips such a row; a first call refuses."""
         first = not hasattr(self, "_trees")
         self._check_writable()
         if first:
@@ -303,11 +305,18 @@ class _BaseMondrianClassifier(
             _reject_mixed_labels(y)
             X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
             check_classification_targets(y)
-        weights = self._sample_weights(sample_weight, X, y, online=True)
-        X, y, weights = drop_zero_weights(weights, X, y)
+        weights = self._sample_weights(sample_weight, X, y, online=True,
+                                       allow_empty=allow_empty and not first)
         if classes is not None:
             _reject_mixed_labels(classes)
             classes = np.unique(np.asarray(classes))
+            if allow_empty and not first and weights is not None and not np.any(weights > 0):
+                # The labels left out are still checked against `classes`.
+                unseen = np.setdiff1d(np.unique(y), classes)
+                if unseen.size:
+                    raise ValueError(f"y contains labels {unseen.tolist()} that are not in "
+                                     f"`classes` ({classes.tolist()})")
+        X, y, weights = drop_zero_weights(weights, X, y)
         if first:
             self._validate_lifetime()
             start = classes if classes is not None else np.unique(y)
@@ -503,7 +512,7 @@ class _BaseMondrianClassifier(
                 row = self._one_row(x, learn=True)
                 if not hasattr(self, "_trees"):
                     self._check_learn_one_lifetime()
-                return self._partial_fit(row, np.asarray([y]), classes)
+                return self._partial_fit(row, np.asarray([y]), classes, allow_empty=True)
         if not self._is_known_class(y):  # a class seen before needs no check (the common case)
             _check_one_label(y)
         with online_update(self, x):

@@ -513,7 +513,8 @@ class _BaseMondrianRegressor(
         return float(np.median(times)) if times.size else 1.0
 
     def _held_out_choice(self, X, y, lifetime, weights=None):
-        """Noise share and rate multiplier with the best held-out predictive likelihood.
+        """Noise share and rate multiplier with the best held-out predictive likelihood
+        (``X`` in the trees' coordinates, ``y`` standardised by ``_y_scaler``).
 
         A probe forest of ``N_TREES_HELD_OUT`` trees is fitted on ``1 - HELD_OUT_FRACTION`` of
         the first batch; every grid point is scored by the Gaussian negative log-likelihood of
@@ -541,16 +542,20 @@ class _BaseMondrianRegressor(
         X_fit = np.ascontiguousarray(X_fit[:, :-1])
         X_val = np.ascontiguousarray(X_val[:, :-1])
         # The probe lives in the trees' coordinates (no map of its own) and never chooses.
+        # Its targets are standardised: fixed variances (units of y squared) are converted.
+        to_std = self._y_scaler.variance_from_units
+        prior, noise = (None if v is None else to_std(v)
+                        for v in (self.prior_variance, self.noise_variance))
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,
             feature_scaling=None, smoothing=self.smoothing,
-            noise_variance=1.0, prior_variance=self.prior_variance,
+            noise_variance=1.0, prior_variance=prior,
             sigmoid_rate=1.0, n_quadrature=self.n_quadrature,
             random_state=rng.randint(np.iinfo(np.int32).max),
         )
         probe._probe = True
         probe.fit(X_fit, y_fit, sample_weight=w_fit)
-        probe.set_params(noise_variance=self.noise_variance, sigmoid_rate=self.sigmoid_rate)
+        probe.set_params(noise_variance=noise, sigmoid_rate=self.sigmoid_rate)
         mean, var = probe._base_params()
         base_rate = 1.0 / probe._time_scale(probe._trees)
         y_val = probe._y_scaler.transform(y_val)
