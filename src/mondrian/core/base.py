@@ -63,18 +63,17 @@ def unchanged_on_error(estimator, deep=False):
     time linear in the size of the trees) and so are the containers and the attributes named
     in ``_mutable_state``, which the update may change in place. ``deep="undo"`` (small
     online updates) does the same but opens an undo log in each tree instead of copying it
-    (:meth:`TreeEnsemble.undo_snapshot`: time linear in what the update writes); trees that
-    keep no log are copied.
+    (:meth:`TreeEnsemble.undo_snapshot`: time linear in what the update writes); when the
+    trees keep no log (the density's full-cell trees) the ensemble is not restored.
     """
     saved = dict(estimator.__dict__)
     snapshot = None
     if deep:
         ensemble = saved.get("_ensemble")
         if ensemble is not None and not ensemble.read_only:
-            if deep == "undo":
-                snapshot = ensemble.undo_snapshot()
-            if snapshot is None:
-                snapshot = ensemble.snapshot()
+            # A tree class without a log (the density's full-cell trees) is not copied on a
+            # small update either: copying every tree per call would make a stream quadratic.
+            snapshot = ensemble.undo_snapshot() if deep == "undo" else ensemble.snapshot()
         mutable = getattr(estimator, "_mutable_state", ())
         for name, value in saved.items():
             if isinstance(value, (list, dict, set)) or name in mutable:
@@ -120,7 +119,8 @@ def online_update(estimator, X):
     tree on every ``learn_one`` would make a stream quadratic, so a smaller update is rolled
     back by an undo log in each tree of the nodes and leaf lists it writes
     (:meth:`MondrianTree.begin_undo`: O(depth) entries per point). The density's full-cell
-    trees keep no log and are copied instead.
+    trees keep no log: a small update of a density is not rolled back after such a failure
+    (remaining gap).
     """
     ensemble = estimator.__dict__.get("_ensemble")
     stored = ensemble.store.n_samples if ensemble is not None else 0
