@@ -59,13 +59,32 @@ cdef class MondrianTree:
     cdef intp_t extend_stack_capacity
     cdef float64_t* scratch
 
+    # Undo log of one online update (begin_undo / rollback / commit): the state at begin, and
+    # the old contents of every pre-existing node and leaf-list entry before it is written.
+    cdef bint undo_on
+    cdef intp_t undo_node_count, undo_samples_seen
+    cdef RandomState undo_rng
+    cdef intp_t undo_n, undo_cap, undo_vcap  # node entries: count, capacity, value floats
+    cdef intp_t* undo_ids
+    cdef Node* undo_nodes
+    cdef float64_t* undo_bounds
+    cdef float64_t* undo_values
+    cdef intp_t undo_sn, undo_scap           # leaf-list entries: (index, old next) pairs
+    cdef intp_t* undo_samples
+    cdef float64_t* undo_old_value           # statistics buffer before set_value_columns
+    cdef intp_t undo_old_stride, undo_old_capacity
+    cdef bint undo_widened
+
     cdef int _resize(self, intp_t capacity) except -1 nogil
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
     cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
+    cdef int _log_node(self, intp_t node) except -1 nogil
+    cdef int _log_sample(self, intp_t i) except -1 nogil
+    cdef void _free_undo(self) noexcept nogil
     cdef bint _should_pause(self, intp_t node) noexcept nogil
-    cdef void _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                               intp_t end) noexcept nogil
+    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
+                              intp_t end) except -1 nogil
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
     cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
                        float64_t split_time) except -1 nogil
@@ -78,8 +97,8 @@ cdef class MondrianTree:
                    const float64_t* rows) except -1 nogil
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil
-    cdef void _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                              intp_t end) noexcept nogil
+    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
+                             intp_t end) except -1 nogil
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 

@@ -147,6 +147,15 @@ cdef class MondrianTree:
         self.n_samples_seen = 0
         self.grow_stack_capacity = 0
         self.extend_stack_capacity = 0
+        self.undo_on = False
+        self.undo_n = self.undo_cap = self.undo_vcap = self.undo_sn = self.undo_scap = 0
+        self.undo_ids = NULL
+        self.undo_nodes = NULL
+        self.undo_bounds = NULL
+        self.undo_values = NULL
+        self.undo_samples = NULL
+        self.undo_old_value = NULL
+        self.undo_widened = False
         self.scratch = <float64_t*> PyMem_Malloc(3 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
@@ -159,6 +168,8 @@ cdef class MondrianTree:
         free(self.sample_next)
         free(self.grow_stack)
         free(self.extend_stack)
+        self._free_undo()
+        free(self.undo_old_value)
         PyMem_Free(self.scratch)
 
     # ------------------------------------------------------------------ storage
@@ -222,6 +233,137 @@ cdef class MondrianTree:
         nd.paused = 0
         return node
 
+    # ------------------------------------------------------------------ undo log
+
+    cdef int _log_node(self, intp_t node) except -1 nogil:
+        """Save node ``node`` (struct, box, statistics) before it is written, if an undo log
+        is open and the node existed when it began (later nodes are dropped by truncation)."""
+        cdef intp_t D = self.n_features, S = self.value_stride, n = self.undo_n, cap
+        if not self.undo_on or node >= self.undo_node_count:
+            return 0
+        if n >= self.undo_cap:
+            cap = max(16, 2 * n)
+            _realloc(<void**>&self.undo_ids, cap, sizeof(intp_t))
+            _realloc(<void**>&self.undo_nodes, cap, sizeof(Node))
+            _realloc(<void**>&self.undo_bounds, cap * 2 * D, sizeof(float64_t))
+            self.undo_cap = cap
+        if (n + 1) * S > self.undo_vcap:
+            cap = max(16, 2 * (n + 1)) * S
+            _realloc(<void**>&self.undo_values, cap, sizeof(float64_t))
+            self.undo_vcap = cap
+        self.undo_ids[n] = node
+        self.undo_nodes[n] = self.nodes[node]
+        memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * node,
+               2 * D * sizeof(float64_t))
+        if S > 0:
+            memcpy(self.undo_values + S * n, self.value + S * node, S * sizeof(float64_t))
+        self.undo_n = n + 1
+        return 0
+
+    cdef int _log_sample(self, intp_t i) except -1 nogil:
+        """Save ``sample_next[i]`` before it is written, if an undo log is open. Entries at or
+        past ``n_samples_seen`` at its beginning are always -1: the rollback resets them
+        without a log."""
+        cdef intp_t n = self.undo_sn
+        if not self.undo_on or i >= self.undo_samples_seen:
+            return 0
+        if n >= self.undo_scap:
+            _realloc(<void**>&self.undo_samples, 2 * max(16, 2 * n), sizeof(intp_t))
+            self.undo_scap = max(16, 2 * n)
+        self.undo_samples[2 * n] = i
+        self.undo_samples[2 * n + 1] = self.sample_next[i]
+        self.undo_sn = n + 1
+        return 0
+
+    cdef void _free_undo(self) noexcept nogil:
+        free(self.undo_ids)
+        free(self.undo_nodes)
+        free(self.undo_bounds)
+        free(self.undo_values)
+        free(self.undo_samples)
+        self.undo_ids = NULL
+        self.undo_nodes = NULL
+        self.undo_bounds = NULL
+        self.undo_values = NULL
+        self.undo_samples = NULL
+        self.undo_cap = self.undo_vcap = self.undo_scap = 0
+
+    def begin_undo(self):
+        """Open an undo log: until :meth:`commit_undo`, :meth:`rollback_undo` puts the tree
+        back bit for bit as it is now, whatever online extensions (or a widening of the
+        statistics) ran meanwhile, even one stopped part-way by an exception.
+
+        The log holds the old contents of the nodes and leaf-list entries the extensions
+        write (the path of each new point: O(depth) entries per point), so it costs a small
+        fraction of the extension itself, unlike a copy of the tree.
+
+        Returns
+        -------
+        bool
+            False when a log is open already (it stays as it is: its opener ends it).
+        """
+        if self.undo_on:
+            return False
+        self.undo_on = True
+        self.undo_node_count = self.node_count
+        self.undo_samples_seen = self.n_samples_seen
+        self.undo_rng = self.rng
+        self.undo_n = 0
+        self.undo_sn = 0
+        self.undo_widened = False
+        return True
+
+    def rollback_undo(self):
+        """Undo every change since :meth:`begin_undo` and close the log (no-op without one)."""
+        cdef intp_t D = self.n_features, S = self.value_stride, e, j
+        if not self.undo_on:
+            return
+        for e in range(self.undo_n - 1, -1, -1):
+            j = self.undo_ids[e]
+            self.nodes[j] = self.undo_nodes[e]
+            memcpy(self.bounds + 2 * D * j, self.undo_bounds + 2 * D * e,
+                   2 * D * sizeof(float64_t))
+            if S > 0:
+                memcpy(self.value + S * j, self.undo_values + S * e, S * sizeof(float64_t))
+        for e in range(self.undo_sn - 1, -1, -1):
+            self.sample_next[self.undo_samples[2 * e]] = self.undo_samples[2 * e + 1]
+        if self.n_samples_seen > self.undo_samples_seen:
+            memset(self.sample_next + self.undo_samples_seen, 0xFF,
+                   (self.n_samples_seen - self.undo_samples_seen) * sizeof(intp_t))
+        self.n_samples_seen = self.undo_samples_seen
+        self.node_count = self.undo_node_count
+        self.rng = self.undo_rng
+        if self.undo_widened:
+            free(self.value)
+            self.value = self.undo_old_value
+            self.value_stride = self.undo_old_stride
+            # The old buffer holds the capacity it had then (the other buffers may be larger).
+            self.capacity = min(self.capacity, self.undo_old_capacity)
+            self.undo_old_value = NULL
+        self._close_undo()
+
+    def commit_undo(self):
+        """Keep the changes since :meth:`begin_undo` and close the log."""
+        if not self.undo_on:
+            return
+        if self.undo_widened:
+            free(self.undo_old_value)
+            self.undo_old_value = NULL
+        self._close_undo()
+
+    def _close_undo(self):
+        self.undo_on = False
+        self.undo_widened = False
+        self.undo_n = 0
+        self.undo_sn = 0
+        if self.undo_cap > 4096 or self.undo_scap > 4096:
+            self._free_undo()  # a large batch's log: do not keep its memory
+
+    @property
+    def undo_open(self):
+        """Whether an undo log is open (:meth:`begin_undo`)."""
+        return bool(self.undo_on)
+
     cdef bint _should_pause(self, intp_t node) noexcept nogil:
         """Pause rule of section 3.1: too few points, or pure statistics when asked."""
         cdef intp_t k, nonzero = 0
@@ -245,24 +387,30 @@ cdef class MondrianTree:
             return True
         return False
 
-    cdef void _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                              intp_t end) noexcept nogil:
+    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
+                             intp_t end) except -1 nogil:
         """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
         cdef intp_t k
         self.nodes[node].first_sample = idx[start]
+        if self.undo_on:
+            for k in range(start, end):
+                self._log_sample(idx[k])
         for k in range(start, end - 1):
             self.sample_next[idx[k]] = idx[k + 1]
         self.sample_next[idx[end - 1]] = TREE_LEAF
+        return 0
 
-    cdef void _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                               intp_t end) noexcept nogil:
+    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
+                              intp_t end) except -1 nogil:
         """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
         (the last one first); its ``n_node_samples`` is left to the caller."""
         cdef intp_t k, i
         for k in range(start, end):
             i = idx[k]
+            self._log_sample(i)
             self.sample_next[i] = self.nodes[node].first_sample
             self.nodes[node].first_sample = i
+        return 0
 
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil:
         """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
@@ -405,6 +553,7 @@ cdef class MondrianTree:
             rec = self.extend_stack[top]
             j = rec.node
             count = rec.end - rec.start
+            self._log_node(j)  # every write below to a node that existed goes through here
 
             if self.nodes[j].paused:
                 # Never cut above a paused leaf: absorb the points, regrow if un-paused.
@@ -415,6 +564,7 @@ cdef class MondrianTree:
                     i = idx[k]
                     _include(lo, hi, X + i * D, D)
                     _add_row(val, rows + i * S, S)
+                    self._log_sample(i)
                     self.sample_next[i] = self.nodes[j].first_sample
                     self.nodes[j].first_sample = i
                 self.nodes[j].n_node_samples += count
@@ -478,6 +628,8 @@ cdef class MondrianTree:
                 self.nodes[copy].parent = j
                 child = self.nodes[copy].left_child
                 if child != TREE_LEAF:
+                    self._log_node(child)
+                    self._log_node(self.nodes[copy].right_child)
                     self.nodes[child].parent = copy
                     self.nodes[self.nodes[copy].right_child].parent = copy
                 lo = self.bounds + 2 * D * j
@@ -649,13 +801,23 @@ cdef class MondrianTree:
             raise ValueError("column_map must have one entry per current column")
         cdef intp_t old = self.value_stride, j, c
         cdef float64_t* new_value = NULL
+        if self.undo_on and self.undo_n:
+            # The logged statistics rows have the old width: the log cannot mix widths.
+            raise RuntimeError("set_value_columns after changes under an open undo log")
         if new_stride > 0 and self.capacity > 0:
             _realloc(<void**>&new_value, self.capacity * new_stride, sizeof(float64_t))
             memset(new_value, 0, self.capacity * new_stride * sizeof(float64_t))
             for j in range(self.node_count):
                 for c in range(old):
                     new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
-        free(self.value)
+        if self.undo_on and not self.undo_widened:
+            # Keep the old buffer for a rollback (the widening copies it anyway).
+            self.undo_old_value = self.value
+            self.undo_old_stride = old
+            self.undo_old_capacity = self.capacity
+            self.undo_widened = True
+        else:
+            free(self.value)
         self.value = new_value
         self.value_stride = new_stride
 

@@ -61,14 +61,19 @@ def unchanged_on_error(estimator, deep=False):
     The attributes are always restored. With ``deep=True`` (online updates, which change the
     fitted model in place) the tree ensemble is snapshotted (:meth:`TreeEnsemble.snapshot`:
     time linear in the size of the trees) and so are the containers and the attributes named
-    in ``_mutable_state``, which the update may change in place.
+    in ``_mutable_state``, which the update may change in place. ``deep="undo"`` (small
+    online updates) does the same but opens an undo log in each tree instead of copying it
+    (:meth:`TreeEnsemble.undo_snapshot`: time linear in what the update writes); when the
+    trees keep no log (the density's full-cell trees) the ensemble is not restored.
     """
     saved = dict(estimator.__dict__)
     snapshot = None
     if deep:
         ensemble = saved.get("_ensemble")
         if ensemble is not None and not ensemble.read_only:
-            snapshot = ensemble.snapshot()
+            # A tree class without a log (the density's full-cell trees) is not copied on a
+            # small update either: copying every tree per call would make a stream quadratic.
+            snapshot = ensemble.undo_snapshot() if deep == "undo" else ensemble.snapshot()
         mutable = getattr(estimator, "_mutable_state", ())
         for name, value in saved.items():
             if isinstance(value, (list, dict, set)) or name in mutable:
@@ -81,6 +86,8 @@ def unchanged_on_error(estimator, deep=False):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
+    if snapshot is not None:
+        saved["_ensemble"].commit(snapshot)
 
 
 def atomic_fit(method):
@@ -109,15 +116,17 @@ def online_update(estimator, X):
     as it was. Failures raised inside the tree core (``MemoryError``, ``KeyboardInterrupt``)
     are rolled back by a snapshot of the trees when the update is large enough for the copy to
     be cheap next to it (at least 1/``SNAPSHOT_RATIO`` of the stored points). Copying every
-    tree on every ``learn_one`` would make a stream quadratic, so a small update of a large
-    model is not rolled back after such a failure; an undo log of the nodes it changes is the
-    remedy (not implemented yet).
+    tree on every ``learn_one`` would make a stream quadratic, so a smaller update is rolled
+    back by an undo log in each tree of the nodes and leaf lists it writes
+    (:meth:`MondrianTree.begin_undo`: O(depth) entries per point). The density's full-cell
+    trees keep no log: a small update of a density is not rolled back after such a failure
+    (remaining gap).
     """
     ensemble = estimator.__dict__.get("_ensemble")
     stored = ensemble.store.n_samples if ensemble is not None else 0
     shape = () if isinstance(X, dict) else np.shape(X)
     rows = shape[0] if len(shape) == 2 else 1
-    return unchanged_on_error(estimator, deep=rows * SNAPSHOT_RATIO >= stored)
+    return unchanged_on_error(estimator, deep=True if rows * SNAPSHOT_RATIO >= stored else "undo")
 
 
 def atomic_update(method):

@@ -315,15 +315,41 @@ class TreeEnsemble:
             "feature_map": dict(feature_map.__dict__),
         }
 
+    def undo_snapshot(self):
+        """A snapshot for a small online update: like :meth:`snapshot`, but the trees are not
+        copied; each opens an undo log (:meth:`MondrianTree.begin_undo`) of what the update
+        writes, which :meth:`restore` rolls back and :meth:`commit` closes. None when a tree
+        class keeps no log (only :class:`MondrianTree` itself logs its extensions)."""
+        if any(type(tree) is not MondrianTree for tree in self.trees):
+            return None
+        store, feature_map = self.store, self.feature_map
+        warm = feature_map.n_seen < feature_map.warm_up
+        return {
+            "ensemble": dict(self.__dict__),
+            "trees": None,
+            "undo": [tree for tree in self.trees if tree.begin_undo()],
+            "store": (store._X, store._rows, store.n_samples,
+                      store.X.copy() if warm else None),
+            "feature_map": dict(feature_map.__dict__),
+        }
+
+    def commit(self, snapshot):
+        """Keep the changes made since ``snapshot`` (closes the undo logs it opened)."""
+        for tree in snapshot.get("undo", ()):
+            tree.commit_undo()
+
     def restore(self, snapshot):
         """Put the ensemble back in the state of ``snapshot`` (after a failed update).
 
         The trees become the snapshot's copies (the changed ones are dropped, so a thread
         still extending them cannot touch the restored model).
         """
+        for tree in snapshot.get("undo", ()):
+            tree.rollback_undo()
         self.__dict__.clear()
         self.__dict__.update(snapshot["ensemble"])
-        self.trees = snapshot["trees"]
+        if snapshot["trees"] is not None:
+            self.trees = snapshot["trees"]
         store = self.store
         store._X, store._rows, store.n_samples, X = snapshot["store"]
         if X is not None:
