@@ -262,9 +262,9 @@ class _BaseMondrianClassifier(
 
         The update is thread-safe and validated before any change: a rejected input leaves the
         model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
-        inside an update that adds at least 1/32 of the stored points (see the user guide,
-        "Threads and failed calls"); reads from other threads
-        wait for it to finish.
+        inside the update (large updates copy the trees first, small ones keep an undo log of
+        the nodes they change; see the user guide, "Threads and failed calls"); reads from
+        other threads wait for it to finish.
 
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
@@ -482,9 +482,9 @@ class _BaseMondrianClassifier(
 
         The update is thread-safe and validated before any change: a rejected input leaves the
         model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
-        inside an update that adds at least 1/32 of the stored points (see the user guide,
-        "Threads and failed calls"); reads from other threads
-        wait for it to finish.
+        inside the update (large updates copy the trees first, small ones keep an undo log of
+        the nodes they change; see the user guide, "Threads and failed calls"); reads from
+        other threads wait for it to finish.
 
         Parameters
         ----------
