@@ -318,10 +318,8 @@ class TreeEnsemble:
     def undo_snapshot(self):
         """A snapshot for a small online update: like :meth:`snapshot`, but the trees are not
         copied; each opens an undo log (:meth:`MondrianTree.begin_undo`) of what the update
-        writes, which :meth:`restore` rolls back and :meth:`commit` closes. None when a tree
-        class keeps no log (only :class:`MondrianTree` itself logs its extensions)."""
-        if any(type(tree) is not MondrianTree for tree in self.trees):
-            return None
+        writes, which :meth:`restore` rolls back and :meth:`commit` closes (every tree class
+        logs its extensions: :class:`MondrianTree` and the density's ``FullCellTree``)."""
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
         return {
