@@ -528,9 +528,10 @@ class _BaseMondrianClassifier(
         y : label
             Its class.
         classes : array-like, default=None
-            All the classes the stream may contain, as in :meth:`partial_fit`. Without it every
-            new class widens the statistics of every node of every tree (time linear in the
-            size of the forest per new class); with it the columns exist from the start.
+            All the classes the stream may contain, as in :meth:`partial_fit`. Without it a
+            new class takes a spare column of the statistics, and when none is left every
+            node of every tree is rewritten to twice the width (about ``log2(n_classes)``
+            rewrites in all); with it the columns exist from the start.
 
         Returns
         -------
