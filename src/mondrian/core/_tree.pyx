@@ -163,9 +163,12 @@ cdef class MondrianTree:
         self.columns_capacity = 0
         self.undo_old_columns = NULL
         self.undo_reordered = False
-        identity = np.arange(value_stride, dtype=np.intp)
-        cdef intp_t[::1] ids = identity
-        self._set_columns(&ids[0] if value_stride else NULL, value_stride)
+        _realloc(<void**>&self.columns, max(value_stride, 1), sizeof(intp_t))
+        self.columns_capacity = max(value_stride, 1)
+        cdef intp_t k
+        for k in range(value_stride):
+            self.columns[k] = k  # identity: read column k is stored column k
+        self.n_columns = value_stride
         self.scratch = <float64_t*> PyMem_Malloc(3 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
