@@ -322,7 +322,8 @@ def test_learn_one_with_classes_never_rewrites_the_trees(monkeypatch):
     for i in range(100):
         batched.partial_fit(X[i : i + 1], labels[i : i + 1], classes=range(30))
     assert state(streamed) == state(batched)
-    # Without classes=, every new class rewrites the statistics of every node once.
+    # Without classes=, every new class is added (a spare column; the rows are rewritten only
+    # when the spare columns run out, see tests/forest/test_class_widening.py).
     plain = MondrianForestClassifier(4, random_state=0)
     for i in range(100):
         plain.learn_one(X[i], labels[i])

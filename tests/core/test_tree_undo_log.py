@@ -65,3 +65,53 @@ def test_widening_after_logged_changes_is_refused():
     with pytest.raises(RuntimeError, match="undo log"):
         tree.set_value_columns(4, np.arange(3, dtype=np.intp))
     tree.rollback_undo()
+
+
+def test_rollback_of_a_column_order():
+    tree = _tree(150)
+    before = pickle.dumps(tree)
+    tree.begin_undo()
+    tree.set_column_order(np.array([2, 0], dtype=np.intp))
+    assert tree.n_columns == 2 and tree.value_array.shape == (tree.node_count, 2)
+    tree.set_value_columns(6, np.array([0, 1, 2], dtype=np.intp))
+    tree.set_column_order(np.array([2, 0, 1, 5], dtype=np.intp))
+    tree.rollback_undo()
+    assert pickle.dumps(tree) == before
+    np.testing.assert_array_equal(tree.column_order, np.arange(3))
+
+
+def test_read_columns_follow_the_order_not_the_storage():
+    """A tree storing permuted rows, read through the inverse order, is the tree of the
+    plain rows: same structure, same statistics as read, same pickle once re-laid out."""
+    perm = np.array([2, 0, 1])
+    plain = _tree(200, pause_pure=True, min_samples_split=3)
+    stored = MondrianTree(3, 3, 3.0, 3, True, seed=7)
+    stored.set_column_order(np.argsort(perm))  # class k lives in stored column argsort(perm)[k]
+    rows = np.ascontiguousarray(ROWS[:, perm])
+    stored.fit(X, rows, np.arange(200, dtype=np.intp))
+    np.testing.assert_array_equal(stored.nodes_array, plain.nodes_array)
+    np.testing.assert_array_equal(stored.value_array, plain.value_array)
+    with pytest.raises(ValueError, match="distinct"):
+        stored.set_column_order([0, 0])
+    with pytest.raises(ValueError, match="drops a column that is read"):
+        stored.set_value_columns(3, np.array([0, -1, 1], dtype=np.intp))
+    stored.set_value_columns(3, perm.astype(np.intp))  # stored column c holds class perm[c]
+    np.testing.assert_array_equal(stored.column_order, np.arange(3))
+    assert pickle.dumps(stored) == pickle.dumps(plain)
+
+
+def test_pause_rule_sums_weighted_counts_in_the_read_order():
+    """0.7 + 0.2 + 0.1 is 0.9999999999999999 in that order and 1.0 in the reverse one: with
+    min_samples_split=1 the leaf of these three weighted points pauses exactly when the sum
+    runs over the read columns (the sorted classes), whatever the stored order."""
+    points = np.array([[0.1, 0.1, 0.1], [0.5, 0.5, 0.5], [0.9, 0.9, 0.9]])
+    weights = np.diag([0.7, 0.2, 0.1])
+    plain = MondrianTree(3, 3, np.inf, 1, False, seed=1)
+    plain.count_columns = -1
+    plain.fit(points, weights, np.arange(3, dtype=np.intp))
+    assert plain.node_count == 1  # 0.9999999999999999 < 1: paused
+    stored = MondrianTree(3, 3, np.inf, 1, False, seed=1)
+    stored.count_columns = -1
+    stored.set_column_order([2, 1, 0])
+    stored.fit(points, weights[:, ::-1].copy(), np.arange(3, dtype=np.intp))
+    assert stored.node_count == 1

@@ -29,7 +29,14 @@ cdef struct StackRecord:
 cdef class MondrianTree:
     # Hyperparameters fixed at construction.
     cdef readonly intp_t n_features         # number of input features
-    cdef readonly intp_t value_stride       # width of the per-node statistics row
+    cdef readonly intp_t value_stride       # width of the per-node statistics row (stored)
+    # The statistics columns the models read, in their order: read column k is stored column
+    # columns[k], for k < n_columns <= value_stride (a classifier keeps its classes in arrival
+    # order with spare zero columns, so that a new class rarely rewrites the rows; readers
+    # see them in the sorted order of classes_). Identity over value_stride by default.
+    cdef readonly intp_t n_columns
+    cdef intp_t* columns
+    cdef intp_t columns_capacity
     cdef readonly float64_t lifetime        # lambda, possibly +inf
     cdef readonly intp_t min_samples_split  # leaves with fewer points pause
     cdef readonly bint pause_pure           # pause leaves whose statistics have one non-zero entry
@@ -74,6 +81,9 @@ cdef class MondrianTree:
     cdef float64_t* undo_old_value           # statistics buffer before set_value_columns
     cdef intp_t undo_old_stride, undo_old_capacity
     cdef bint undo_widened
+    cdef intp_t* undo_old_columns            # read columns before set_value_columns / order
+    cdef intp_t undo_old_n_columns, undo_old_columns_capacity
+    cdef bint undo_reordered
 
     cdef int _resize(self, intp_t capacity) except -1 nogil
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
@@ -82,6 +92,8 @@ cdef class MondrianTree:
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef void _free_undo(self) noexcept nogil
+    cdef int _save_columns(self) except -1
+    cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
     cdef bint _should_pause(self, intp_t node) noexcept nogil
     cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
                               intp_t end) except -1 nogil

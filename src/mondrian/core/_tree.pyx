@@ -31,8 +31,11 @@ from mondrian.core._walk cimport leaf_at
 
 cnp.import_array()
 
-# Version of the pickled state of a MondrianTree.
-TREE_STATE_VERSION = 1
+# Version of the pickled state of a MondrianTree: 1 for trees whose read columns are their
+# stored columns (every tree but a classifier's that met classes online), 2 with a "columns"
+# entry (their order); both load.
+TREE_STATE_VERSION = 2
+_READ_VERSIONS = (1, 2)
 
 cdef Node _dummy_node
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
@@ -156,6 +159,16 @@ cdef class MondrianTree:
         self.undo_samples = NULL
         self.undo_old_value = NULL
         self.undo_widened = False
+        self.columns = NULL
+        self.columns_capacity = 0
+        self.undo_old_columns = NULL
+        self.undo_reordered = False
+        _realloc(<void**>&self.columns, max(value_stride, 1), sizeof(intp_t))
+        self.columns_capacity = max(value_stride, 1)
+        cdef intp_t k
+        for k in range(value_stride):
+            self.columns[k] = k  # identity: read column k is stored column k
+        self.n_columns = value_stride
         self.scratch = <float64_t*> PyMem_Malloc(3 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
@@ -170,6 +183,8 @@ cdef class MondrianTree:
         free(self.extend_stack)
         self._free_undo()
         free(self.undo_old_value)
+        free(self.columns)
+        free(self.undo_old_columns)
         PyMem_Free(self.scratch)
 
     # ------------------------------------------------------------------ storage
@@ -311,6 +326,7 @@ cdef class MondrianTree:
         self.undo_n = 0
         self.undo_sn = 0
         self.undo_widened = False
+        self.undo_reordered = False
         return True
 
     def rollback_undo(self):
@@ -340,6 +356,12 @@ cdef class MondrianTree:
             # The old buffer holds the capacity it had then (the other buffers may be larger).
             self.capacity = min(self.capacity, self.undo_old_capacity)
             self.undo_old_value = NULL
+        if self.undo_reordered:
+            free(self.columns)
+            self.columns = self.undo_old_columns
+            self.n_columns = self.undo_old_n_columns
+            self.columns_capacity = self.undo_old_columns_capacity
+            self.undo_old_columns = NULL
         self._close_undo()
 
     def commit_undo(self):
@@ -349,11 +371,15 @@ cdef class MondrianTree:
         if self.undo_widened:
             free(self.undo_old_value)
             self.undo_old_value = NULL
+        if self.undo_reordered:
+            free(self.undo_old_columns)
+            self.undo_old_columns = NULL
         self._close_undo()
 
     def _close_undo(self):
         self.undo_on = False
         self.undo_widened = False
+        self.undo_reordered = False
         self.undo_n = 0
         self.undo_sn = 0
         if self.undo_cap > 4096 or self.undo_scap > 4096:
@@ -365,7 +391,11 @@ cdef class MondrianTree:
         return bool(self.undo_on)
 
     cdef bint _should_pause(self, intp_t node) noexcept nogil:
-        """Pause rule of section 3.1: too few points, or pure statistics when asked."""
+        """Pause rule of section 3.1: too few points, or pure statistics when asked.
+
+        Sums run over the read columns in their order (the sorted classes), so that a
+        weighted count has the same bits whatever order the classes arrived in.
+        """
         cdef intp_t k, nonzero = 0
         cdef float64_t* val
         cdef float64_t count = 0.0
@@ -373,14 +403,14 @@ cdef class MondrianTree:
             count = self.nodes[node].n_node_samples
         else:
             val = self.value + node * self.value_stride
-            for k in range(self.value_stride if self.count_columns < 0 else self.count_columns):
-                count += val[k]
+            for k in range(self.n_columns if self.count_columns < 0 else self.count_columns):
+                count += val[self.columns[k]]
         if count < self.min_samples_split:
             return True
         if self.pause_pure:
             val = self.value + node * self.value_stride
-            for k in range(self.value_stride):
-                if val[k] != 0.0:
+            for k in range(self.n_columns):
+                if val[self.columns[k]] != 0.0:
                     nonzero += 1
                     if nonzero > 1:
                         return False
@@ -793,23 +823,39 @@ cdef class MondrianTree:
         return out
 
     def set_value_columns(self, intp_t new_stride, const intp_t[::1] column_map):
-        """Widen or reorder the statistics: old column ``c`` moves to ``column_map[c]``.
+        """Move stored column ``c`` of the statistics to ``column_map[c]`` in rows of width
+        ``new_stride`` (a full rewrite of the rows); ``column_map[c] < 0`` drops a column that
+        no read column uses (a spare zero column).
 
-        New columns start at zero. Used when a classifier meets new classes online.
+        New columns start at zero; the read columns follow their stored columns, so what the
+        models read does not change. Used when a classifier outgrows its spare columns (the
+        width then doubles) and when merged forests agree on one layout.
         """
-        if column_map.shape[0] != self.value_stride:
+        cdef intp_t old = self.value_stride, j, c, k
+        if column_map.shape[0] != old:
             raise ValueError("column_map must have one entry per current column")
-        cdef intp_t old = self.value_stride, j, c
+        if new_stride < 0:
+            raise ValueError("new_stride must be non-negative")
+        kept = np.asarray(column_map)
+        kept = kept[kept >= 0]
+        if (kept >= new_stride).any() or np.unique(kept).size != kept.size:
+            raise ValueError("column_map must send the columns to distinct new columns")
+        for k in range(self.n_columns):
+            if column_map[self.columns[k]] < 0:
+                raise ValueError("column_map drops a column that is read")
         cdef float64_t* new_value = NULL
         if self.undo_on and self.undo_n:
             # The logged statistics rows have the old width: the log cannot mix widths.
             raise RuntimeError("set_value_columns after changes under an open undo log")
+        moved = np.asarray(column_map)[self.column_order].astype(np.intp)
         if new_stride > 0 and self.capacity > 0:
             _realloc(<void**>&new_value, self.capacity * new_stride, sizeof(float64_t))
             memset(new_value, 0, self.capacity * new_stride * sizeof(float64_t))
             for j in range(self.node_count):
                 for c in range(old):
-                    new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
+                    if column_map[c] >= 0:
+                        new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
+        self._save_columns()
         if self.undo_on and not self.undo_widened:
             # Keep the old buffer for a rollback (the widening copies it anyway).
             self.undo_old_value = self.value
@@ -820,6 +866,76 @@ cdef class MondrianTree:
             free(self.value)
         self.value = new_value
         self.value_stride = new_stride
+        cdef intp_t[::1] cols = moved
+        self._set_columns(&cols[0] if moved.shape[0] else NULL, moved.shape[0])
+
+    def set_column_order(self, order):
+        """Set the read columns: read column ``k`` is stored column ``order[k]`` (O(len(order)),
+        the rows are not touched).
+
+        A classifier meeting a new class gives it a spare stored column and inserts it here
+        at its place among the sorted classes.
+
+        Parameters
+        ----------
+        order : array-like of int
+            Distinct stored columns (below ``value_stride``).
+        """
+        order = np.ascontiguousarray(order, dtype=np.intp)
+        if order.ndim != 1 or ((order < 0) | (order >= self.value_stride)).any() or (
+                np.unique(order).size != order.size):
+            raise ValueError(
+                f"order must hold distinct columns below value_stride={self.value_stride}")
+        self._save_columns()
+        cdef intp_t[::1] cols = order
+        self._set_columns(&cols[0] if order.shape[0] else NULL, order.shape[0])
+
+    @property
+    def column_order(self):
+        """Stored column of each read column, shape ``(n_columns,)`` (a copy)."""
+        out = np.empty(self.n_columns, dtype=np.intp)
+        if self.n_columns:
+            memcpy(cnp.PyArray_DATA(out), self.columns, self.n_columns * sizeof(intp_t))
+        return out
+
+    cdef int _save_columns(self) except -1:
+        """Keep the read columns for a rollback, once per undo log."""
+        if not self.undo_on or self.undo_reordered:
+            return 0
+        self.undo_old_columns = self.columns
+        self.undo_old_n_columns = self.n_columns
+        self.undo_old_columns_capacity = self.columns_capacity
+        self.columns = NULL
+        self.columns_capacity = 0
+        try:
+            self._set_columns(self.undo_old_columns, self.undo_old_n_columns)
+        except MemoryError:
+            self.columns = self.undo_old_columns
+            self.columns_capacity = self.undo_old_columns_capacity
+            self.undo_old_columns = NULL
+            raise
+        self.undo_reordered = True
+        return 0
+
+    cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1:
+        """Make the read columns ``columns[:n]`` (the buffer grows, never shrinks)."""
+        if n > self.columns_capacity or self.columns == NULL:
+            _realloc(<void**>&self.columns, max(n, 1), sizeof(intp_t))
+            self.columns_capacity = max(n, 1)
+        if n:
+            memcpy(self.columns, columns, n * sizeof(intp_t))
+        self.n_columns = n
+        return 0
+
+    def _trivial_columns(self):
+        """Whether the read columns are the stored ones (identity over ``value_stride``)."""
+        cdef intp_t k
+        if self.n_columns != self.value_stride:
+            return False
+        for k in range(self.n_columns):
+            if self.columns[k] != k:
+                return False
+        return True
 
     def pruned(self, float64_t lifetime):
         """A new tree: this one restricted to ``lifetime`` (<= its own).
@@ -844,6 +960,7 @@ cdef class MondrianTree:
                                            self.min_samples_split, self.pause_pure, 0)
         out.rng = self.rng
         out.count_columns = self.count_columns
+        out._set_columns(self.columns, self.n_columns)
         if self.node_count == 0:
             return out
         cdef intp_t D = self.n_features, S = self.value_stride
@@ -987,7 +1104,16 @@ cdef class MondrianTree:
 
     @property
     def value_array(self):
-        """Copy of the per-node statistics, shape ``(node_count, value_stride)``."""
+        """Copy of the per-node statistics as the models read them, shape ``(node_count,
+        n_columns)``: column ``k`` is the stored column ``column_order[k]`` (for a classifier,
+        the class ``classes_[k]``)."""
+        stored = self._stored_value_array()
+        if self._trivial_columns():
+            return stored
+        return np.ascontiguousarray(stored[:, self.column_order])
+
+    def _stored_value_array(self):
+        """Copy of the statistics buffer as stored, shape ``(node_count, value_stride)``."""
         out = np.zeros((self.node_count, self.value_stride), dtype=np.float64)
         if self.node_count and self.value_stride:
             memcpy(cnp.PyArray_DATA(out), self.value,
@@ -1033,6 +1159,7 @@ cdef class MondrianTree:
             self.min_samples_split, self.pause_pure, 0)
         cdef intp_t n = self.node_count, m = self.n_samples_seen
         out.count_columns = self.count_columns
+        out._set_columns(self.columns, self.n_columns)
         if n == 0:
             out._resize(1)
         else:
@@ -1211,7 +1338,7 @@ cdef class MondrianTree:
                    self.n_samples_seen * sizeof(intp_t))
         leaf_time = nodes["split_time"][leaf]
         state = {
-            "version": TREE_STATE_VERSION,
+            "version": 1,
             "class": type(self),
             "params": (self.n_features, self.value_stride, self.lifetime,
                        self.min_samples_split, self.pause_pure),
@@ -1231,18 +1358,23 @@ cdef class MondrianTree:
         stored = self.bounds_array
         state["bounds"] = None if _same_bits(stored, bounds) else stored
         del stored, bounds
-        stored = self.value_array
+        stored = self._stored_value_array()
         state["value"] = None if _same_bits(stored, value) else stored
+        if not self._trivial_columns():
+            state["version"] = TREE_STATE_VERSION
+            state["columns"] = self.column_order.astype(np.int32)
+        else:
+            state["version"] = 1  # what builds without read columns load too
         return state
 
     @staticmethod
     def from_compact_state(state, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The tree saved by :meth:`compact_state`, with the store it was saved with."""
-        if not isinstance(state, dict) or state.get("version") != TREE_STATE_VERSION:
+        if not isinstance(state, dict) or state.get("version") not in _READ_VERSIONS:
             raise ValueError(
                 "cannot load a compact MondrianTree state of version "
                 f"{state.get('version') if isinstance(state, dict) else None}; this build "
-                f"reads version {TREE_STATE_VERSION}"
+                f"reads versions {_READ_VERSIONS}"
             )
         cls = state["class"]
         if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
@@ -1313,6 +1445,8 @@ cdef class MondrianTree:
         tree.rng.s1 = rng[1]
         tree.rng.s2 = rng[2]
         tree.rng.s3 = rng[3]
+        if state.get("columns") is not None:
+            tree.set_column_order(state["columns"])
         return tree
 
     def __reduce__(self):
@@ -1328,21 +1462,26 @@ cdef class MondrianTree:
         if self.n_samples_seen:
             memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
                    self.n_samples_seen * sizeof(intp_t))
-        return {
-            "version": TREE_STATE_VERSION,
+        state = {
+            "version": 1,
             "nodes": self.nodes_array,
             "bounds": self.bounds_array,
-            "value": self.value_array,
+            "value": self._stored_value_array(),
             "sample_next": sample_next,
             "rng": self.get_rng_state(),
             "count_columns": self.count_columns,
         }
+        if not self._trivial_columns():
+            # Version 2: builds that read every stored column in order refuse it clearly.
+            state["version"] = TREE_STATE_VERSION
+            state["columns"] = self.column_order.astype(np.int32)
+        return state
 
     def __setstate__(self, state):
-        if state.get("version") != TREE_STATE_VERSION:
+        if state.get("version") not in _READ_VERSIONS:
             raise ValueError(
                 f"cannot load a MondrianTree saved with state version {state.get('version')}; "
-                f"this build reads version {TREE_STATE_VERSION}"
+                f"this build reads versions {_READ_VERSIONS}"
             )
         nodes = state["nodes"]
         if nodes.dtype != NODE_DTYPE:
@@ -1373,6 +1512,8 @@ cdef class MondrianTree:
         self.rng.s2 = rng[2]
         self.rng.s3 = rng[3]
         self.count_columns = state.get("count_columns", 0)
+        if state.get("columns") is not None:
+            self.set_column_order(state["columns"])
 
 
 def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,

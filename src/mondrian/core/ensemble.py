@@ -156,6 +156,11 @@ class TreeEnsemble:
     seeds : ndarray of int64
     read_only : bool
         True for a view (:meth:`single_tree`): every method that would change it raises.
+    column_order : tuple of int or None
+        The trees' read columns (:meth:`MondrianTree.set_column_order`): which stored column
+        of the contribution rows each model column is; None for all of them in order. A
+        classifier keeps its classes in arrival order with spare zero columns
+        (:meth:`set_columns`).
     """
 
     def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
@@ -169,6 +174,7 @@ class TreeEnsemble:
         self.feature_map = feature_map
         self.store = DataStore(self.n_features, int(width))
         self.seeds = np.asarray(seeds, dtype=np.int64).copy()
+        self.column_order = None
         self.trees = self._new_trees(self.seeds)
         self.read_only = False
 
@@ -212,9 +218,39 @@ class TreeEnsemble:
                             self.pause_pure, int(seed))
             for seed in seeds
         ]
+        order = self.__dict__.get("column_order")
         for tree in trees:
             tree.count_columns = self.count_columns
+            if order is not None:
+                tree.set_column_order(order)
         return trees
+
+    def set_columns(self, order, width=None, column_map=None):
+        """Make ``order`` the read columns of every tree (and of the trees made later).
+
+        With ``width`` (default: the current one) and ``column_map`` (default: every stored
+        column keeps its index), the contribution rows of the store and the statistics of
+        every tree are first rewritten to that width (:meth:`MondrianTree.set_value_columns`,
+        :meth:`DataStore.set_row_columns`): the one costly step, which a classifier takes only
+        when it outgrows its spare columns (doubling the width) or a merge aligns layouts.
+        Otherwise O(len(order)) per tree.
+        """
+        self._check_writable()
+        old = self.width
+        width = old if width is None else int(width)
+        if column_map is None:
+            column_map = np.arange(old, dtype=np.intp)
+        column_map = np.asarray(column_map, dtype=np.intp)
+        if width != old or not np.array_equal(column_map, np.arange(old)):
+            for tree in self.trees:
+                tree.set_value_columns(width, column_map)
+            self.store.set_row_columns(width, column_map)
+        order = np.asarray(order, dtype=np.intp)
+        for tree in self.trees:
+            tree.set_column_order(order)
+        trivial = order.shape[0] == width and np.array_equal(order, np.arange(width))
+        # A tuple: no NumPy dtype object whose sharing inside a pickle would depend on history.
+        self.column_order = None if trivial else tuple(order.tolist())
 
     def _check_writable(self):
         if self.read_only:
@@ -318,10 +354,8 @@ class TreeEnsemble:
     def undo_snapshot(self):
         """A snapshot for a small online update: like :meth:`snapshot`, but the trees are not
         copied; each opens an undo log (:meth:`MondrianTree.begin_undo`) of what the update
-        writes, which :meth:`restore` rolls back and :meth:`commit` closes. None when a tree
-        class keeps no log (only :class:`MondrianTree` itself logs its extensions)."""
-        if any(type(tree) is not MondrianTree for tree in self.trees):
-            return None
+        writes, which :meth:`restore` rolls back and :meth:`commit` closes (every tree class
+        logs its extensions: :class:`MondrianTree` and the density's ``FullCellTree``)."""
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
         return {
@@ -473,6 +507,10 @@ class TreeEnsemble:
             if a != b:
                 raise ValueError(f"cannot merge tree ensembles with different {name}: "
                                  f"{a!r} and {b!r}")
+        a, b = self.__dict__.get("column_order"), other.__dict__.get("column_order")
+        if a != b:
+            raise ValueError("cannot merge tree ensembles whose rows order their columns "
+                             "differently: align them with set_columns first")
         difference = _same_map(self.feature_map, other.feature_map)
         if difference is not None:
             raise ValueError(
@@ -535,6 +573,7 @@ class TreeEnsemble:
                 f"of the package reads versions 1 and {ENSEMBLE_STATE_VERSION}"
             )
         state.setdefault("count_columns", 0)  # saved before weighted counts existed
+        state.setdefault("column_order", None)  # saved before spare class columns existed
         self.__dict__.update(state)
         X, rows = self.store.X, self.store.rows
         self.trees = [

@@ -288,6 +288,7 @@ def _merge(forests, copy_parts):
             extra = np.setdiff1d(classes, part.classes_)
             if extra.size:
                 part._add_classes(extra)  # zero counts for the classes it never saw
+            part._sort_columns()  # one layout for every part's trees and store
         merged._classes_fixed = all(fixed)
     if isinstance(merged, regressor):
         for k, part in enumerate(parts[1:], 1):

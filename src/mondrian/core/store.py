@@ -68,9 +68,12 @@ class DataStore:
         self._X[: self.n_samples] = X
 
     def set_row_columns(self, width, column_map):
-        """Move row column ``c`` to ``column_map[c]`` in rows of the new ``width``."""
+        """Move row column ``c`` to ``column_map[c]`` in rows of the new ``width`` (a new
+        buffer; ``column_map[c] < 0`` drops a spare column)."""
+        column_map = np.asarray(column_map, dtype=np.intp)
+        kept = column_map >= 0
         rows = np.zeros((self._rows.shape[0], width), dtype=np.float64)
-        rows[:, column_map] = self._rows
+        rows[:, column_map[kept]] = self._rows[:, kept]
         self._rows = rows
 
     def __getstate__(self):

@@ -115,7 +115,8 @@ cdef class FullCellTree(MondrianTree):
         An empty tree gets the root cell ``[0, 1]^D``, sampled on all the points. Otherwise the
         points go down through every cut; a leaf that held no point is sampled from its birth
         time with the points reaching it, and a leaf that held points (already refined to the
-        lifetime) just records them.
+        lifetime) just records them. Under an open undo log (:meth:`MondrianTree.begin_undo`)
+        every pre-existing node and leaf-list entry is logged before it is written.
         """
         cdef intp_t D = self.n_features
         cdef intp_t top = 1
@@ -138,6 +139,9 @@ cdef class FullCellTree(MondrianTree):
             rec = self.extend_stack[top]
             j = rec.node
             count = rec.end - rec.start
+            # Every write below to a node that existed (its struct: counts, a regrown empty
+            # cell) goes through the undo log, as in MondrianTree._extend.
+            self._log_node(j)
             if self.nodes[j].left_child == TREE_LEAF:
                 if self.nodes[j].n_node_samples == 0:
                     self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)

@@ -4,6 +4,11 @@ the predictive that integrates over every extension of the tree to the test poin
 The tree stores only the raw class histogram of every node (its ``value`` row). The IKN counts,
 tables and posterior means are computed along the root-to-leaf path of each test point, so the
 online update stays O(depth) per training point and prediction costs O(depth * (D + K)).
+
+The rows may hold the classes in the order they arrived, with spare zero columns
+(``MondrianTree.columns``): every reader takes class ``k`` of the sorted ``classes_`` from the
+stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, not the row
+width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
 from libc.math cimport INFINITY, exp, expm1
@@ -31,22 +36,25 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
 cdef inline void _node_counts(MondrianTree tree, intp_t j, bint leaf, float64_t* counts,
                               float64_t* n_cust, float64_t* n_tab) noexcept nogil:
     """IKN customers of ``j``: raw counts at a leaf, children's tables at an internal node."""
-    cdef intp_t K = tree.value_stride, k
+    cdef intp_t K = tree.n_columns, S = tree.value_stride, k, c
+    cdef const intp_t* cols = tree.columns
     cdef const float64_t* val_left
     cdef const float64_t* val_right
     n_cust[0] = 0.0
     n_tab[0] = 0.0
     if leaf:
-        val_left = tree.value + j * K
+        val_left = tree.value + j * S
         for k in range(K):
-            counts[k] = val_left[k]
-            n_cust[0] += val_left[k]
-            n_tab[0] += _table(val_left[k])
+            c = cols[k]
+            counts[k] = val_left[c]
+            n_cust[0] += val_left[c]
+            n_tab[0] += _table(val_left[c])
     else:
-        val_left = tree.value + tree.nodes[j].left_child * K
-        val_right = tree.value + tree.nodes[j].right_child * K
+        val_left = tree.value + tree.nodes[j].left_child * S
+        val_right = tree.value + tree.nodes[j].right_child * S
         for k in range(K):
-            counts[k] = _table(val_left[k]) + _table(val_right[k])
+            c = cols[k]
+            counts[k] = _table(val_left[c]) + _table(val_right[c])
             n_cust[0] += counts[k]
             n_tab[0] += _table(counts[k])
 
@@ -96,7 +104,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
 
     ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
     """
-    cdef intp_t K = tree.value_stride, j, k
+    cdef intp_t K = tree.n_columns, j, k
     cdef float64_t* tmp
     cdef float64_t n_cust, n_tab
     cdef WalkStep step
@@ -129,7 +137,7 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
     ``lifetime`` (row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``),
     with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
     ``node_count`` of ``g`` holds the uniform base measure (the root's parent)."""
-    cdef intp_t K = tree.value_stride, n = tree.node_count, head = 0, tail = 1, j, k, parent
+    cdef intp_t K = tree.n_columns, n = tree.node_count, head = 0, tail = 1, j, k, parent
     cdef bint leaf
     cdef float64_t tau, tau_parent
     for k in range(K):
@@ -158,7 +166,7 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
                               const float64_t* g, float64_t* out) noexcept nogil:
     """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
     computes what depends on ``x`` (the branch-off terms)."""
-    cdef intp_t K = tree.value_stride, n = tree.node_count, j, k, parent = n
+    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n
     cdef WalkStep step
     walk_start(&step, tree, x, lifetime)
     while True:
@@ -183,7 +191,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     Parameters
     ----------
     trees : list of MondrianTree
-        Trees whose statistics are class histograms (``value_stride == n_classes``).
+        Trees whose statistics are class histograms (``n_columns == n_classes``).
     X : ndarray of shape (n_samples, n_features)
         Test points in the scaled feature space.
     out : ndarray of shape (n_samples, n_classes)
@@ -202,7 +210,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef intp_t* queue = NULL
     cdef bint tabled
     for tree in trees:
-        if tree.value_stride != K:
+        if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
@@ -248,16 +256,17 @@ cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
     whose stored points carry no label (validation points of a lifetime path) backs off to its
     deepest labelled ancestor.
     """
-    cdef intp_t K = tree.value_stride, k, read = -1
+    cdef intp_t K = tree.n_columns, k, read = -1
+    cdef const intp_t* cols = tree.columns
     cdef const float64_t* val
     cdef float64_t n
     cdef WalkStep step
     walk_start(&step, tree, x, lifetime)
     while True:
-        val = tree.value + step.node * K
+        val = tree.value + step.node * tree.value_stride
         n = 0.0
         for k in range(K):
-            n += val[k]
+            n += val[cols[k]]
         if n > 0.0:
             read = step.node
         if step.is_leaf or step.survival <= 0.0:
@@ -271,18 +280,19 @@ cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
 cdef inline void _add_dirichlet(MondrianTree tree, intp_t node, float64_t alpha,
                                 float64_t weight, float64_t* out) noexcept nogil:
     """Add ``weight`` times the Dirichlet posterior mean of ``node`` (uniform if -1)."""
-    cdef intp_t K = tree.value_stride, k
+    cdef intp_t K = tree.n_columns, k
+    cdef const intp_t* cols = tree.columns
     cdef const float64_t* val
     cdef float64_t n = 0.0
     if node < 0:
         for k in range(K):
             out[k] += weight / K
         return
-    val = tree.value + node * K
+    val = tree.value + node * tree.value_stride
     for k in range(K):
-        n += val[k]
+        n += val[cols[k]]
     for k in range(K):
-        out[k] += weight * (val[k] + alpha / K) / (n + alpha)
+        out[k] += weight * (val[cols[k]] + alpha / K) / (n + alpha)
 
 
 def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
@@ -311,7 +321,7 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
     cdef intp_t n = X.shape[0], K = out.shape[1], i
     cdef float64_t lam
     for tree in trees:
-        if tree.value_stride != K:
+        if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")

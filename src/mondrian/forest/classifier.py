@@ -88,9 +88,23 @@ class _BaseMondrianClassifier(
     # ----------------------------------------------------------------- labels
 
     def _rows(self, codes, weights=None):
-        rows = np.zeros((codes.shape[0], len(self.classes_)), dtype=np.float64)
-        rows[np.arange(codes.shape[0]), codes] = 1.0 if weights is None else weights
+        """Contribution rows of labels with codes ``codes`` (positions in ``classes_``): the
+        (weighted) one-hot rows, in the stored columns (:meth:`_class_columns`)."""
+        rows = np.zeros((codes.shape[0], self._ensemble.width), dtype=np.float64)
+        rows[np.arange(codes.shape[0]), self._class_columns()[codes]] = (
+            1.0 if weights is None else weights)
         return rows
+
+    def _class_columns(self):
+        """Stored column of each class of ``classes_`` in the rows and the trees' statistics.
+
+        Classes keep the column they got on arrival (new ones take the next spare column), so
+        a new class costs O(n_classes) per tree, not a rewrite of every node: the width
+        doubles when the spare columns run out (O(log n_classes) rewrites in all). The
+        readers take the columns in this order, so every output follows ``classes_``.
+        """
+        order = self._ensemble.column_order
+        return np.arange(len(self.classes_)) if order is None else np.array(order, dtype=np.intp)
 
     def _node_losses(self, value):
         # Training log-loss of each node's Dirichlet leaf posterior (feature_importances_).
@@ -147,7 +161,8 @@ class _BaseMondrianClassifier(
         if cache is None or cache[0] is not self.classes_:
             labels = self.classes_.tolist()
             codes = {label: k for k, label in enumerate(labels)}
-            self._codes_cache = cache = (self.classes_, codes, labels, np.eye(len(labels)))
+            one_hot = np.eye(self._ensemble.width)[self._class_columns()]
+            self._codes_cache = cache = (self.classes_, codes, labels, one_hot)
         return cache[1]
 
     @property
@@ -173,13 +188,31 @@ class _BaseMondrianClassifier(
             )
 
     def _add_classes(self, new_classes):
-        """Grow ``classes_`` (kept sorted) and every tree's class columns."""
+        """Grow ``classes_`` (kept sorted): each new class takes the next spare stored column
+        and its place in the trees' read columns; the rows are rewritten (to twice the width)
+        only when no spare column is left."""
         merged = np.union1d(self.classes_, new_classes)
-        column_map = np.searchsorted(merged, self.classes_).astype(np.intp)
-        for tree in self._trees:
-            tree.set_value_columns(len(merged), column_map)
-        self._store.set_row_columns(len(merged), column_map)
+        ensemble = self._ensemble
+        n_old, n_new = len(self.classes_), len(merged)
+        new = ~np.isin(merged, self.classes_)
+        order = np.empty(n_new, dtype=np.intp)
+        order[~new] = self._class_columns()  # both sorted: classes_ in merged order
+        order[new] = n_old + np.arange(n_new - n_old)  # stored columns 0..n_old-1 are in use
+        width = ensemble.width
+        ensemble.set_columns(order, max(n_new, 2 * width) if n_new > width else width)
         self.classes_ = merged
+
+    def _sort_columns(self):
+        """Store the classes in the order of ``classes_``, without spare columns (one rewrite
+        unless they are so already): the layout of a forest told its classes up front, on
+        which forests are merged."""
+        ensemble, n_classes = self._ensemble, len(self.classes_)
+        if ensemble.column_order is None and ensemble.width == n_classes:
+            return
+        column_map = np.full(ensemble.width, -1, dtype=np.intp)
+        column_map[self._class_columns()] = np.arange(n_classes)
+        ensemble.set_columns(np.arange(n_classes), n_classes, column_map)
+        self.__dict__.pop("_codes_cache", None)
 
     @staticmethod
     def _fast_labels(y, n_rows):
@@ -495,9 +528,10 @@ class _BaseMondrianClassifier(
         y : label
             Its class.
         classes : array-like, default=None
-            All the classes the stream may contain, as in :meth:`partial_fit`. Without it every
-            new class widens the statistics of every node of every tree (time linear in the
-            size of the forest per new class); with it the columns exist from the start.
+            All the classes the stream may contain, as in :meth:`partial_fit`. Without it a
+            new class takes a spare column of the statistics, and when none is left every
+            node of every tree is rewritten to twice the width (about ``log2(n_classes)``
+            rewrites in all); with it the columns exist from the start.
 
         Returns
         -------
