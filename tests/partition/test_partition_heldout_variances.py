@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import RandomPartitionGPRegressor
 from mondrian.partition.gp import _heldout_nll
@@ -68,8 +69,10 @@ def test_heldout_variances_maximise_dense_heldout_likelihood(solver):
     assert len(held) == round(0.2 * len(y))
     for tree in gp.features_.partition_.forest.estimators_:
         assert tree.tree_.weighted_n_node_samples[0] == len(keep)  # bootstrap of the kept rows
+    assert gp.features_.n_features_in_ == X.shape[1]
     Z = gp.features_.transform(X).toarray()
     np.testing.assert_allclose(np.diag(Z @ Z.T), 1.0)
+    np.testing.assert_array_equal(gp.features_.labels_, gp.features_.partition_labels(X))
     s2, n2 = gp.signal_variance_, gp.noise_variance_
     best = _dense_heldout_ll(Z, y, keep, held, s2, n2)
     assert gp.heldout_log_likelihood_ == pytest.approx(best, rel=1e-8)
@@ -112,3 +115,12 @@ def test_variance_selection_rules():
     b = RandomPartitionGPRegressor("random_forest", solver="cg", n_hyper_samples=30, **kw)
     np.testing.assert_array_equal(a.fit(X, y).predict(X[:5]), b.fit(X, y).predict(X[:5]))
     assert np.isfinite(a.heldout_log_likelihood_)
+
+
+@pytest.mark.slow
+@parametrize_with_checks([
+    RandomPartitionGPRegressor("random_forest", n_partitions=5, random_state=0),
+])
+def test_heldout_gp_sklearn_checks(estimator, check):
+    """The held-out path (the random-forest default) under scikit-learn's estimator checks."""
+    check(estimator)

@@ -312,8 +312,10 @@ class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, BaseEstimato
             n_held = int(round(self.validation_fraction * n))
             held, keep = np.sort(perm[:n_held]), np.sort(perm[n_held:])
             self._held_rows = held
-            self.features_._validate_params()
-            Z = self.features_._fit(X, y, keep)._indicator(self.features_._labels).tocsc()
+            features = self.features_
+            features._validate_params()
+            validate_data(features, X, dtype=np.float64, order="C")  # n_features_in_
+            Z = features._fit(X, y, keep)._indicator(features._labels).tocsc()
         else:
             Z = self.features_.fit_transform(X, y).tocsc()
         self.variance_selection_ = selection
