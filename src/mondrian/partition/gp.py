@@ -186,14 +186,15 @@ class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, BaseEstimato
     cluster, Mondrian). A random forest, though, is grown on the very targets the GP conditions
     on: its cells are chosen to make those targets alike, so their likelihood rewards a tiny
     noise variance that fresh points do not share (on the UCI sets the fitted noise was 1e-5 ..
-    5e-3 of ``var(y)`` and the test errors averaged 1.7-2.6 predictive variances on power_plant,
-    kin8nm and protein). With ``variances="holdout"`` (what ``"auto"`` picks for a partitioner
-    whose ``uses_labels`` is true) a random ``validation_fraction`` of the rows is held out
-    before the partitions are drawn from the others; the variances maximise the exact predictive
-    density of the held-out targets given the kept rows (primal: an eigendecomposition of the
-    kept rows' ``Z^T Z``; CG: of the kernel matrix of at most ``n_hyper_samples`` kept rows,
-    scoring at most as many held-out rows), and the GP then conditions on every row with those
-    variances. The partitions see ``1 - validation_fraction`` of the rows.
+    5e-3 of ``var(y)`` and the test errors averaged 1.5-2.5 predictive variances on power_plant,
+    kin8nm, naval and protein). With ``variances="holdout"`` (what ``"auto"`` picks for a
+    partitioner whose ``uses_labels`` is true) a random ``validation_fraction`` of the rows is
+    held out before the partitions are drawn from the others; the variances maximise the exact
+    predictive density of the held-out targets given the kept rows (primal: an
+    eigendecomposition of the kept rows' ``Z^T Z``; CG: of the kernel matrix of at most
+    ``n_hyper_samples`` kept rows, scoring at most as many held-out rows), and the GP then
+    conditions on every row with those variances. The partitions see ``1 - validation_fraction``
+    of the rows.
 
     Parameters
     ----------
