@@ -3,21 +3,25 @@
 uci (Figs. 3-4)
     GP regression on the UCI regression sets with their standard (PBP) splits: test RMSE and
     test Gaussian log-likelihood (predictive variance = latent variance + fitted noise) of
-    ``RandomPartitionGPRegressor`` with the random-forest kernel, the fast-cluster kernel and the
-    Mondrian partition kernel (random lifetime on [0, L], L chosen by marginal likelihood over
-    a grid), all with ``--n-partitions`` partitions; scikit-learn's exact GP with an RBF and an
-    ARD-RBF kernel (constant * RBF + white noise, ``normalize_y``, 2 optimiser restarts) on at
-    most ``--max-exact`` training rows; and ``RandomForestRegressor`` (``--n-partitions`` trees;
-    its log-likelihood uses the spread of the trees' predictions). The partition GPs train on at
-    most ``--max-train`` rows (the CG regime needs one solve per test point for the variances).
-    Features are standardised on the training rows for every method. ``--max-test`` scores a
-    seeded random subset of the test rows (used for protein: its 4573 test points would each
-    cost a CG solve per partition GP).
+    ``RandomPartitionGPRegressor`` with the random-forest kernel (its default variances, held
+    out; and, as "RF kernel GP (ML var.)", the marginal-likelihood variances used before), the
+    fast-cluster kernel and the Mondrian partition kernel (random lifetime on [0, L], L chosen
+    by marginal likelihood over a grid), all with ``--n-partitions`` partitions; scikit-learn's
+    exact GP with an RBF and an ARD-RBF kernel (constant * RBF + white noise, ``normalize_y``, 2
+    optimiser restarts) on at most ``--max-exact`` training rows; and ``RandomForestRegressor``
+    (``--n-partitions`` trees; its log-likelihood uses the spread of the trees' predictions).
+    The partition GPs train on at most ``--max-train`` rows (the CG regime needs one solve per
+    test point for the variances). Features are standardised on the training rows for every
+    method. ``--max-test`` scores a seeded random subset of the test rows (used for protein: its
+    4573 test points would each cost a CG solve per partition GP). Calibration: the mean of
+    ``(error / predictive sd)^2`` over the test rows (1 when calibrated). ``--methods`` runs a
+    subset (the others print as a dash).
 ablation
     The random-forest kernel GP with forests of leaves of at least 1, 3, 5, 10, 20 samples and
     with a forest trained on a held-out half of the rows: test RMSE and log-likelihood, the
     training log marginal likelihood, the fitted noise variance, and the ratio of the median
-    test posterior sd to the median test error (why the default forest stops at leaves of 5).
+    test posterior sd to the median test error (why the default forest stops at leaves of 5);
+    variances by marginal likelihood.
 fig5
     Test RMSE against the number of partitions m on one set.
 fig6
@@ -57,12 +61,13 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 UCI_ORDER = ("yacht", "energy", "concrete", "wine_red", "kin8nm", "power_plant", "naval",
              "protein")
-METHODS = ("RF kernel GP", "fast-cluster GP", "Mondrian GP", "RBF GP", "ARD-RBF GP",
-           "RandomForest")
+METHODS = ("RF kernel GP", "RF kernel GP (ML var.)", "fast-cluster GP", "Mondrian GP", "RBF GP",
+           "ARD-RBF GP", "RandomForest")
 
 
-def _partition_gp(mondrian, partitioner, m, seed, X, y, Xt):
-    gp = mondrian.RandomPartitionGPRegressor(partitioner, n_partitions=m, random_state=seed)
+def _partition_gp(mondrian, partitioner, m, seed, X, y, Xt, variances="auto"):
+    gp = mondrian.RandomPartitionGPRegressor(partitioner, n_partitions=m, variances=variances,
+                                             random_state=seed)
     gp.fit(X, y)
     mean, std = gp.predict(Xt, return_std=True)
     return mean, std**2 + gp.noise_variance_, gp
@@ -123,25 +128,30 @@ def run_uci(args, mondrian, report):
         Xtr, ytr = scaler.transform(sub.X_train), sub.y_train
         ex = subsample_train(data, args.max_exact, args.seed)
         Xex, yex = scaler.transform(ex.X_train), ex.y_train
-        res, times = {}, {}
+        times = {}
         m, seed = args.n_partitions, args.seed
-        res["RF kernel GP"] = _timed(times, "RF kernel GP", _partition_gp, mondrian,
-                                     "random_forest", m, seed, Xtr, ytr, Xte)[:2]
-        res["fast-cluster GP"] = _timed(times, "fast-cluster GP", _partition_gp, mondrian,
-                                        "fast_cluster", m, seed, Xtr, ytr, Xte)[:2]
-        mean, var, L = _timed(times, "Mondrian GP", _mondrian_gp, mondrian, m, seed, Xtr, ytr,
-                              Xte)
-        res["Mondrian GP"] = (mean, var)
-        res["RBF GP"] = _timed(times, "RBF GP", _exact_gp, False, Xex, yex, Xte, seed)
-        res["ARD-RBF GP"] = _timed(times, "ARD-RBF GP", _exact_gp, True, Xex, yex, Xte, seed)
-        res["RandomForest"] = _timed(times, "RandomForest", _forest, m, seed, Xtr_all, ytr_all,
-                                     Xte)
+        jobs = {
+            "RF kernel GP": (_partition_gp, mondrian, "random_forest", m, seed, Xtr, ytr, Xte),
+            "RF kernel GP (ML var.)": (_partition_gp, mondrian, "random_forest", m, seed, Xtr,
+                                       ytr, Xte, "marginal_likelihood"),
+            "fast-cluster GP": (_partition_gp, mondrian, "fast_cluster", m, seed, Xtr, ytr, Xte),
+            "Mondrian GP": (_mondrian_gp, mondrian, m, seed, Xtr, ytr, Xte),
+            "RBF GP": (_exact_gp, False, Xex, yex, Xte, seed),
+            "ARD-RBF GP": (_exact_gp, True, Xex, yex, Xte, seed),
+            "RandomForest": (_forest, m, seed, Xtr_all, ytr_all, Xte),
+        }
         row = {"dataset": name, "N train (GP / exact / RF)": f"{len(ytr)} / {len(yex)} / "
-               f"{len(ytr_all)}", "N test": len(yte), "Mondrian L": L}
+               f"{len(ytr_all)}", "N test": len(yte)}
         for method in METHODS:
-            mean, var = res[method]
+            if method not in args.methods:
+                continue
+            out = _timed(times, method, *jobs[method])
+            mean, var = out[:2]
+            if method == "Mondrian GP":
+                row["Mondrian L"] = out[2]
             row[f"RMSE {method}"] = rmse(yte, mean)
             row[f"LL {method}"] = -gaussian_nll(yte, mean, var)
+            row[f"z2 {method}"] = float(np.mean((yte - mean) ** 2 / var))
             row[f"time {method}"] = times[method]
         rows.append(row)
         log(f"{name}: done in {sum(times.values()):.0f} s")
@@ -154,8 +164,10 @@ def _uci_tables(args, rows, report, header):
     if header is not None:
         for part in header.parts:
             report.parts.append(part)
-    ll = sum(r["LL RF kernel GP"] > r["LL ARD-RBF GP"] for r in rows)
-    rm = sum(r["RMSE RF kernel GP"] < r["RMSE RandomForest"] for r in rows)
+    both = [r for r in rows if "LL RF kernel GP" in r and "LL ARD-RBF GP" in r]
+    ll = sum(r["LL RF kernel GP"] > r["LL ARD-RBF GP"] for r in both)
+    both_rm = [r for r in rows if "RMSE RF kernel GP" in r and "RMSE RandomForest" in r]
+    rm = sum(r["RMSE RF kernel GP"] < r["RMSE RandomForest"] for r in both_rm)
     report.add("\n## GP regression on the UCI sets (Figs. 3-4), standard split 0\n")
     report.table(rows, ["dataset", "N train (GP / exact / RF)", "N test"]
                  + [f"RMSE {m}" for m in METHODS],
@@ -163,14 +175,18 @@ def _uci_tables(args, rows, report, header):
     report.table(rows, ["dataset", "Mondrian L"] + [f"LL {m}" for m in METHODS],
                  formats={f"LL {m}": ".3f" for m in METHODS} | {"Mondrian L": "g"},
                  title="Test log-likelihood per point (higher is better)")
+    report.table(rows, ["dataset"] + [f"z2 {m}" for m in METHODS],
+                 formats={f"z2 {m}": ".2f" for m in METHODS},
+                 title="Calibration: mean of (test error / predictive sd)^2 (1 when calibrated; "
+                       "above 1 overconfident)")
     report.table(rows, ["dataset"] + [f"time {m}" for m in METHODS],
                  formats={f"time {m}": ".1f" for m in METHODS},
                  title="Wall time per method (s; fit + predict, shared loaded machine)")
     report.checks("Targets (issue 13)", [
         ("RF-kernel GP beats the ARD-RBF GP on test log-likelihood on >= 4 sets",
-         ll >= 4 if len(rows) >= 4 or ll >= 4 else None, f"{ll} of {len(rows)}"),
+         ll >= 4 if len(both) >= 4 or ll >= 4 else None, f"{ll} of {len(both)}"),
         ("RF-kernel GP beats RandomForestRegressor's RMSE on >= half of the sets",
-         rm >= len(rows) / 2, f"{rm} of {len(rows)}"),
+         rm >= len(both_rm) / 2 if both_rm else None, f"{rm} of {len(both_rm)}"),
     ])
     return report
 
@@ -196,9 +212,11 @@ def run_forest_ablation(args, mondrian, report):
                                            min_samples_leaf=leaf, random_state=args.seed)
             if rows_fit is not None:
                 forest.fit(X[rows_fit], y[rows_fit])
+            # Marginal-likelihood variances: a forest fitted here has seen every row (or a
+            # chosen half), so the held-out rule of the default would not hold rows out of it.
             gp = mondrian.RandomPartitionGPRegressor(
                 RandomForestPartitioner(forest), n_partitions=args.n_partitions,
-                random_state=args.seed).fit(X, y)
+                variances="marginal_likelihood", random_state=args.seed).fit(X, y)
             mean, std = gp.predict(Xt, return_std=True)
             var = std**2 + gp.noise_variance_
             rows.append({"dataset": name, "forest": label, "RMSE": rmse(yt, mean),
@@ -374,6 +392,8 @@ def main(argv=None) -> None:
     add_sized(parser, "--max-exact-pca", 5000, 3000, "largest N of scikit-learn's KernelPCA")
     parser.add_argument("--max-test", type=int, default=None,
                         help="score at most this many test rows (a seeded random subset)")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated subset of the uci methods: " + ", ".join(METHODS))
     parser.add_argument("--fig5-dataset", default="concrete")
     parser.add_argument("--uci-output", default=None,
                         help="also write the UCI tables here after every dataset")
@@ -383,6 +403,10 @@ def main(argv=None) -> None:
                         help="sets of the forest ablation of the random-forest kernel")
     add_output_options(parser, "partition.md")
     args = parse_args(parser, argv)
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(args.methods) - set(METHODS))
+    if unknown:
+        parser.error(f"unknown methods {unknown}; choose from {list(METHODS)}")
     mondrian, why_not = import_mondrian()
     if mondrian is None:
         raise SystemExit(why_not)

@@ -132,9 +132,19 @@ class RandomPartitionFeatures(
         X = validate_data(self, X, dtype=np.float64, order="C")
         if y is not None:
             y = np.asarray(y)
+        return self._fit(X, y, None)
+
+    def _fit(self, X, y, draw_rows):
+        """Draw the partitions from the rows ``draw_rows`` of validated ``X`` (all when None)
+        and label every row: a row outside ``draw_rows`` gets its cell like a new point, and a
+        cell holding such rows only is a cluster too, so ``Z Z^T`` keeps its unit diagonal."""
         partitioner = resolve_partitioner(self.partitioner)
         rng = check_random_state(self.random_state)
-        self.partition_ = partitioner.sample(X, y, int(self.n_partitions), rng)
+        if draw_rows is None:
+            self.partition_ = partitioner.sample(X, y, int(self.n_partitions), rng)
+        else:
+            self.partition_ = partitioner.sample(
+                X[draw_rows], None if y is None else y[draw_rows], int(self.n_partitions), rng)
         raw = self.partition_.cells(X)
         m, n = raw.shape
         labels = np.empty((m, n), dtype=np.int32)

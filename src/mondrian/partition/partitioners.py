@@ -53,6 +53,8 @@ class FastClusterPartitioner:
     (4, 50)
     """
 
+    uses_labels = False
+
     def __init__(self, max_level=6):
         self.max_level = max_level
 
@@ -174,6 +176,10 @@ class RandomForestPartitioner:
     (5, 60)
     """
 
+    #: The partitions depend on the training labels, so their marginal likelihood on the same
+    #: labels is optimistic (``RandomPartitionGPRegressor(variances="auto")`` holds rows out).
+    uses_labels = True
+
     def __init__(self, forest=None):
         self.forest = forest
 
@@ -264,6 +270,8 @@ class MondrianPartitioner:
     >>> float(p.closed_form(0.0))
     1.0
     """
+
+    uses_labels = False
 
     def __init__(self, lifetime=1.0, random_lifetime=False):
         self.lifetime = lifetime
