@@ -58,7 +58,7 @@ def test_weighted_density_integrates_to_one_by_quadrature_in_2d():
     units of x): each grid cell lies in one leaf of each tree, so the rule is exact for the
     forest part; the smooth background adds a tiny error."""
     X = _blobs(200, seed=2)
-    w = np.array([2.0, 0.5])
+    w = np.array([2.0, 0.75])
     model = MondrianForestDensity(n_estimators=4, lifetime=4.0, concentration=1.0,
                                   feature_weights=w, random_state=3).fit(X)
     low, high = model.domain_
@@ -242,9 +242,10 @@ def test_bad_weights_raise(weights, match):
 
 
 def test_auto_weights_switch_off_uniform_noise_features():
-    """Two informative features plus two uniform noise features: the per-feature lifetimes of
-    the noise are tiny, the weights keep them nearly uncut, and the choice beats uniform
-    weights on the leave-one-out likelihood it was made with."""
+    """Two informative features plus two uniform noise features: the marginal gains over the
+    uniform density of B_0 are small for the noise (only its edges inside the margin), the
+    weights keep it nearly uncut, and the choice beats uniform weights on the leave-one-out
+    likelihood it was made with (and on held-out points)."""
     rng = np.random.RandomState(16)
     X = np.column_stack([_blobs(400, seed=17), rng.uniform(size=(400, 2))])
     model = MondrianForestDensity(n_estimators=10, feature_weights="auto",
@@ -254,6 +255,34 @@ def test_auto_weights_switch_off_uniform_noise_features():
     w = model.feature_weights_
     assert w[2:].max() < 0.1 * w[:2].min()
     assert info["scores"][list(info["powers"]).index(info["power"])] > info["scores"][0]
+    uniform = MondrianForestDensity(n_estimators=10, random_state=18).fit(X)
+    test = np.column_stack([_blobs(400, seed=19), rng.uniform(size=(400, 2))])
+    assert model.score(test) > uniform.score(test) + 0.1 * len(test)
     # Too few rows: uniform weights, nothing searched.
     small = MondrianForestDensity(n_estimators=2, feature_weights="auto").fit(X[:20])
     np.testing.assert_array_equal(small.feature_weights_, np.ones(4))
+
+
+@pytest.mark.exact
+def test_weighted_lifetime_paths_equal_pruned_models():
+    """With weights (one of them 0) the path's validation curve is prune(λ).score_samples and
+    its leave-one-out curve the pruned forest's leave-one-out mean (1e-9), both with the
+    Jacobian; lifetime="auto" keeps the best leave-one-out lifetime."""
+    X = _blobs(200, seed=20, d=3)
+    X_val = np.vstack([_blobs(60, seed=21, d=3), [[40.0, 0.0, -40.0]]])
+    full = MondrianForestDensity(n_estimators=4, lifetime=20.0, concentration=0.5,
+                                 feature_weights=[0.5, 0.0, 2.0], random_state=22).fit(X)
+    path = full.lifetime_path(X_val)
+    for k in sorted({0, 5, path.n_cuts // 2, path.best_index, path.n_cuts}):
+        lifetime = 0.5 * (path.lifetimes[k] + path.upper_lifetimes[k])
+        if not np.isfinite(lifetime):
+            lifetime = path.lifetimes[k] + 1.0
+        pruned = full.prune(float(min(lifetime, full.lifetime_)))
+        np.testing.assert_allclose(path.metrics["log_likelihood"][k],
+                                   pruned.score_samples(X_val).mean(), rtol=1e-9)
+        np.testing.assert_allclose(path.metrics["loo_log_likelihood"][k],
+                                   pruned._loo_rows().mean(), rtol=1e-9)
+    auto = MondrianForestDensity(n_estimators=4, concentration=0.5, random_state=22,
+                                 feature_weights=[0.5, 0.0, 2.0]).fit(X)
+    loo = auto.lifetime_path_.metrics["loo_log_likelihood"]
+    np.testing.assert_allclose(auto._loo_rows().mean(), loo.max(), rtol=1e-9)

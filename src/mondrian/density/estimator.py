@@ -50,7 +50,7 @@ LOG_DENSITY_FLOOR = -np.finfo(np.float64).max
 # candidate weightings), powers of the per-feature lifetimes tried (0: uniform weights), and
 # the smallest first batch searched (smaller ones keep uniform weights).
 AUTO_TREES = 10
-AUTO_POWERS = (0.0, 0.5, 1.0, 2.0)
+AUTO_POWERS = (0.0, 0.5, 1.0, 2.0, 4.0)
 AUTO_MIN_SAMPLES = 50
 
 
@@ -172,14 +172,16 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         Relative cut rates of the features (see **Feature weights**): ``None`` cuts every
         feature of ``B_0`` alike; an array of finite non-negative numbers, not all 0 (0: never
         cut, uniform along it). ``"auto"`` chooses them on the first batch (unsupervised, from
-        the data alone): for each feature a 1-D density of :data:`AUTO_TREES` trees with
-        ``lifetime="auto"`` gives the lifetime ``λ_d`` its marginal asks for (near 0 for a
-        uniform feature, large for a sharp one); the weights ``∝ λ_d ** p`` (mean 1) for
-        ``p`` in ``AUTO_POWERS = (0, 0.5, 1)`` are scored by the leave-one-out
-        log-likelihood of a probe forest of :data:`AUTO_TREES` trees, and a non-uniform
+        the data alone): for each feature a 1-D density of 10 trees (``AUTO_TREES``) with
+        ``lifetime="auto"`` gives ``r_d``, the leave-one-out log-likelihood of its marginal
+        over the uniform density of ``B_0`` (an estimate of ``KL(marginal || uniform)``: near
+        0 for a feature uniform over ``B_0``, large for a sharp one); the weights
+        ``∝ r_d ** p`` (mean 1) for ``p`` in ``AUTO_POWERS = (0, 0.5, 1, 2, 4)`` are scored by
+        the leave-one-out log-likelihood of a probe forest of 10 trees, and a non-uniform
         power is kept only when it beats uniform weights by more than one paired standard
-        error over the training points. Batches under 50 rows keep uniform weights. The
-        weights are frozen after the first batch, like ``B_0``.
+        error over the training points. Batches under 50 rows, and a single feature (where
+        a weight is only a lifetime scale), keep uniform weights. The weights are frozen
+        after the first batch, like ``B_0``. Cost: about one more fit at 50 trees.
     n_jobs : int, default=None
         Threads over trees for growing and evaluating the forest (``None``: 1, ``-1``: all
         cores). Results do not depend on it.
@@ -199,7 +201,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
     feature_weights_ : ndarray of shape (n_features,)
         The weights in use (ones without weights).
     feature_weights_info_ : dict
-        With ``feature_weights="auto"``: ``relevance`` (the per-feature lifetimes ``λ_d``),
+        With ``feature_weights="auto"``: ``relevance`` (the per-feature gains ``r_d``),
         ``powers``, ``scores`` (mean leave-one-out log-likelihood of each probe) and
         ``power`` (the one kept); absent otherwise.
     outside_weight_ : float
