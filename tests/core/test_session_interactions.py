@@ -114,9 +114,6 @@ def test_weighted_forest_parts_merge_to_the_full_forest(kind):
     assert_array_equal(out(merged, X), out(full, X))
 
 
-@pytest.mark.xfail(strict=True, reason="DEFECT: the feature_weights='auto' search fits and "
-                   "scores its probes without the sample weights (core/base.py "
-                   "_choose_feature_weights / relevance.choose_weights take no weights)")
 def test_auto_feature_weights_see_the_sample_weights():
     """Integer weights read as counts: the weight search on weighted rows should choose what
     it chooses on the repeated rows."""
@@ -128,6 +125,46 @@ def test_auto_feature_weights_see_the_sample_weights():
     a = MondrianForestClassifier(**params).fit(X, y, sample_weight=w)
     b = MondrianForestClassifier(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     assert_array_equal(a.feature_weights_, b.feature_weights_)
+    assert_array_equal(a.feature_weights_info_["relevance"], b.feature_weights_info_["relevance"])
+    # A regression search picks a non-uniform power: the same one, and nearly the same weights
+    # (scikit-learn's extra trees spend their random stream differently on a node of identical
+    # copies than on one weighted row, so the relevances differ slightly).
+    y_reg = 3 * X[:, 0] + X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=200)
+    a = MondrianForestRegressor(**params).fit(X, y_reg, sample_weight=w)
+    b = MondrianForestRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y_reg, w))
+    assert a.feature_weights_info_["power"] == b.feature_weights_info_["power"] == 1.0
+    np.testing.assert_allclose(a.feature_weights_, b.feature_weights_, rtol=0.15)
+    unweighted = MondrianForestRegressor(**params).fit(X, y_reg)
+    assert not np.allclose(unweighted.feature_weights_, a.feature_weights_, rtol=0.01)
+
+
+def test_weighted_weight_search_splits_and_scores_like_repeated_rows():
+    """The pieces of the weighted search equal their repeated-row versions exactly: the
+    hold-out split (as counts of copies), the paired acceptance rule and a method that runs
+    on copies (mutual information sees the repeated rows, in another order)."""
+    from mondrian.core.relevance import _weighted_split, beats, relevance
+    from mondrian.path.holdout import holdout_split
+
+    rng = np.random.RandomState(1)
+    X = rng.uniform(size=(60, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    w = rng.randint(1, 4, size=60)
+    copies = np.repeat(np.arange(60), w)
+    fit, val, _, _ = holdout_split(copies, y[copies], 0.2, np.random.RandomState(3),
+                                   stratify=True, min_fit=2)
+    X_fit, X_val, y_fit, _, w_fit, w_val = _weighted_split(X, y, w, 0.2,
+                                                           np.random.RandomState(3), True)
+    assert_array_equal(np.sort(np.repeat(X_fit, w_fit.astype(int), axis=0), axis=0),
+                       np.sort(X[fit], axis=0))
+    assert_array_equal(np.sort(np.repeat(X_val, w_val.astype(int), axis=0), axis=0),
+                       np.sort(X[val], axis=0))
+    s1, s2 = rng.normal(size=60), rng.normal(size=60) + 0.2
+    for margin in (0.0, 0.5, 1.0, 2.0):
+        assert beats(s2, s1, margin, w) == beats(np.repeat(s2, w), np.repeat(s1, w), margin)
+    r_w = relevance("mutual_info", X_fit, y_fit, True, 0, sample_weight=w_fit)
+    r_rep = relevance("mutual_info", np.repeat(X_fit, w_fit.astype(int), axis=0),
+                      np.repeat(y_fit, w_fit.astype(int)), True, 0)
+    np.testing.assert_allclose(r_w, r_rep, atol=0.05)
 
 
 def test_learn_one_classes_with_a_zero_class_weight_skips_the_row():

@@ -161,6 +161,11 @@ def check_sample_weight(sample_weight, X):
     return weights
 
 
+def _n_rows(y, sample_weight):
+    """Rows of a batch, counted with their weights (a row of weight ``k`` is ``k`` rows)."""
+    return len(y) if sample_weight is None else float(np.sum(sample_weight))
+
+
 def drop_zero_weights(weights, *arrays):
     """``arrays`` without the rows of weight 0, then the remaining weights (None: unchanged).
 
@@ -558,7 +563,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
     # ----------------------------------------------------------------- feature weights
 
-    def _choose_feature_weights(self, X, y, stream=False):
+    def _choose_feature_weights(self, X, y, stream=False, sample_weight=None):
         """Set the weights of the feature map for a first batch ``(X, y)`` (original units).
 
         ``None``: no weights. An array: checked and used. A method name (``"auto"``): chosen
@@ -566,6 +571,9 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         ``stream=True`` and fewer than ``auto_warm_up`` rows the weights stay uniform and the
         rows open the stream window (:meth:`_feed_weights_window`). Sets ``_map_weights``
         (None or an array), ``feature_weights_`` and, for a search, ``feature_weights_info_``.
+        ``sample_weight`` (positive counts of the rows, or None) reaches every step of the
+        search: a row of integer weight ``k`` counts as ``k`` rows, also for the thresholds
+        ``MIN_SAMPLES`` and ``auto_warm_up``.
         """
         n_features = X.shape[1]
         for name in ("feature_weights_", "feature_weights_info_", "_weights_window"):
@@ -586,11 +594,15 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
                     f"{type(self).__name__} does not have here: pass an array of weights (for "
                     "instance a fitted model's feature_weights_)"
                 )
-            if stream and len(y) < self._auto_warm_up():
-                self._weights_window = (X.copy(), np.asarray(y).copy())
-            elif len(y) >= MIN_SAMPLES:
+            n_rows = _n_rows(y, sample_weight)
+            if stream and n_rows < self._auto_warm_up():
+                self._weights_window = (X.copy(), np.asarray(y).copy(),
+                                        None if sample_weight is None
+                                        else np.asarray(sample_weight, np.float64).copy())
+            elif n_rows >= MIN_SAMPLES:
                 weights, knots, self.feature_weights_info_ = self._search_weights(
-                    X, y, method, quantile=not isinstance(self.feature_scaling, (tuple, list)))
+                    X, y, method, quantile=not isinstance(self.feature_scaling, (tuple, list)),
+                    sample_weight=sample_weight)
         elif fw is not None:
             weights = check_weights(fw, n_features)
         self._map_weights, self._map_knots = weights, knots
@@ -600,11 +612,11 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     def _auto_warm_up():
         return relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
 
-    def _search_weights(self, X, y, method, quantile=False):
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         fraction = getattr(self, "validation_fraction", 0.2)
         return choose_weights(X, y, self._classification, self._weights_score, method,
                               self.random_state, fraction, quantile=quantile,
-                              refine=self._weights_refine)
+                              refine=self._weights_refine, sample_weight=sample_weight)
 
     def _weights_probe(self, weights):
         """An unfitted model like this one with the fixed ``weights`` (the power search)."""
@@ -619,19 +631,25 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
                                          self._weights_probe_trees)
         return cls(**params)
 
-    def _weights_score(self, weights, X_fit, y_fit, X_val, y_val):
+    def _weights_score(self, weights, X_fit, y_fit, X_val, y_val, sample_weight=None):
         """Per-row validation scores of a probe with ``weights`` (larger is better): 1 for a
         right class, the negative squared error of a number; paired across probes by
-        :func:`~mondrian.core.relevance.beats`."""
-        pred = self._weights_probe(weights).fit(X_fit, y_fit).predict(X_val)
+        :func:`~mondrian.core.relevance.beats`. ``sample_weight``: counts of the fit rows."""
+        probe = self._weights_probe(weights)
+        if sample_weight is None:
+            probe.fit(X_fit, y_fit)
+        else:
+            probe.fit(X_fit, y_fit, sample_weight=sample_weight)
+        pred = probe.predict(X_val)
         if self._classification:
             return (pred == y_val).astype(np.float64)
         loss = np.square(np.asarray(pred, dtype=np.float64) - y_val)
         return -(loss.sum(axis=1) if loss.ndim == 2 else loss)
 
-    def _feed_weights_window(self, X, y):
-        """Add online rows to an open stream window of ``feature_weights="auto"``; once it
-        holds ``auto_warm_up`` rows, choose the weights on it, re-map the stored points and
+    def _feed_weights_window(self, X, y, sample_weight=None):
+        """Add online rows (with their positive counts ``sample_weight``, None: 1 each) to an
+        open stream window of ``feature_weights="auto"``; once it holds ``auto_warm_up`` rows
+        (counted with their weights), choose the weights on it, re-map the stored points and
         re-sample the trees (the same law as growing them online under the new map). After
         that the weights never change."""
         window = self.__dict__.get("_weights_window")
@@ -639,13 +657,21 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             return
         X_all = np.vstack([window[0], X])
         y_all = np.concatenate([window[1], np.asarray(y)])
-        if len(y_all) < self._auto_warm_up():
-            self._weights_window = (X_all, y_all)
+        old_w = window[2] if len(window) > 2 else None  # windows pickled without weights
+        w_all = None
+        if old_w is not None or sample_weight is not None:
+            w_all = np.concatenate([
+                np.ones(len(window[1])) if old_w is None else old_w,
+                np.ones(len(y_all) - len(window[1])) if sample_weight is None
+                else np.asarray(sample_weight, dtype=np.float64)])
+        if _n_rows(y_all, w_all) < self._auto_warm_up():
+            self._weights_window = (X_all, y_all, w_all)
             return
         del self._weights_window
         method = resolve_method(self.feature_weights)
         # The window chooses weights only: the min-max map is frozen by now.
-        weights, _, self.feature_weights_info_ = self._search_weights(X_all, y_all, method)
+        weights, _, self.feature_weights_info_ = self._search_weights(X_all, y_all, method,
+                                                                      sample_weight=w_all)
         self.feature_weights_ = weights.copy()
         if np.all(weights == 1.0):
             return  # uniform won: the trees already have the law of this map

@@ -17,7 +17,23 @@ The choice (:func:`choose_weights`) has two steps, both on a hold-out split of t
 Methods are pluggable: :func:`register_weight_method` adds one (for instance the Mondrian grid's
 lifetimes), and ``feature_weights="<name>"`` selects it on any model; ``"auto"`` is
 :data:`DEFAULT_METHOD`.
+
+**Sample weights** are counts (a row of weight ``k`` stands for ``k`` copies), and the search
+reads them as such (:func:`choose_weights` with ``sample_weight``): integer weights split the
+batch as its repeated rows would be split (copies of one row may fall on both sides), the
+probes are fitted with the fit part's counts and the validation scores are averaged with the
+validation part's counts. Methods that take a ``sample_weight`` argument (``extra_trees``,
+``permutation``) get the counts; the others (``mutual_info``, ``gp_ard``, registered methods
+without that argument) run on a sample of copies drawn from the counts (for integer weights the
+rows they would see in the repeated batch, in law). Not exactly equivalent to repeated rows:
+``extra_trees`` (the counts give the same trees in law, but scikit-learn's splitter spends its
+random stream differently on a node of identical copies than on one weighted row),
+``permutation`` (a row's copies stay on one side of its internal split) and the quantile map of
+fractional weights (computed on the rows, unweighted). Fractional weights are counts too: the
+validation noise of :func:`beats` uses ``sum(weights)`` rows.
 """
+
+import inspect
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -57,36 +73,106 @@ AUTO_WARM_UP = 256
 MAX_ROWS = {"extra_trees": 10000, "permutation": 5000, "mutual_info": 3000, "gp_ard": 300}
 
 
-def _subsample(U, y, method, rng):
+# Largest number of copies the searches expand integer sample weights into (one index per copy);
+# beyond it the counts are drawn with replacement in proportion to the weights.
+MAX_COPIES = 10_000_000
+
+
+def _integer_counts(sample_weight):
+    """The weights as int64 counts when they are integers of a manageable total, else None."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if np.array_equal(w, np.round(w)) and w.sum() <= MAX_COPIES:
+        return w.astype(np.int64)
+    return None
+
+
+def draw_copies(sample_weight, size, rng):
+    """Counts per row of ``size`` copies drawn from the weighted rows.
+
+    Integer weights: ``size`` of their ``sum(weights)`` copies drawn without replacement (the
+    copies a subsample of the repeated rows would hold); other weights: ``size`` draws with
+    replacement in proportion to the weights.
+    """
+    counts = _integer_counts(sample_weight)
+    n = len(sample_weight)
+    if counts is not None:
+        size = min(int(size), int(counts.sum()))
+        picked = rng.choice(np.repeat(np.arange(n), counts), size, replace=False)
+    else:
+        p = np.asarray(sample_weight, dtype=np.float64)
+        picked = rng.choice(n, int(size), replace=True, p=p / p.sum())
+    return np.bincount(picked, minlength=n)
+
+
+def _takes_weights(function):
+    try:
+        return "sample_weight" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _subsample(U, y, method, rng, sample_weight=None):
+    """At most ``MAX_ROWS[method]`` rows (copies, with weights), and the weights to pass on
+    (None for a method that does not take them: it gets copies repeated as rows)."""
     limit = MAX_ROWS.get(method, 10000)
-    if len(y) <= limit:
-        return U, y
-    keep = rng.choice(len(y), limit, replace=False)
-    return U[keep], y[keep]
+    if sample_weight is None:
+        if len(y) <= limit:
+            return U, y, None
+        keep = rng.choice(len(y), limit, replace=False)
+        return U[keep], y[keep], None
+    native = _takes_weights(WEIGHT_METHODS[method])
+    counts = _integer_counts(sample_weight)
+    total = counts.sum() if counts is not None else len(y)
+    if native and len(y) <= limit:
+        return U, y, np.asarray(sample_weight, dtype=np.float64)
+    if counts is not None and total <= limit:
+        picked = counts  # every copy
+    else:
+        picked = draw_copies(sample_weight, min(total, limit), rng)
+    keep = np.flatnonzero(picked)
+    if native:
+        return U[keep], y[keep], picked[keep].astype(np.float64)
+    rows = np.repeat(keep, picked[keep])
+    return U[rows], y[rows], None
 
 
-def _extra_trees(U, y, classification, rng):
+def _leaf_rule(sample_weight):
+    """Leaves of at least two points: two rows, or a weight of 2 with counts (a row of
+    weight ``k`` is ``k`` points)."""
+    if sample_weight is None:
+        return {"min_samples_leaf": 2}
+    return {"min_weight_fraction_leaf": min(0.5, 2.0 / np.sum(sample_weight))}
+
+
+def _extra_trees(U, y, classification, rng, sample_weight=None):
     """Impurity importances of 50 extremely randomised trees (cost: about a third of a
     100-tree random forest)."""
     from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
 
     cls = ExtraTreesClassifier if classification else ExtraTreesRegressor
-    model = cls(n_estimators=50, min_samples_leaf=2, random_state=rng.randint(2**31 - 1))
-    return model.fit(U, y).feature_importances_
+    model = cls(n_estimators=50, random_state=rng.randint(2**31 - 1), **_leaf_rule(sample_weight))
+    return model.fit(U, y, sample_weight=sample_weight).feature_importances_
 
 
-def _permutation(U, y, classification, rng):
+def _permutation(U, y, classification, rng, sample_weight=None):
     """Permutation importances (3 repeats) of 50 extremely randomised trees on a quarter held
-    out of the rows (cost: about one extra-trees fit plus 3 * n_features predictions)."""
+    out of the rows (cost: about one extra-trees fit plus 3 * n_features predictions). With
+    counts, the trees are fitted and the importances scored with them."""
     from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
     from sklearn.inspection import permutation_importance
     from sklearn.model_selection import train_test_split
 
     cls = ExtraTreesClassifier if classification else ExtraTreesRegressor
     seed = rng.randint(2**31 - 1)
-    U_fit, U_val, y_fit, y_val = train_test_split(U, y, test_size=0.25, random_state=seed)
-    model = cls(n_estimators=50, min_samples_leaf=2, random_state=seed).fit(U_fit, y_fit)
-    result = permutation_importance(model, U_val, y_val, n_repeats=3, random_state=seed)
+    w = np.ones(len(y)) if sample_weight is None else sample_weight
+    U_fit, U_val, y_fit, y_val, w_fit, w_val = train_test_split(U, y, w, test_size=0.25,
+                                                                random_state=seed)
+    if sample_weight is None:
+        w_fit = w_val = None
+    model = cls(n_estimators=50, random_state=seed, **_leaf_rule(w_fit))
+    model.fit(U_fit, y_fit, sample_weight=w_fit)
+    result = permutation_importance(model, U_val, y_val, n_repeats=3, random_state=seed,
+                                    sample_weight=w_val)
     return np.maximum(result.importances_mean, 0.0)
 
 
@@ -139,7 +225,9 @@ def register_weight_method(name, function):
     function : callable
         ``function(U, y, classification, rng)`` with ``U`` the min-max-scaled inputs (ndarray
         of shape (n, n_features)), ``y`` the targets (class codes when ``classification``),
-        ``rng`` a ``RandomState``; returns ``n_features`` non-negative relevances.
+        ``rng`` a ``RandomState``; returns ``n_features`` non-negative relevances. With a
+        ``sample_weight`` keyword argument it receives the rows' counts (None when the batch
+        is unweighted); without one, a weighted batch reaches it as a sample of copies.
 
     Examples
     --------
@@ -176,11 +264,17 @@ def minmax(X, reference=None):
     return (X - low) / np.where(span > 0, span, 1.0)
 
 
-def relevance(method, X, y, classification, random_state=None):
-    """Non-negative relevance of every feature of ``X`` (original units) for ``y``."""
+def relevance(method, X, y, classification, random_state=None, sample_weight=None):
+    """Non-negative relevance of every feature of ``X`` (original units) for ``y``; positive
+    ``sample_weight`` are counts (see the module notes)."""
     rng = check_random_state(random_state)
-    U, y = _subsample(minmax(X), np.asarray(y), method, rng)
-    r = np.asarray(WEIGHT_METHODS[method](U, y, classification, rng), dtype=np.float64)
+    U, y, w = _subsample(minmax(X), np.asarray(y), method, rng, sample_weight)
+    function = WEIGHT_METHODS[method]
+    if w is None:
+        r = function(U, y, classification, rng)
+    else:
+        r = function(U, y, classification, rng, sample_weight=w)
+    r = np.asarray(r, dtype=np.float64)
     if r.shape != (X.shape[1],):
         raise ValueError(f"weight method {method!r} returned shape {r.shape}, expected "
                          f"({X.shape[1]},)")
@@ -199,25 +293,83 @@ def power_weights(r, power):
     return w * (len(w) / w.sum())
 
 
-def beats(challenger, incumbent, margin=None):
+def beats(challenger, incumbent, margin=None, sample_weight=None):
     """Whether per-row validation scores ``challenger`` beat ``incumbent`` (larger is better)
     by more than the noise: the mean paired difference must exceed ``margin`` standard
     errors of it (:data:`ACCEPT_MARGIN` by default). One score each (no rows): a plain
-    comparison."""
+    comparison. ``sample_weight`` (counts of the rows) gives the mean and the standard error
+    of the repeated rows: ``sum(weights)`` of them."""
     margin = ACCEPT_MARGIN if margin is None else margin
     d = np.asarray(challenger, dtype=np.float64) - np.asarray(incumbent, dtype=np.float64)
-    if d.size < 2:
-        return bool(d.mean() > 0)
-    return bool(d.mean() > margin * d.std(ddof=1) / np.sqrt(d.size))
+    if sample_weight is None or d.size < 2:
+        if d.size < 2:
+            return bool(d.mean() > 0)
+        return bool(d.mean() > margin * d.std(ddof=1) / np.sqrt(d.size))
+    w = np.asarray(sample_weight, dtype=np.float64)
+    n = w.sum()
+    mean = np.average(d, weights=w)
+    if not n > 1:
+        return bool(mean > 0)
+    variance = np.sum(w * (d - mean) ** 2) / (n - 1)
+    return bool(mean > margin * np.sqrt(variance / n))
 
 
-def _rows(score, weights, X_fit, y_fit, X_val, y_val):
-    """The probe's validation scores as a float vector (one per row, or a single score)."""
-    out = score(weights, X_fit, y_fit, X_val, y_val)
+def _mean(scores, sample_weight):
+    return float(scores.mean() if sample_weight is None or scores.size < 2
+                 else np.average(scores, weights=sample_weight))
+
+
+def _rows(score, weights, X_fit, y_fit, X_val, y_val, w_fit=None):
+    """The probe's validation scores as a float vector (one per row, or a single score);
+    ``w_fit`` (the fit part's counts) is passed on as ``sample_weight`` when given."""
+    if w_fit is None:
+        out = score(weights, X_fit, y_fit, X_val, y_val)
+    else:
+        out = score(weights, X_fit, y_fit, X_val, y_val, sample_weight=w_fit)
     return np.atleast_1d(np.asarray(out, dtype=np.float64))
 
 
-def _refine(weights, current, n_dims, rows_of, steps):
+def _weighted_split(X, y, sample_weight, fraction, rng, stratify):
+    """The hold-out split of weighted rows, as counts: integer weights split their copies (as
+    the repeated rows would be split; copies of a row may land on both sides), other weights
+    split the rows. Returns ``X_fit, X_val, y_fit, y_val, w_fit, w_val``."""
+    from mondrian.path.holdout import holdout_split
+
+    counts = _integer_counts(sample_weight)
+    if counts is None:
+        return _row_split(X, y, sample_weight, fraction, rng, stratify)
+    copies = np.repeat(np.arange(len(y)), counts)
+    fit, val, _, _ = holdout_split(copies, y[copies], fraction, rng, stratify=stratify,
+                                   min_fit=2)
+    out = []
+    for part in (fit, val):
+        _, first = np.unique(part, return_index=True)
+        rows = part[np.sort(first)]  # in the order the split put their first copies
+        out.append((rows, np.bincount(part, minlength=len(y))[rows].astype(np.float64)))
+    (fit_rows, w_fit), (val_rows, w_val) = out
+    return X[fit_rows], X[val_rows], y[fit_rows], y[val_rows], w_fit, w_val
+
+
+def _row_split(X, y, sample_weight, fraction, rng, stratify):
+    """The rows split as without weights, each keeping its weight."""
+    from mondrian.path.holdout import holdout_split
+
+    index = np.arange(len(y))
+    fit, val, y_fit, y_val = holdout_split(index, y, fraction, rng, stratify=stratify,
+                                           min_fit=2)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    return X[fit], X[val], y_fit, y_val, w[fit], w[val]
+
+
+def _quantile_sample(X, sample_weight):
+    """The rows a quantile map of weighted rows is computed on: integer weights repeat them."""
+    if sample_weight is None:
+        return X
+    counts = _integer_counts(sample_weight)
+    return X if counts is None else np.repeat(X, counts, axis=0)
+
+
+def _refine(weights, current, n_dims, rows_of, steps, w_val=None):
     """Greedy doubling/halving of the ``n_dims`` largest weights (see :func:`choose_weights`)."""
     for d in np.argsort(-weights, kind="stable")[:n_dims]:
         for factor in (2.0, 0.5):
@@ -225,7 +377,7 @@ def _refine(weights, current, n_dims, rows_of, steps):
             trial[d] *= factor
             trial *= len(trial) / trial.sum()
             s = rows_of(trial)
-            if s.mean() > current.mean():
+            if _mean(s, w_val) > _mean(current, w_val):
                 weights, current = trial, s
                 steps.append((int(d), factor))
                 break
@@ -236,7 +388,7 @@ def _refine(weights, current, n_dims, rows_of, steps):
 
 def choose_weights(X, y, classification, score, method, random_state=None,
                    validation_fraction=0.2, powers=POWERS, quantile=True, margin=None,
-                   refine=0):
+                   refine=0, sample_weight=None):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -270,6 +422,11 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         1), each kept when its probe's mean validation score is better; the refinement stops
         at the first dimension where neither step helps (at most ``2 * refine`` probes). A
         cheap version of the doubling/halving search of issue 12 (about 20 probes there).
+    sample_weight : ndarray of shape (n,), default=None
+        Positive counts of the rows (see the module notes): they shape the split, the
+        relevance, the probes (``score`` then receives ``sample_weight=`` the fit part's
+        counts) and the averages of the validation scores. With integer weights the search
+        follows the one on the repeated rows, in law.
 
     Returns
     -------
@@ -285,32 +442,39 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     from mondrian.path.holdout import holdout_split
 
     rng = check_random_state(random_state)
-    X_fit, X_val, y_fit, y_val = holdout_split(X, y, validation_fraction, rng,
-                                               stratify=classification, min_fit=2)
+    if sample_weight is None:
+        X_fit, X_val, y_fit, y_val = holdout_split(X, y, validation_fraction, rng,
+                                                   stratify=classification, min_fit=2)
+        w_fit = w_val = None
+    else:
+        X_fit, X_val, y_fit, y_val, w_fit, w_val = _weighted_split(
+            X, np.asarray(y), sample_weight, validation_fraction, rng, classification)
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
-    r = relevance(method, X_fit, codes, classification, rng)
-    rows = [_rows(score, power_weights(r, p), X_fit, y_fit, X_val, y_val) for p in powers]
-    scores = np.array([s.mean() for s in rows])
+    r = relevance(method, X_fit, codes, classification, rng, w_fit)
+
+    def rows_of(weights, X_fit=X_fit, X_val=X_val):
+        return _rows(score, weights, X_fit, y_fit, X_val, y_val, w_fit)
+
+    rows = [rows_of(power_weights(r, p)) for p in powers]
+    scores = np.array([_mean(s, w_val) for s in rows])
     best = int(np.argmax(scores))  # ties keep the first (smaller) power
     # Uniform weights stay unless the best power beats them by more than the validation noise.
     if powers[best] != 0 and 0.0 in powers:
         uniform = list(powers).index(0.0)
-        if not beats(rows[best], rows[uniform], margin):
+        if not beats(rows[best], rows[uniform], margin, w_val):
             best = uniform
     weights = power_weights(r, powers[best])
     current = rows[best]
     info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
             "scores": scores, "map": "minmax", "quantile_score": None, "steps": []}
     if refine and powers[best] != 0:
-        weights, current = _refine(weights, current, refine,
-                                   lambda w: _rows(score, w, X_fit, y_fit, X_val, y_val),
-                                   info["steps"])
+        weights, current = _refine(weights, current, refine, rows_of, info["steps"], w_val)
     knots = None
     if quantile:
-        fit_map = QuantileMap(X_fit)
-        s = _rows(score, weights, fit_map.forward(X_fit), y_fit, fit_map.forward(X_val), y_val)
-        info["quantile_score"] = float(s.mean())
-        if beats(s, current, margin):
+        fit_map = QuantileMap(_quantile_sample(X_fit, w_fit))
+        s = rows_of(weights, fit_map.forward(X_fit), fit_map.forward(X_val))
+        info["quantile_score"] = _mean(s, w_val)
+        if beats(s, current, margin, w_val):
             info["map"] = "quantile"
-            knots = QuantileMap(X)
+            knots = QuantileMap(_quantile_sample(X, sample_weight))
     return weights, knots, info

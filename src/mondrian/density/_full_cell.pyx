@@ -1,6 +1,8 @@
 """Density estimation on full-cell Mondrian trees with a Polya-tree Beta prior (section 10).
 
-The trees live in the unit cube ``[0, 1]^D`` (the estimator maps its domain ``B_0`` onto it).
+The trees live in the unit cube ``[0, 1]^D`` (the estimator maps its domain ``B_0`` onto it), or
+with feature weights ``w`` in the cell ``[0, w_1] x ... x [0, w_D]`` (:meth:`FullCellTree.
+start_cell`): a side of length 0 is never cut and does not count in the volumes.
 Unlike every other model of the package, each node's ``bounds`` row holds its *full cell*, not
 the bounding box of its data: a cut changes the volumes of both sides even when it separates no
 point, and densities need those volumes.
@@ -50,7 +52,8 @@ cdef class FullCellTree(MondrianTree):
     points, since the full-cell partition does not depend on the data.
 
     The constructor is the one of :class:`mondrian.core._tree.MondrianTree`; use
-    ``value_stride=0``. Points must lie in ``[0, 1]^D``.
+    ``value_stride=0``. Points must lie in the root cell: ``[0, 1]^D``, or the cell given by
+    :meth:`start_cell` before the first points.
     """
 
     def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime, *args,
@@ -58,6 +61,32 @@ cdef class FullCellTree(MondrianTree):
         # At an infinite lifetime the cells around the points would be cut forever.
         if not lifetime < INFINITY:
             raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
+
+    def start_cell(self, upper):
+        """Give the empty tree the root cell ``[0, upper_1] x ... x [0, upper_D]``.
+
+        The root becomes a leaf without points, which the first points sample from time 0
+        (the lazy path of :meth:`_extend`, so the tree has the law of one rooted there). A side
+        of length 0 (a feature weight of 0) is never cut: cuts draw their dimension in
+        proportion to the side lengths. Without this call the root cell is ``[0, 1]^D``.
+
+        Parameters
+        ----------
+        upper : array-like of shape (n_features,)
+            Finite non-negative side lengths, not all 0.
+        """
+        cdef intp_t D = self.n_features, d
+        sides = np.asarray(upper, dtype=np.float64)
+        if sides.shape != (D,):
+            raise ValueError(f"the root cell needs {D} side lengths, got shape {sides.shape}")
+        if not (np.all(np.isfinite(sides)) and np.all(sides >= 0) and np.any(sides > 0)):
+            raise ValueError("the root cell's sides must be finite, non-negative, not all 0")
+        if self.node_count != 0:
+            raise ValueError("the tree already has its root cell")
+        self._new_node()  # node 0: a leaf without points, born at time 0
+        for d in range(D):
+            self.bounds[d] = 0.0
+            self.bounds[D + d] = sides[d]
 
     cdef int _grow_cells(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
                          float64_t tau_parent, const float64_t* X) except -1 nogil:
@@ -160,11 +189,14 @@ cdef class FullCellTree(MondrianTree):
 
 
 cdef inline float64_t _log_cell_volume(MondrianTree tree, intp_t node) noexcept nogil:
+    """Log volume of the cell over its sides of positive length (a side of length 0, from a
+    feature weight of 0, is never cut: the estimator spreads the density along it)."""
     cdef intp_t D = tree.n_features, d
     cdef const float64_t* lo = tree.bounds + 2 * D * node
     cdef float64_t out = 0.0
     for d in range(D):
-        out += log(lo[D + d] - lo[d])
+        if lo[D + d] > lo[d]:
+            out += log(lo[D + d] - lo[d])
     return out
 
 

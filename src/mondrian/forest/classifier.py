@@ -62,6 +62,19 @@ def _check_one_label(y):
     check_classification_targets(np.asarray([y]))
 
 
+
+def _search_counts(sample_weight, X, weights):
+    """The sample weights alone (without the class factors, which the weight search's probes
+    apply themselves), aligned with ``weights`` for ``drop_zero_weights``."""
+    if weights is None:
+        return np.ones(len(X))
+    return np.ones(len(weights)) if sample_weight is None else check_sample_weight(
+        sample_weight, X)
+
+
+def _or_none(counts, sample_weight):
+    return None if sample_weight is None else counts
+
 class _BaseMondrianClassifier(
     ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
 ):
@@ -276,9 +289,10 @@ class _BaseMondrianClassifier(
             X, y = validate_data(self, X, y, dtype=np.float64, order="C")
             check_classification_targets(y)
             weights = self._sample_weights(sample_weight, X, y, online=False)
-            X, y, weights = drop_zero_weights(weights, X, y)
+            counts = _search_counts(sample_weight, X, weights)
+            X, y, counts, weights = drop_zero_weights(weights, X, y, counts)
             self._validate_lifetime()
-            self._choose_feature_weights(X, y)
+            self._choose_feature_weights(X, y, sample_weight=_or_none(counts, sample_weight))
             lifetime = self._fit_lifetime(X, y, weights)
             classes, codes = np.unique(y, return_inverse=True)
             self.classes_ = classes
@@ -349,7 +363,9 @@ class _BaseMondrianClassifier(
                 if unseen.size:
                     raise ValueError(f"y contains labels {unseen.tolist()} that are not in "
                                      f"`classes` ({classes.tolist()})")
-        X, y, weights = drop_zero_weights(weights, X, y)
+        counts = _search_counts(sample_weight, X, weights)
+        X, y, counts, weights = drop_zero_weights(weights, X, y, counts)
+        counts = _or_none(counts, sample_weight)
         if first:
             self._validate_lifetime()
             start = classes if classes is not None else np.unique(y)
@@ -360,7 +376,7 @@ class _BaseMondrianClassifier(
                     f"y contains labels {unseen.tolist()} that are not in `classes` "
                     f"({start.tolist()})"
                 )
-            self._choose_feature_weights(X, y, stream=True)
+            self._choose_feature_weights(X, y, stream=True, sample_weight=counts)
             lifetime = self._fit_lifetime(X, y, weights)
             self.classes_ = start
             self._classes_fixed = classes is not None
@@ -399,7 +415,7 @@ class _BaseMondrianClassifier(
             self._grow_new_trees(n_new_trees, self._n_jobs())
         self._add_points(X, self._rows(codes, weights), self._n_jobs())
         if not first:
-            self._feed_weights_window(X, y)
+            self._feed_weights_window(X, y, counts)
         return self
 
     # ----------------------------------------------------------------- prediction

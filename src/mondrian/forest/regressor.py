@@ -249,7 +249,7 @@ class _BaseMondrianRegressor(
         """Add the points (of positive ``weights``, None: all 1) to the model."""
         if first:
             self._validate_lifetime()
-            self._choose_feature_weights(X, y, stream=stream)
+            self._choose_feature_weights(X, y, stream=stream, sample_weight=weights)
             lifetime = self._fit_lifetime(X, y, weights)
             self._hyper_choice, self._hyper_n = None, 0
             self._y_scaler = _TargetScaler()
@@ -277,7 +277,7 @@ class _BaseMondrianRegressor(
             self._grow_new_trees(n_new_trees, self._n_jobs())
             self._add_points(X, rows, self._n_jobs())
             if not first:
-                self._feed_weights_window(X, y)
+                self._feed_weights_window(X, y, weights)
             self._refresh_hyper_choice()
             self._version += 1
             self._posterior()
