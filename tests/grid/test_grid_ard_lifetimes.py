@@ -99,3 +99,19 @@ def test_registered_as_a_weight_method():
     labels = (X[:, 1] > 5).astype(int)
     r = relevance("laplace_ard", X, labels, True, random_state=0)
     assert r[1] > 10 * max(r[0], r[2])
+
+
+def test_kernel_ridge_weights_from_laplace_ard():
+    from mondrian import MondrianKernelRidge
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(size=(120, 3))
+    y = np.sin(6 * X[:, 0]) + 0.05 * rng.normal(size=120)
+    model = MondrianKernelRidge(n_estimators=5, lifetime=3.0, alpha=0.1,
+                                feature_weights="laplace_ard", random_state=0).fit(X, y)
+    info = model.feature_weights_info_
+    assert info["method"] == "laplace_ard"
+    r = info["relevance"]
+    assert r[0] > 10 * max(r[1], r[2])
+    # A non-uniform power keeps dimension 0 heaviest.
+    assert model.feature_weights_[0] >= model.feature_weights_[1:].max()
