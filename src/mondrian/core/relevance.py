@@ -478,3 +478,20 @@ def choose_weights(X, y, classification, score, method, random_state=None,
             info["map"] = "quantile"
             knots = QuantileMap(_quantile_sample(X, sample_weight))
     return weights, knots, info
+
+
+# ---------------------------------------------------------------- issue 12: ARD Laplace lifetimes
+# Kept apart from the methods above (owned by the grid; mondrian.grid.ard holds the math).
+
+def _laplace_ard(U, y, classification, rng):
+    """Lifetimes of the ARD Laplace kernel ``exp(-sum_d l_d |u_d - u'_d|)`` (the Mondrian
+    models' own limit kernel, L1) maximising the GP marginal likelihood on at most 500 rows
+    (classes: one-hot outputs sharing the kernel); see
+    :func:`mondrian.grid.ard.laplace_ard_lifetimes`."""
+    from mondrian.grid.ard import laplace_ard_lifetimes
+
+    target = (y[:, None] == np.unique(y)[None, :]).astype(np.float64) if classification else y
+    return laplace_ard_lifetimes(U, target, n_samples=500, random_state=rng)
+
+
+register_weight_method("laplace_ard", _laplace_ard)

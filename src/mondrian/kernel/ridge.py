@@ -436,7 +436,9 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         (extra-trees importances raised to the power 0, 0.5, 1 or 2 that this model, fitted on
         80% of the batch, scores best on the rest; chosen on the first batch only); another
         string names a method of ``mondrian.core.relevance.WEIGHT_METHODS`` ("extra_trees", the
-        default, "permutation", "mutual_info", "gp_ard"). Fitted weights: ``feature_weights_``.
+        default, "permutation", "mutual_info", "gp_ard", "laplace_ard": marginal-likelihood
+        lifetimes of this model's own limit kernel, :func:`mondrian.grid.laplace_ard_lifetimes`).
+        Fitted weights: ``feature_weights_``.
     random_state : int, RandomState instance or None, default=None
         Seeds the trees and the validation split.
 
