@@ -31,7 +31,7 @@ def test_probe_estimates_the_squared_error_of_the_full_forest():
     means = mu + s * rng.normal(size=(reps, K))
     m = means.mean(axis=1)
     spread = means.var(axis=1, ddof=1)
-    squared, between = _forest_moments(m, np.zeros(reps), spread, y, K, T)
+    squared, between = _forest_moments(m, spread, y, K, T)
     expected = (y - mu) ** 2 + s**2 / T
     se = squared.std() / np.sqrt(reps)
     assert abs(squared.mean() - expected) < 4 * se

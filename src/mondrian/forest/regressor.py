@@ -58,7 +58,7 @@ HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 HYPER_REFRESH_GROWTH = 1.25
 
 
-def _forest_moments(mean, within, spread, y, n_probe, n_trees):
+def _forest_moments(mean, spread, y, n_probe, n_trees):
     """Per point: the expected squared error of a forest of ``n_trees`` trees and its expected
     between-tree variance, from a probe of ``n_probe`` trees: their mean prediction ``mean``
     and the unbiased ``spread`` (variance) of their means (see :func:`_expected_nll`)."""
@@ -69,20 +69,21 @@ def _forest_moments(mean, within, spread, y, n_probe, n_trees):
 
 def _expected_nll(mean, within, spread, y, weights, n_probe, n_trees, scales, spread_scales):
     """Held-out Gaussian NLL that a forest of ``n_trees`` trees is expected to reach, from a
-    probe of ``n_probe`` trees, for every variance scale ``c`` in ``scales`` (rows) and spread
-    scale ``d`` in ``spread_scales`` (columns); ``mean``, ``within`` and ``spread`` are the
-    probe's mean prediction, mean within-tree variance and unbiased variance of its trees' means
-    at each held-out point.
+    probe of ``n_probe`` trees, for every factor ``c`` in ``scales`` (rows) of the trees' mean
+    predictive variance and ``d`` in ``spread_scales`` (columns) of the spread of their means;
+    ``mean``, ``within`` and ``spread`` are the probe's mean prediction, the mean of its trees'
+    predictive variances and the unbiased variance of their means at each held-out point.
 
-    The forest predicts the mean ``m_T`` of its trees' means with the variance ``c W + d B_T``
-    (mean of the trees' predictive variances, all multiplied by ``c`` when the model's noise
-    and prior variances are, plus the scaled spread of the tree means). A probe of ``K`` trees has a noisier mean than the forest: with ``b`` the unbiased
-    spread, ``E (y - m_T)**2 = E (y - m_K)**2 - b / K + b / T`` and ``E B_T = b (T - 1) / T``.
-    Scoring the probe's own NLL instead favoured wide, smooth predictives, and the full spread
-    ``B_T`` over-covers when the trees differ but their mean is accurate (naval: test mean
-    (error / std)**2 about 0.13).
+    The forest predicts the mean ``m_T`` of its trees' means with the variance ``c W + d B_T``.
+    A probe of ``K`` trees has a noisier mean than the forest: with ``b`` the unbiased spread,
+    ``E (y - m_T)**2 = E (y - m_K)**2 - b / K + b / T`` and ``E B_T = b (T - 1) / T``. Scoring
+    the probe's own NLL instead favours wide predictives, and the full spread ``B_T``
+    over-covers when the trees differ but their mean is accurate (naval: test mean
+    (error / std)**2 0.13). (The held-out choice passes ``c = 1`` and re-predicts at each scale
+    of the noise and prior variances: that scale multiplies the conditional variances, not the
+    spread of a tree's branch-off mixture.)
     """
-    squared, between = _forest_moments(mean, within, spread, y, n_probe, n_trees)
+    squared, between = _forest_moments(mean, spread, y, n_probe, n_trees)
     var = (np.multiply.outer(scales, within)[:, None, :]
            + np.multiply.outer(spread_scales, between)[None, :, :])
     var = np.maximum(var, 1e-300)
@@ -731,6 +732,16 @@ class _BaseMondrianRegressor(
         # Read the leaves independently, with this forest's hyperparameters frozen. They pass
         # in standardised units: in units of y a variance may overflow (targets of 1e300).
         params = self._posterior().params
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None and len(choice) > 2:
+            # The path reads the model before its calibration (variance and spread scales 1):
+            # the scales were chosen for the hierarchical forest at its lifetime, change no
+            # mean (nor the path's mse, which selects the lifetime), and the plain law of total
+            # variance is what the path reader sums.
+            share, multiplier = choice[:2]
+            base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
+            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
+            forest._hyper_choice = (share, multiplier, 1.0, 1.0)
         forest.set_params(smoothing="independent")
         forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
 
@@ -801,7 +812,9 @@ class _BaseMondrianRegressor(
 
         The predictive distribution of each tree mixes the posterior of the leaf reached by
         ``x`` with the posteriors of the nodes that would be created if ``x`` branched off the
-        tree higher up; the forest combines its trees by the law of total variance.
+        tree higher up; the forest combines its trees by the law of total variance, the spread
+        of their means scaled by ``hyperparameters_["spread_scale"]`` (chosen on held-out
+        points with a common scale of the noise and prior variances: the calibration).
 
         Parameters
         ----------
@@ -840,7 +853,10 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         variance on the first batch: a probe forest of 8 trees is fitted on 80% of it and the
         share (14 values from 1e-6 to 0.7) and the sigmoid rate that give the best Gaussian
         predictive log-likelihood on the other 20% are kept (batches under 50 points: the grid
-        point maximising the trees' marginal likelihood instead).
+        point maximising the trees' marginal likelihood instead). The same points then calibrate
+        the predictive: a common scale of the noise and prior variances (it changes no mean)
+        and a factor of the spread of the tree means, chosen for the expected log-likelihood
+        of the full forest; a fixed ``noise_variance`` or ``prior_variance`` disables this.
     prior_variance : float, default=None
         Prior variance of a leaf mean (σ²/2 in the hierarchical model). ``None`` uses the
         target variance minus the noise variance.
