@@ -275,6 +275,54 @@ def report(args):
 
 
 NOTES = """
+### Calibrated predictive variance (2026-11-23, later run)
+
+The RF and MF-auto regression rows are from this run (MF, ET, HGB: earlier runs, their fit
+ratios against this run's RF). The held-out choice keeps its noise share and rate (so every
+mean, hence RMSE, is unchanged) and then chooses a variance scale c (noise and prior variances
+together) and a factor d of the spread of the tree means by the NLL expected for the 100-tree
+forest, the 8-tree probe's Monte-Carlo error corrected (docs: "The regressor"). Before = the
+MF-auto rows of the previous run (same seeds: RMSE and NLL are deterministic; fit ratios are
+not); mean (e / std)^2 on the test rows, 1 when calibrated.
+
+| dataset | RMSE / RF | NLL - RF before | after | (e/std)^2 before | after | fit/RF before | after |
+|---|---|---|---|---|---|---|---|
+| power_plant | 1.025 | +0.093 | +0.071 | 0.77 | 0.97 | 1.86 | 2.53 |
+| kin8nm | 1.067 | +0.054 | +0.050 | 0.83 | 0.99 | 1.27 | 1.59 |
+| naval | 1.092 | -0.103 | -0.765 | 0.13 | 0.67 | 1.03 | 1.21 |
+| concrete | 1.287 | +0.242 | +0.233 | 0.79 | 1.11 | 1.80 | 2.16 |
+| energy | 1.019 | -0.410 | -0.399 | 1.02 | 1.18 | 2.29 | 2.60 |
+| wine_red | 0.989 | -1.691 | -1.709 | 0.77 | 1.10 | 1.63 | 1.98 |
+| yacht | 1.394 | -0.619 | -0.827 | 0.85 | 1.00 | 1.81 | 1.87 |
+| protein | 1.054 | +0.106 | +0.112 | 1.05 | 0.97 | 0.66 | 0.91 |
+| mean | 1.116 | 4 of 8 better | 4 of 8 | | | 1.54 | 1.86 |
+
+- Calibration is reached (mean (e/std)^2 0.97-1.18 except naval 0.67, from 0.13-1.05) but it
+  does not flip a set: NLL follows the RMSE. A Gaussian predictive whose RMSE is r times RF's
+  loses about log r nats against an equally calibrated RF (kin8nm log 1.067 = 0.065 > its gap
+  0.050; concrete 0.25 vs 0.23; power_plant 0.025 vs 0.071, protein 0.053 vs 0.112: those two
+  also lose on the shape of the variance). Rescaling a variance that is wrong by a factor z
+  gains only 0.5 (z - 1 - log z) nats: 0.01 at kin8nm's former z = 0.83.
+- Fit time: interleaved on power_plant split 0 the calibration adds 0.2-0.7 s to a 4.5-5.2 s
+  fit (the held-out choice is about half of the fit); the rest of the growth against the
+  previous run is machine load (the previous code measured the same day: power_plant 2.13,
+  energy 2.46, concrete 2.02 of RF). Mean 1.86 <= 2: still met; max 2.60 (energy, 0.6 s fits).
+- Variants measured (3 splits; 7 sets without protein unless said): choosing (share, rate, c)
+  jointly by the expected NLL moved the means: naval 1.092 -> 1.113, wine_red 0.989 -> 1.010,
+  energy 1.019 -> 1.026 RMSE / RF, 4 of 8 still. (share, rate, c, d) jointly, with c scaling
+  the trees' predictive variances after the fact: yacht 1.39 -> 2.23 (the choice over-fits
+  31-row-scale differences) and kin8nm (e/std)^2 1.48 (a tree's predictive mixes the nodes a
+  point may branch off at; only the noise-and-prior scale multiplies it consistently). Choosing
+  (share, rate) by the corrected held-out squared error instead of the NLL: power_plant 1.002,
+  kin8nm 1.045, wine_red 0.970, but concrete 1.21, energy 1.051, naval 1.101, yacht 1.656:
+  mean 1.148 against 1.125 on the 7 sets; not kept.
+- RMSE target (<= 1.05): **missed**, and not reachable by hyperparameters: the best (share,
+  rate) grid point chosen on the *test* rows (an oracle) gives power_plant 0.958 (chosen
+  0.965), kin8nm 1.041 (1.060), concrete 1.070 (1.101) on split 0, and pruning the trees at
+  the 50-95% quantiles of their split times never beats lifetime inf. The mean is dominated by
+  single splits: concrete split 2 1.63 and yacht split 2 1.84 (RF RMSE 0.26 on 31 test rows).
+- Classification unchanged (no classifier change in this run): satimage stays -1.45 points.
+
 ### Notes (runs of 2026-11-22 and 2026-11-23, shared 2-core machine, OMP_NUM_THREADS=1)
 
 - Splits: the first 3 standard splits of each regression set, 1 for protein; classification on
@@ -291,7 +339,8 @@ NOTES = """
   **missed** (4 of 8: naval, energy, wine_red, yacht; the gaps on the others shrank:
   power_plant +0.14 -> +0.09, kin8nm +0.14 -> +0.05, protein +0.14 -> +0.11, concrete +0.25 ->
   +0.24, against the old search on today's code). Fit time including the search <= 2x RF:
-  **met** (mean 1.54, max 2.29 on energy). dna within 1 point: **met** (+0.59). satimage within 1
+  **met** (mean 1.54, max 2.29 on energy; 1.86, max 2.60, in the later run above). dna
+  within 1 point: **met** (+0.59). satimage within 1
   point: **missed** (-1.45). letter not worse than today: **met** (+0.34 points). usps not worse
   than today: **met** (93.12% vs 92.92% without weights; 92.68% before the paired rule).
 - Variants measured on 2026-11-23 (MF-auto, 8 sets: mean over splits of RMSE / RF, NLL better

@@ -163,9 +163,9 @@ def test_interval_coverage_on_a_known_function():
     """Central 95% intervals on held-out draws of a known noisy function.
 
     A single tree's predictive is calibrated: coverage 0.95 +- 0.03 (the 2,000 test points give a
-    binomial standard error of 0.005; the rest is model error). The forest combines its trees
-    by the law of total variance, which adds the spread of the tree means while averaging them
-    shrinks the error, so its intervals are conservative: coverage in [0.95, 0.995].
+    binomial standard error of 0.005; the rest is model error). The forest's variance scales
+    are chosen on held-out points (the law of total variance alone adds the whole spread of the
+    tree means while averaging them shrinks the error): coverage 0.95 +- 0.03 too.
     """
     rng = np.random.RandomState(0)
 
@@ -179,7 +179,7 @@ def test_interval_coverage_on_a_known_function():
     forest = MondrianForestRegressor(n_estimators=30, random_state=0).fit(X, y)
     mean, std = forest.predict(X_test, return_std=True)
     coverage = np.mean(np.abs(y_test - mean) <= 1.96 * std)
-    assert 0.95 <= coverage <= 0.995
+    assert 0.92 <= coverage <= 0.98
     tree_cover = []
     for seed in range(5):
         tree = MondrianTreeRegressor(random_state=seed).fit(X, y)
@@ -252,18 +252,18 @@ def test_held_out_choice_of_the_hyperparameters():
     X = rng.uniform(size=(300, 2))
     y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=300)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
-    share, multiplier = model._hyper_choice
+    share, multiplier, scale, spread = model._hyper_choice
     assert share in HELD_OUT_NOISE_SHARES and multiplier in HELD_OUT_RATE_MULTIPLIERS
     again = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     assert again._hyper_choice == model._hyper_choice
     hyper = model.hyperparameters_
-    assert np.isclose(hyper["noise_variance"], share * np.var(y), rtol=1e-9)
+    assert np.isclose(hyper["noise_variance"], scale * share * np.var(y), rtol=1e-9)
     # The noise share is applied to the target variance of all the data seen so far.
     model.partial_fit(X[:50] + 0.01, 2 * y[:50])
-    assert model._hyper_choice == (share, multiplier)
+    assert model._hyper_choice == (share, multiplier, scale, spread)
     n, s1, s2 = model._y_sums
     var_std = s2 / n - (s1 / n) ** 2
-    expected = share * var_std * model._y_scaler.scale ** 2
+    expected = scale * share * var_std * model._y_scaler.scale ** 2
     assert np.isclose(model.hyperparameters_["noise_variance"], expected, rtol=1e-9)
     fixed = MondrianForestRegressor(n_estimators=3, noise_variance=0.01, sigmoid_rate=2.0,
                                     random_state=0).fit(X, y)

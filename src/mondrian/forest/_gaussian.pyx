@@ -139,8 +139,9 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
 
 cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        const float64_t* msg_mean, const float64_t* msg_var,
-                       intp_t n_quadrature, float64_t* moments) noexcept nogil:
-    """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]``."""
+                       intp_t n_quadrature, float64_t* moments, bint squared_mean) noexcept nogil:
+    """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]`` (and the
+    square of its mean to ``moments[2]`` when ``squared_mean``)."""
     cdef intp_t j, q
     cdef float64_t weight, u, t, a, b, cav_mean = h.mean0, cav_var = 0.0, m, v
     cdef float64_t q_var = 0.0  # only read by the hierarchical model, which sets it
@@ -198,6 +199,8 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                      - _psi(h, step.tau_parent), &cav_mean, &cav_var)
     moments[0] += mean_sum
     moments[1] += second_sum
+    if squared_mean:
+        moments[2] += mean_sum * mean_sum
 
 
 @cython.final
@@ -326,8 +329,10 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         From :func:`upward_messages`, one per tree, computed at the same lifetime.
     X : ndarray of shape (n_samples, n_features)
         Test points in the scaled feature space.
-    out : ndarray of shape (n_samples, 2)
-        Accumulates ``E[y]`` and ``E[y**2]`` summed over trees.
+    out : ndarray of shape (n_samples, 2) or (n_samples, 3)
+        Accumulates ``E[y]`` and ``E[y**2]`` summed over trees (and, in a third column, the
+        squares of the trees' means ``E[y]**2``: their spread is the between-tree part of the
+        forest's variance).
     params : GaussianPrior
         Hyperparameters of the model.
     n_quadrature : int, default=4
@@ -340,10 +345,14 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cdef intp_t n = X.shape[0], i, m
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
+    cdef bint squared_mean
     if len(trees) != len(messages):
         raise ValueError("one pair of messages per tree is needed")
     if n_quadrature < 1:
         raise ValueError("n_quadrature must be >= 1")
+    if out.shape[1] not in (2, 3) or out.shape[0] != n:
+        raise ValueError(f"out must have shape ({n}, 2) or ({n}, 3)")
+    squared_mean = out.shape[1] == 3
     for m in range(len(trees)):
         tree = trees[m]
         mm, mv = messages[m]
@@ -352,7 +361,8 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         h = params.at(read_lifetime(tree, lifetime))
         with nogil:
             for i in range(n):
-                _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0])
+                _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0],
+                             squared_mean)
 
 
 def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=None):

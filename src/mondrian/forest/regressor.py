@@ -48,8 +48,47 @@ HELD_OUT_MAX_POINTS = 800  # held-out points scored per grid point, at most
 # kin8nm 1.114 -> 1.066, power_plant 1.059 -> 1.022 with feature_weights="auto").
 N_TREES_HELD_OUT = 8
 MIN_SAMPLES_HELD_OUT = 50
+# Calibration of the predictive variance, chosen at the held-out choice's noise share and rate
+# (see _expected_nll): a factor c of the model's noise and prior variances (it multiplies every
+# tree's predictive variance and changes no mean) and a factor d of the spread of the trees'
+# means in the forest's variance (c = d = 1: the model as before, law of total variance).
+HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
+HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
+
+
+def _forest_moments(mean, spread, y, n_probe, n_trees):
+    """Per point: the expected squared error of a forest of ``n_trees`` trees and its expected
+    between-tree variance, from a probe of ``n_probe`` trees: their mean prediction ``mean``
+    and the unbiased ``spread`` (variance) of their means (see :func:`_expected_nll`)."""
+    T = float(n_trees)
+    squared = (y - mean) ** 2 - spread / n_probe + spread / T
+    return squared, spread * (T - 1.0) / T
+
+
+def _expected_nll(mean, within, spread, y, weights, n_probe, n_trees, scales, spread_scales):
+    """Held-out Gaussian NLL that a forest of ``n_trees`` trees is expected to reach, from a
+    probe of ``n_probe`` trees, for every factor ``c`` in ``scales`` (rows) of the trees' mean
+    predictive variance and ``d`` in ``spread_scales`` (columns) of the spread of their means;
+    ``mean``, ``within`` and ``spread`` are the probe's mean prediction, the mean of its trees'
+    predictive variances and the unbiased variance of their means at each held-out point.
+
+    The forest predicts the mean ``m_T`` of its trees' means with the variance ``c W + d B_T``.
+    A probe of ``K`` trees has a noisier mean than the forest: with ``b`` the unbiased spread,
+    ``E (y - m_T)**2 = E (y - m_K)**2 - b / K + b / T`` and ``E B_T = b (T - 1) / T``. Scoring
+    the probe's own NLL instead favours wide predictives, and the full spread ``B_T``
+    over-covers when the trees differ but their mean is accurate (naval: test mean
+    (error / std)**2 0.13). (The held-out choice passes ``c = 1`` and re-predicts at each scale
+    of the noise and prior variances: that scale multiplies the conditional variances, not the
+    spread of a tree's branch-off mixture.)
+    """
+    squared, between = _forest_moments(mean, spread, y, n_probe, n_trees)
+    var = (np.multiply.outer(scales, within)[:, None, :]
+           + np.multiply.outer(spread_scales, between)[None, :, :])
+    var = np.maximum(var, 1e-300)
+    nll = 0.5 * np.log(2 * np.pi * var) + squared / (2 * var)
+    return np.average(nll, axis=-1, weights=weights)
 
 
 def _check_one_output(y):
@@ -485,7 +524,10 @@ class _BaseMondrianRegressor(
             var = 1.0  # constant targets: any positive scale will do
         return mean, var
 
-    def _params(self, mean, var, noise_share, rate):
+    def _params(self, mean, var, noise_share, rate, scale=1.0):
+        """The model's hyperparameters at a noise share and rate; ``scale`` multiplies the noise
+        and prior variances (the held-out choice's variance scale: it changes no posterior or
+        predictive mean, and every variance of the model by that factor)."""
         to_std = self._y_scaler.variance_from_units
         noise = (
             to_std(self.noise_variance) if self.noise_variance is not None
@@ -495,6 +537,7 @@ class _BaseMondrianRegressor(
             prior = to_std(self.prior_variance)
         else:
             prior = max(var - noise, 1e-3 * var)
+        noise, prior = scale * noise, scale * prior
         return GaussianPrior(
             mean0=mean,
             noise=noise,
@@ -513,19 +556,24 @@ class _BaseMondrianRegressor(
         return float(np.median(times)) if times.size else 1.0
 
     def _held_out_choice(self, X, y, lifetime, weights=None):
-        """Noise share and rate multiplier with the best held-out predictive likelihood
-        (``X`` in the trees' coordinates, ``y`` standardised by ``_y_scaler``).
+        """Noise share and rate multiplier with the best held-out predictive likelihood, then
+        the variance and spread scales of the predictive (``X`` in the trees' coordinates,
+        ``y`` standardised by ``_y_scaler``).
 
         A probe forest of ``N_TREES_HELD_OUT`` trees is fitted on ``1 - HELD_OUT_FRACTION`` of
-        the first batch; every grid point is scored by the Gaussian negative log-likelihood of
-        the probe's predictions on the rest (at most ``HELD_OUT_MAX_POINTS`` of them, randomly
-        ordered by the split; the same predictive as :meth:`predict`; for a
-        single-tree estimator, the average over the probe's trees taken one by one). Returns
-        None when nothing is to be chosen, for a probe, or for batches smaller than
-        ``MIN_SAMPLES_HELD_OUT`` (the marginal likelihood decides then).
+        the first batch; every (share, rate) grid point is scored by the Gaussian negative
+        log-likelihood of the probe's predictions on the rest (at most ``HELD_OUT_MAX_POINTS``
+        of them, randomly ordered by the split; the same predictive as :meth:`predict`). At the
+        best one, the scales minimise the negative log-likelihood that a forest of this model's
+        number of trees is expected to reach (:func:`_expected_nll`); they change no mean.
+        Returns ``(share, multiplier, variance_scale, spread_scale)``, or None when nothing is
+        to be chosen, for a probe, or for batches smaller than ``MIN_SAMPLES_HELD_OUT`` (the
+        marginal likelihood decides then).
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
+        # The calibration scales are chosen only when no variance is fixed by the user.
+        search_scales = search_shares and self.prior_variance is None
         n = len(y) if weights is None else float(weights.sum())  # weights are counts
         if getattr(self, "_probe", False) or n < MIN_SAMPLES_HELD_OUT:
             return None
@@ -561,15 +609,29 @@ class _BaseMondrianRegressor(
         y_val = probe._y_scaler.transform(y_val)
         shares = HELD_OUT_NOISE_SHARES if search_shares else [None]
         multipliers = HELD_OUT_RATE_MULTIPLIERS if search_rates else [None]
-        best, best_score = None, np.inf
+        scales = HELD_OUT_VARIANCE_SCALES if search_scales else np.ones(1)
+        spread_scales = HELD_OUT_SPREAD_SCALES if search_scales else np.ones(1)
+        K, forest = N_TREES_HELD_OUT, self._n_trees() > 1
+        best, best_score, kept = None, np.inf, None
         for share in shares:
             for multiplier in multipliers:
                 params = probe._params(mean, var, share, self._rate(multiplier, base_rate))
-                score = probe._held_out_nll(params, X_val, y_val, self._n_trees() == 1,
-                                            w_val)
-                if score < best_score:
-                    best, best_score = (share, multiplier), score
-        return best
+                moments = probe._held_out_moments(params, X_val)
+                # Scored as the probe itself predicts (T = K trees, unit scales: the plain
+                # NLL), or as one of its trees for a single-tree model.
+                score = _expected_nll(*moments, y_val, w_val, K, K if forest else 1,
+                                      np.ones(1), np.ones(1))
+                if score[0, 0] < best_score:
+                    best, best_score, kept = (share, multiplier), score[0, 0], moments
+        share, multiplier = best
+        params = probe._params(mean, var, share, self._rate(multiplier, base_rate))
+        scores = np.array([
+            _expected_nll(*(probe._held_out_moments(probe._params(
+                mean, var, share, params.rate, scale), X_val) if scale != 1.0 else kept),
+                y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
+            for scale in scales])
+        k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
+        return (share, multiplier, float(scales[k]), float(spread_scales[j]))
 
     def _rate(self, multiplier, base_rate):
         """The sigmoid rate: fixed by the user, or a multiple of the inverse median split time."""
@@ -577,23 +639,19 @@ class _BaseMondrianRegressor(
             return self.sigmoid_rate
         return (1.0 if multiplier is None else multiplier) * base_rate
 
-    def _held_out_nll(self, params, X_scaled, y_std, per_tree, weights):
-        """Weighted mean Gaussian negative log-likelihood of the predictive at ``params``: of
-        the forest, or the average over its trees taken one by one (``per_tree``)."""
+    def _held_out_moments(self, params, X_scaled):
+        """At ``params``: the trees' mean prediction, their mean predictive variance and the
+        unbiased variance of their means (arrays of shape (n_points,))."""
+        out = np.zeros((X_scaled.shape[0], 3))
         messages = [upward_messages(tree, params)[:2] for tree in self._trees]
-        groups = ([[k] for k in range(len(self._trees))] if per_tree
-                  else [list(range(len(self._trees)))])
-        total = 0.0
-        for group in groups:
-            out = np.zeros((X_scaled.shape[0], 2))
-            predict_moments_trees([self._trees[k] for k in group],
-                                  [messages[k] for k in group], X_scaled, out, params,
-                                  int(self.n_quadrature))
-            out /= len(group)
-            var = np.maximum(out[:, 1] - out[:, 0] ** 2, 1e-300)
-            nll = 0.5 * np.log(2 * np.pi * var) + (y_std - out[:, 0]) ** 2 / (2 * var)
-            total += np.average(nll, weights=weights)
-        return float(total / len(groups))
+        predict_moments_trees(self._trees, messages, X_scaled, out, params,
+                              int(self.n_quadrature))
+        K = len(self._trees)
+        mean = out[:, 0] / K
+        within = np.maximum(out[:, 1] - out[:, 2], 0.0) / K
+        spread = (np.maximum(out[:, 2] - K * mean * mean, 0.0) / (K - 1) if K > 1
+                  else np.zeros_like(mean))
+        return mean, within, spread
 
     def _empirical_bayes(self, mean, var):
         """Hyperparameters of the current data.
@@ -606,8 +664,9 @@ class _BaseMondrianRegressor(
         base_rate = 1.0 / self._time_scale(trees)
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None:
-            share, multiplier = choice
-            return self._params(mean, var, share, self._rate(multiplier, base_rate))
+            share, multiplier = choice[:2]
+            scale = choice[2] if len(choice) > 2 else 1.0  # (models pickled before scales)
+            return self._params(mean, var, share, self._rate(multiplier, base_rate), scale)
         shares = NOISE_SHARES if self.noise_variance is None else [None]
         if self.sigmoid_rate is not None:
             rates = [self.sigmoid_rate]
@@ -648,8 +707,10 @@ class _BaseMondrianRegressor(
         """The hyperparameters in use, in the units of ``y``.
 
         ``noise_variance`` (σ_y²), ``prior_variance`` (prior variance of a leaf mean),
-        ``sigmoid_rate`` (γ of the variance clock ψ(t) = 2·prior_variance·sigmoid(γ t)) and
-        ``prior_mean``.
+        ``sigmoid_rate`` (γ of the variance clock ψ(t) = 2·prior_variance·sigmoid(γ t)),
+        ``prior_mean`` and ``spread_scale`` (factor of the spread of the trees' means in the
+        forest's predictive variance, chosen on held-out points; 1 is the law of total
+        variance).
         """
         check_is_fitted(self, "_trees")
         params = self._posterior().params
@@ -659,6 +720,7 @@ class _BaseMondrianRegressor(
             "prior_variance": float(y_map.variance_to_units(params.prior_var)),
             "sigmoid_rate": params.rate,
             "prior_mean": float(y_map.inverse(params.mean0)),
+            "spread_scale": self._spread_scale(),
         }
 
     # ----------------------------------------------------------------- lifetime paths
@@ -670,6 +732,16 @@ class _BaseMondrianRegressor(
         # Read the leaves independently, with this forest's hyperparameters frozen. They pass
         # in standardised units: in units of y a variance may overflow (targets of 1e300).
         params = self._posterior().params
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None and len(choice) > 2:
+            # The path reads the model before its calibration (variance and spread scales 1):
+            # the scales were chosen for the hierarchical forest at its lifetime, change no
+            # mean (nor the path's mse, which selects the lifetime), and the plain law of total
+            # variance is what the path reader sums.
+            share, multiplier = choice[:2]
+            base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
+            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
+            forest._hyper_choice = (share, multiplier, 1.0, 1.0)
         forest.set_params(smoothing="independent")
         forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
 
@@ -714,20 +786,35 @@ class _BaseMondrianRegressor(
                 trees, messages, X, out, cache.params, int(self.n_quadrature), lifetime
             )
 
-        out = self._accumulate(run, X_scaled, 2, self._n_jobs())
+        spread_scale = self._spread_scale()
+        out = self._accumulate(run, X_scaled, 2 if spread_scale == 1.0 else 3, self._n_jobs())
         out /= len(self._trees)
         mean = out[:, 0]
-        var = np.maximum(out[:, 1] - mean * mean, 0.0)
+        if spread_scale == 1.0:  # the law of total variance over the trees
+            var = np.maximum(out[:, 1] - mean * mean, 0.0)
+        else:  # the trees' mean predictive variance plus the scaled spread of their means
+            var = (np.maximum(out[:, 1] - out[:, 2], 0.0)
+                   + spread_scale * np.maximum(out[:, 2] - mean * mean, 0.0))
         # The standard deviation, not the variance, goes back to units: the variance of targets
         # of 1e-300 or 1e300 would underflow or overflow.
         return self._y_scaler.inverse(mean, np.sqrt(var))
+
+    def _spread_scale(self):
+        """Factor of the spread of the trees' means in the predictive variance (held-out
+        choice; 1 without one: the law of total variance)."""
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is None or len(choice) < 4:  # (models pickled before the scales)
+            return 1.0
+        return float(choice[3])
 
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of the targets.
 
         The predictive distribution of each tree mixes the posterior of the leaf reached by
         ``x`` with the posteriors of the nodes that would be created if ``x`` branched off the
-        tree higher up; the forest combines its trees by the law of total variance.
+        tree higher up; the forest combines its trees by the law of total variance, the spread
+        of their means scaled by ``hyperparameters_["spread_scale"]`` (chosen on held-out
+        points with a common scale of the noise and prior variances: the calibration).
 
         Parameters
         ----------
@@ -766,7 +853,10 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         variance on the first batch: a probe forest of 8 trees is fitted on 80% of it and the
         share (14 values from 1e-6 to 0.7) and the sigmoid rate that give the best Gaussian
         predictive log-likelihood on the other 20% are kept (batches under 50 points: the grid
-        point maximising the trees' marginal likelihood instead).
+        point maximising the trees' marginal likelihood instead). The same points then calibrate
+        the predictive: a common scale of the noise and prior variances (it changes no mean)
+        and a factor of the spread of the tree means, chosen for the expected log-likelihood
+        of the full forest; a fixed ``noise_variance`` or ``prior_variance`` disables this.
     prior_variance : float, default=None
         Prior variance of a leaf mean (σ²/2 in the hierarchical model). ``None`` uses the
         target variance minus the noise variance.
