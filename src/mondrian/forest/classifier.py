@@ -554,7 +554,7 @@ class _BaseMondrianClassifier(
         row = self._fast_scaled_row(x, clip=False)
         if row is None:
             return False
-        self._ensemble.add_scaled_logged(row, self._codes_cache[3][code : code + 1])
+        self._ensemble.add_scaled_logged(row, self._one_hot[code : code + 1])
         return True
 
     def _classes_already(self, classes):
