@@ -210,3 +210,16 @@ def test_begin_undo_trees_leaves_open_logs_to_their_opener():
     rollback_undo_trees(opened)
     assert [tree.undo_open for tree in trees] == [False, True, False]
     trees[1].commit_undo()
+
+
+def test_regressor_predict_one_fast_row_equals_full_row(monkeypatch):
+    from mondrian import MondrianForestRegressor
+
+    model = MondrianForestRegressor(3, random_state=0).fit(X[:120], X[:120, 0])
+    model.learn_one(X[120], 0.5)
+    rows = [X[i] for i in range(121, 141)]
+    fast = [model.predict_one(row, return_std=True) for row in rows]
+    with monkeypatch.context() as patch:
+        _no_fast(patch)
+        full = [model.predict_one(row, return_std=True) for row in rows]
+    assert fast == full
