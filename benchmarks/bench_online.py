@@ -23,11 +23,12 @@ Run from the repository root::
     python benchmarks/bench_online.py --parts stream --n 5000
     python benchmarks/bench_online.py --parts stream --baseline /tmp/main/src
 
-``--baseline DIR`` adds the two mondrian stream loops run on another build of the package (the
-``src`` folder of a built checkout, e.g. the main branch before a change): each timed run is a
-subprocess that imports mondrian from ``DIR`` and reports the time of its loop alone (imports
-and data loading excluded), interleaved with the other learners, so a before/after comparison
-and its ratios to river come from one run on a loaded machine.
+``--baseline DIR`` (repeatable) adds the two mondrian stream loops run on another build of the
+package (the ``src`` folder of a built checkout, e.g. the main branch before a change, and the
+current one, so that both run alike): each timed run is a subprocess that imports mondrian from
+``DIR`` and reports the time of its loop alone (imports and data loading excluded), interleaved
+with the other learners, so a before/after comparison and its ratios to river come from one run
+on a loaded machine.
 
 A full run writes its report to ``benchmarks/results/online.md`` (``--output`` elsewhere).
 """
@@ -217,8 +218,8 @@ def baseline_learner(src: str, loop: str, n_estimators: int, seed: int) -> Strea
         result = json.loads(done.stdout.strip().splitlines()[-1])
         return result["seconds"], np.asarray(result["preds"], dtype=np.int64)
 
-    return StreamLearner("MondrianForest (baseline build)", LOOP_INPUTS[loop], lambda: None,
-                         lambda model, s: None, timed)
+    return StreamLearner(f"MondrianForest (build in {src}, subprocess)", LOOP_INPUTS[loop],
+                         lambda: None, lambda model, s: None, timed)
 
 
 def stream_learners(n_estimators: int, seed: int, n_classes: int,
@@ -467,9 +468,10 @@ def parse(argv=None):
     parser.add_argument("--stream-trees", type=int, default=10, help="trees in the stream part")
     add_sized(parser, "--batches", 100, 10, f"number of {BATCH_SIZE}-row batches")
     add_sized(parser, "--batch-trees", 100, 10, "trees in the batch part")
-    parser.add_argument("--baseline", default=None, metavar="DIR",
+    parser.add_argument("--baseline", action="append", default=[], metavar="DIR",
                         help="also time the mondrian stream loops on the build of the package "
-                             "in DIR (a built checkout's src folder), in subprocesses")
+                             "in DIR (a built checkout's src folder), in subprocesses; may be "
+                             "repeated (e.g. the build before a change and the current one)")
     parser.add_argument("--worker", default=None, choices=sorted(MONDRIAN_LOOPS),
                         help=argparse.SUPPRESS)
     add_output_options(parser, "online.md", plots=False)
@@ -495,11 +497,11 @@ def main(argv=None) -> None:
         stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
                                     np.arange(data.n_classes))
         learners = stream_learners(args.stream_trees, args.seed, data.n_classes, report)
-        if args.baseline:
-            learners += [baseline_learner(args.baseline, loop, args.stream_trees, args.seed)
+        for src in args.baseline:
+            learners += [baseline_learner(src, loop, args.stream_trees, args.seed)
                          for loop in MONDRIAN_LOOPS]
-            report.add(f"Baseline build: mondrian imported from {args.baseline} (each timed run "
-                       "in a subprocess, its loop timed alone).")
+            report.add(f"Build in {src}: mondrian imported from there (each timed run in a "
+                       "subprocess, its loop timed alone).")
         rows = bench_stream(stream, learners, args.repeats)
         title = (f"Test-then-train stream: first {n} letter rows, {args.stream_trees} trees "
                  f"(accuracy over samples 2..{n}; 'vs river' = samples/s ratio)")
