@@ -24,6 +24,7 @@ DIRECTIVES = {
 MODULES = [
     "core._tree",
     "core._walk",
+    "core._online",
     "forest._hnsp",
     "forest._gaussian",
     "density._full_cell",

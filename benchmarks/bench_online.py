@@ -21,13 +21,26 @@ Run from the repository root::
     python benchmarks/bench_online.py            # full run
     python benchmarks/bench_online.py --quick    # 1000 stream samples; 10 batches of 10 trees
     python benchmarks/bench_online.py --parts stream --n 5000
+    python benchmarks/bench_online.py --parts stream --baseline /tmp/main/src
+
+``--baseline DIR`` (repeatable) adds the two mondrian stream loops run on another build of the
+package (the ``src`` folder of a built checkout, e.g. the main branch before a change, and the
+current one, so that both run alike): each timed run is a subprocess that imports mondrian from
+``DIR`` and reports the time of its loop alone (imports and data loading excluded), interleaved
+with the other learners, so a before/after comparison and its ratios to river come from one run
+on a loaded machine.
 
 A full run writes its report to ``benchmarks/results/online.md`` (``--output`` elsewhere).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -104,12 +117,16 @@ class StreamLearner:
     run : callable
         ``run(model, stream) -> predictions``: the test-then-train loop (prediction of sample 0 is
         -1, since nothing was learned yet).
+    timed : callable or None
+        ``timed(stream) -> (seconds, predictions)`` for a learner that times itself (the
+        baseline loops, run in a subprocess); None: ``run`` is timed here.
     """
 
     name: str
     inputs: str
     make: Callable
     run: Callable
+    timed: Callable | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,6 +177,49 @@ def run_onelearn(model, s: Stream) -> np.ndarray:
         preds[i] = np.argmax(model.predict_proba(X[i : i + 1])[0])
         model.partial_fit(X[i : i + 1], y[i : i + 1])
     return preds
+
+
+MONDRIAN_LOOPS = {"learn_one": run_learn_one_array, "partial_fit": run_partial_fit}
+LOOP_INPUTS = {"learn_one": "learn_one(1-D array)", "partial_fit": "partial_fit(1-row 2-D array)"}
+
+
+def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
+    """Run one mondrian stream loop with the mondrian on ``sys.path``; print its time and
+    predictions as JSON (the baseline learners' subprocess)."""
+    import time
+
+    import mondrian
+
+    data = load_letter()
+    stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
+                                np.arange(data.n_classes))
+
+    def make():
+        return mondrian.MondrianForestClassifier(n_estimators=n_estimators, n_jobs=1,
+                                                 random_state=seed)
+
+    MONDRIAN_LOOPS[loop](make(), stream.head(WARMUP_ROWS))
+    start = time.perf_counter()
+    preds = MONDRIAN_LOOPS[loop](make(), stream)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "preds": preds.tolist()}))
+
+
+def baseline_learner(src: str, loop: str, n_estimators: int, seed: int) -> StreamLearner:
+    """A mondrian loop timed in a subprocess that imports mondrian from ``src``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(src), here]))
+
+    def timed(stream: Stream):
+        command = [sys.executable, os.path.abspath(__file__), "--worker", loop,
+                   "--n", str(len(stream.y)), "--stream-trees", str(n_estimators),
+                   "--seed", str(seed)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        return result["seconds"], np.asarray(result["preds"], dtype=np.int64)
+
+    return StreamLearner(f"MondrianForest (build in {src}, subprocess)", LOOP_INPUTS[loop],
+                         lambda: None, lambda model, s: None, timed)
 
 
 def stream_learners(n_estimators: int, seed: int, n_classes: int,
@@ -243,16 +303,20 @@ def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) ->
     warmup = stream.head(WARMUP_ROWS)
     n = len(stream.y)
     for learner in learners:
-        learner.run(learner.make(), warmup)
+        if learner.timed is None:  # a self-timed learner warms up in its own process
+            learner.run(learner.make(), warmup)
     # Interleaved: each repeat times every learner once, so machine load drifts hit all alike.
     times = {id(learner): [] for learner in learners}
     preds = {}
     for repeat in range(max(1, repeats)):
         for learner in learners:
             log(f"[stream] repeat {repeat + 1}/{repeats}: {learner.name} / {learner.inputs} ...")
-            seconds, preds[id(learner)] = time_callable(
-                lambda lr=learner: lr.run(lr.make(), stream), 1
-            )
+            if learner.timed is not None:
+                seconds, preds[id(learner)] = learner.timed(stream)
+            else:
+                seconds, preds[id(learner)] = time_callable(
+                    lambda lr=learner: lr.run(lr.make(), stream), 1
+                )
             times[id(learner)].append(seconds)
     rows = []
     for learner in learners:
@@ -404,6 +468,12 @@ def parse(argv=None):
     parser.add_argument("--stream-trees", type=int, default=10, help="trees in the stream part")
     add_sized(parser, "--batches", 100, 10, f"number of {BATCH_SIZE}-row batches")
     add_sized(parser, "--batch-trees", 100, 10, "trees in the batch part")
+    parser.add_argument("--baseline", action="append", default=[], metavar="DIR",
+                        help="also time the mondrian stream loops on the build of the package "
+                             "in DIR (a built checkout's src folder), in subprocesses; may be "
+                             "repeated (e.g. the build before a change and the current one)")
+    parser.add_argument("--worker", default=None, choices=sorted(MONDRIAN_LOOPS),
+                        help=argparse.SUPPRESS)
     add_output_options(parser, "online.md", plots=False)
     args = parse_args(parser, argv)
     args.parts = parse_list(args.parts, PARTS)
@@ -414,6 +484,9 @@ def main(argv=None) -> None:
     """Run the selected parts: print the markdown report, write it in a full run."""
     args = parse(argv)
     require_datasets()
+    if args.worker:
+        worker(args.worker, args.n, args.stream_trees, args.seed)
+        return
     data = load_letter()
     report = Report()
     report.add("## Online benchmark on letter" + (" (QUICK MODE)" if args.quick else ""))
@@ -424,6 +497,11 @@ def main(argv=None) -> None:
         stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
                                     np.arange(data.n_classes))
         learners = stream_learners(args.stream_trees, args.seed, data.n_classes, report)
+        for src in args.baseline:
+            learners += [baseline_learner(src, loop, args.stream_trees, args.seed)
+                         for loop in MONDRIAN_LOOPS]
+            report.add(f"Build in {src}: mondrian imported from there (each timed run in a "
+                       "subprocess, its loop timed alone).")
         rows = bench_stream(stream, learners, args.repeats)
         title = (f"Test-then-train stream: first {n} letter rows, {args.stream_trees} trees "
                  f"(accuracy over samples 2..{n}; 'vs river' = samples/s ratio)")

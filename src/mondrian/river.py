@@ -101,6 +101,14 @@ class _MondrianAdapter:
         if not isinstance(x, dict):
             raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
         names = self.feature_names_
+        if names is not None and len(x) == len(names):
+            # The usual sample: every feature present, so no key is unknown (as many keys as
+            # names). A missing one (KeyError) or a value that is not a number takes the
+            # checks below, which fill, drop or raise as usual.
+            try:
+                return np.array([x[name] for name in names], dtype=np.float64)[None, :], names
+            except (KeyError, TypeError, ValueError):
+                pass
         if names is None:
             try:
                 names = sorted(x)
@@ -144,6 +152,12 @@ class _MondrianAdapter:
 
     def _learn(self, x, y, w):
         model = self.model_
+        if type(w) is float and w == 1.0 and hasattr(model, "learn_one"):
+            row, names = self._row(x)  # the default weight: one sample, learn_one
+            model.learn_one(row[0], y)
+            if self.feature_names_ is None:
+                self.feature_names_, self._known = names, frozenset(names)
+            return
         weighted = _takes_sample_weight(type(model))
         count = self._count(w, weighted)
         row, names = self._row(x)

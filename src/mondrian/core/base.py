@@ -13,9 +13,15 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from mondrian.core import relevance
-from mondrian.core._tree import NODE_DTYPE
+from mondrian.core._online import scale_row
+from mondrian.core._tree import NODE_DTYPE, MondrianTree
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
-from mondrian.core.feature_map import FeatureScaler, check_feature_range, check_weights
+from mondrian.core.feature_map import (
+    MAX_SCALED,
+    FeatureScaler,
+    check_feature_range,
+    check_weights,
+)
 from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
@@ -106,6 +112,10 @@ SNAPSHOT_RATIO = 32
 
 # Largest batch taking the direct validation of BaseMondrianEnsemble._fast_rows (one-row streams).
 FAST_ROWS = 64
+
+# The float64 dtype, compared by identity on the one-row paths (another byte order is another
+# object, and takes the full validation).
+_FLOAT64 = np.dtype(np.float64)
 
 
 def online_update(estimator, X):
@@ -457,6 +467,10 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         if "_trees" not in self.__dict__:
             check_is_fitted(self, "_trees")
         fast = self._fast_rows(X)
+        if fast is not None and fast.shape[0] == 1:
+            scaled = self._fast_scaled_row(fast[0], clip=True)
+            if scaled is not None:
+                return scaled
         X = fast if fast is not None else validate_data(
             self, X, reset=False, dtype=np.float64, order="C"
         )
@@ -492,6 +506,65 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             raise ValueError("lifetime must be a number in [0, inf], got nan")
 
     # ----------------------------------------------------------------- one sample
+
+    def _fast_scaled_row(self, x, clip):
+        """One sample in the trees' coordinates, ``(1, n_features)``, when the full path
+        (:meth:`_one_row`, then the feature map's ``transform``) would accept it; else None.
+
+        Taken by a plain 1-D float64 ndarray of the fitted width, or a dict whose keys are
+        exactly the features the model reads (``feature_names_in_``, else the key order of the
+        first dict learnt), with finite values, under a feature map without a quantile part.
+        :func:`~mondrian.core._online.scale_row` computes what ``transform`` computes, bit for
+        bit, in one call. Anything else (lists, other dtypes, NaN, a wrong width or key set,
+        values too large to store when ``clip`` is False) returns None and the caller takes
+        the full path, which raises or converts exactly as before.
+        """
+        d = self.__dict__
+        ensemble = d.get("_ensemble")
+        if ensemble is None:
+            return None
+        if type(x) is dict:
+            names = d.get("feature_names_in_")
+            if names is None:
+                names = d.get("_dict_keys")
+            if names is None or len(x) != len(names):
+                return None
+            try:  # every name found and as many keys as names: the same key set
+                x = np.array([x[name] for name in names], dtype=np.float64)
+            except (KeyError, TypeError, ValueError):
+                return None
+        elif not (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.ndim == 1):
+            return None
+        if x.shape[0] != d.get("n_features_in_", -1):
+            return None
+        feature_map = ensemble.feature_map
+        if feature_map.knots is not None or feature_map.offset is None:
+            return None
+        return scale_row(x, feature_map.offset, feature_map.scale, feature_map.weights,
+                         MAX_SCALED, clip)
+
+    def _frozen_stream(self):
+        """Whether an online update of this fitted model may take the one-row fast path
+        (:meth:`TreeEnsemble.add_scaled_logged`): its trees log their changes, the feature map
+        is frozen, no stream window of ``feature_weights="auto"`` is open, and no parameter
+        changed since fit (the checks of :meth:`_warm_start_check` that would refuse the
+        update or add trees). Otherwise the full path runs (and raises what it raises)."""
+        d = self.__dict__
+        ensemble = d.get("_ensemble")
+        if (ensemble is None or ensemble.read_only or ensemble.tree_class is not MondrianTree
+                or d.get("_read_only_view") or "_weights_window" in d):
+            return False
+        feature_map = ensemble.feature_map
+        if (feature_map.n_seen < feature_map.warm_up or feature_map.frozen is None
+                or feature_map.knots is not None or not feature_map.frozen.all()):
+            return False
+        if self._n_trees() != len(ensemble.trees):
+            return False
+        for name, before in d.get("_fit_params", {}).items():
+            now = getattr(self, name)
+            if now is not before and not _same_param(now, before):
+                return False
+        return True
 
     def _one_row(self, x, learn=False):
         """A single sample (1-D array-like or dict) as a (1, n_features) float64 array.

@@ -14,6 +14,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
+from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.store import DataStore
@@ -358,10 +359,12 @@ class TreeEnsemble:
         logs its extensions: :class:`MondrianTree` and the density's ``FullCellTree``)."""
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
+        opened = []
+        begin_undo_trees(self.trees, opened)  # one call: no interrupt between two trees
         return {
             "ensemble": dict(self.__dict__),
             "trees": None,
-            "undo": [tree for tree in self.trees if tree.begin_undo()],
+            "undo": opened,
             "store": (store._X, store._rows, store.n_samples,
                       store.X.copy() if warm else None),
             "feature_map": dict(feature_map.__dict__),
@@ -369,8 +372,32 @@ class TreeEnsemble:
 
     def commit(self, snapshot):
         """Keep the changes made since ``snapshot`` (closes the undo logs it opened)."""
-        for tree in snapshot.get("undo", ()):
-            tree.commit_undo()
+        commit_undo_trees(snapshot.get("undo", []))
+
+    def add_scaled_logged(self, U, rows):
+        """Store a few points already in the trees' coordinates and extend every tree with
+        them, as one atomic online update once the feature map is frozen (the one-row fast
+        path of ``learn_one``).
+
+        Like :meth:`add_points` it counts the points in the feature map (a frozen map changes
+        nothing else); unlike the general :meth:`undo_snapshot` it saves no dictionaries: on
+        any exception (``MemoryError``, ``KeyboardInterrupt``) the trees' undo logs roll back
+        and the store and the map's count are put back, bit for bit, then it re-raises. Every
+        tree must be a :class:`MondrianTree` (the class that logs its extensions).
+        """
+        self._check_writable()
+        store, feature_map = self.store, self.feature_map
+        saved = (store._X, store._rows, store.n_samples, feature_map.n_seen)
+        opened = []
+        try:
+            begin_undo_trees(self.trees, opened)
+            feature_map.n_seen += U.shape[0]
+            self.extend(store.append(U, rows), 1)
+        except BaseException:
+            rollback_undo_trees(opened)
+            store._X, store._rows, store.n_samples, feature_map.n_seen = saved
+            raise
+        commit_undo_trees(opened)
 
     def restore(self, snapshot):
         """Put the ensemble back in the state of ``snapshot`` (after a failed update).
@@ -378,8 +405,7 @@ class TreeEnsemble:
         The trees become the snapshot's copies (the changed ones are dropped, so a thread
         still extending them cannot touch the restored model).
         """
-        for tree in snapshot.get("undo", ()):
-            tree.rollback_undo()
+        rollback_undo_trees(snapshot.get("undo", []))
         self.__dict__.clear()
         self.__dict__.update(snapshot["ensemble"])
         if snapshot["trees"] is not None:

@@ -34,61 +34,80 @@ class ReadWriteLock:
     """
 
     def __init__(self):
-        self._cond = threading.Condition(threading.Lock())
+        # The condition waits on the same mutex the methods take with a plain ``with``
+        # (a C-level context manager: cheaper than the condition's own, on every call).
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._readers = 0  # read holds, nested ones included
         self._writer = None  # ident of the writing thread
         self._write_depth = 0
         self._waiting_writers = 0
-        self._local = threading.local()
+        self._waiting_readers = 0
+        self._depths = {}  # ident -> read holds, for the threads that hold at least one
 
     def _read_depth(self):
-        return getattr(self._local, "depth", 0)
+        return self._depths.get(threading.get_ident(), 0)
 
     def acquire_read(self):
         """Take a shared hold (waits while another thread writes or waits to write)."""
         me = threading.get_ident()
-        with self._cond:
-            if self._writer != me and self._read_depth() == 0:
-                while self._writer is not None or self._waiting_writers:
-                    self._cond.wait()
+        with self._mutex:
+            depth = self._depths.get(me, 0)
+            if depth == 0 and self._writer != me:
+                if self._writer is not None or self._waiting_writers:
+                    self._waiting_readers += 1
+                    try:
+                        while self._writer is not None or self._waiting_writers:
+                            self._cond.wait()
+                    finally:
+                        self._waiting_readers -= 1
             self._readers += 1
-        self._local.depth = self._read_depth() + 1
+            self._depths[me] = depth + 1
 
     def release_read(self):
         """Give back a shared hold."""
-        self._local.depth = self._read_depth() - 1
-        with self._cond:
+        me = threading.get_ident()
+        with self._mutex:
+            depth = self._depths.pop(me) - 1
+            if depth:
+                self._depths[me] = depth
             self._readers -= 1
-            if self._readers == 0:
+            if self._readers == 0 and self._waiting_writers:
                 self._cond.notify_all()
 
     def acquire_write(self):
         """Take the exclusive hold (waits for every other reader and writer)."""
         me = threading.get_ident()
-        with self._cond:
+        with self._mutex:
             if self._writer == me:
                 self._write_depth += 1
                 return
-            if self._read_depth():
+            if self._depths.get(me, 0):
                 raise RuntimeError(
                     "a thread reading a Mondrian model cannot update it in the same call"
                 )
-            self._waiting_writers += 1
-            try:
-                while self._writer is not None or self._readers:
-                    self._cond.wait()
-            finally:
+            if self._writer is not None or self._readers:
+                self._waiting_writers += 1
+                try:
+                    while self._writer is not None or self._readers:
+                        self._cond.wait()
+                except BaseException:
+                    # Interrupted while waiting: the readers this writer held back may go on.
+                    self._waiting_writers -= 1
+                    self._cond.notify_all()
+                    raise
                 self._waiting_writers -= 1
             self._writer = me
             self._write_depth = 1
 
     def release_write(self):
         """Give back the exclusive hold."""
-        with self._cond:
+        with self._mutex:
             self._write_depth -= 1
             if self._write_depth == 0:
                 self._writer = None
-                self._cond.notify_all()
+                if self._waiting_writers or self._waiting_readers:
+                    self._cond.notify_all()
 
 
 def model_lock(estimator):
@@ -109,7 +128,9 @@ def _locked(method, write):
     if write:
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
-            lock = model_lock(self)
+            lock = self.__dict__.get(LOCK_ATTRIBUTE)
+            if lock is None:
+                lock = model_lock(self)
             lock.acquire_write()
             try:
                 return method(self, *args, **kwargs)
@@ -118,7 +139,9 @@ def _locked(method, write):
     else:
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
-            lock = model_lock(self)
+            lock = self.__dict__.get(LOCK_ATTRIBUTE)
+            if lock is None:
+                lock = model_lock(self)
             lock.acquire_read()
             try:
                 return method(self, *args, **kwargs)

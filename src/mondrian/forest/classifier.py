@@ -335,8 +335,20 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
+        if (sample_weight is None and (classes is None or self._classes_already(classes))
+                and self._partial_fit_one(X, y)):
+            return self
         with online_update(self, X):
             return self._partial_fit(X, y, classes, sample_weight)
+
+    def _partial_fit_one(self, X, y):
+        """The one-row fast path of ``partial_fit``: a (1, n_features) float64 ndarray and a
+        1-D integer label array of one known class take :meth:`_learn_one_fast` (what the
+        full path would do with them, with the same result); returns whether it did."""
+        if not (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1
+                and self._fast_labels(y, 1) and "feature_names_in_" not in self.__dict__):
+            return False
+        return self._learn_one_fast(X[0], y[0])
 
     def _partial_fit(self, X, y, classes, sample_weight=None, allow_empty=False):
         """``allow_empty``: rows of class weight 0 only may leave nothing to learn (then only
@@ -420,26 +432,26 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- prediction
 
+    def _proba_trees(self, trees, X, out, lifetime=None):
+        """Add the predictive of every tree in ``trees`` at the scaled rows ``X`` to ``out``."""
+        if self.smoothing == "dirichlet":
+            predict_proba_dirichlet_trees(trees, X, out, float(self.concentration), lifetime)
+        else:
+            predict_proba_trees(trees, X, out, float(self.discount_factor),
+                                self.branch_off_counts == "tables", lifetime)
+
     def _proba_scaled(self, X_scaled, lifetime=None):
         n_classes = len(self.classes_)
-        strict = self.branch_off_counts == "tables"
-
-        def run(trees, X, out):
-            if self.smoothing == "dirichlet":
-                predict_proba_dirichlet_trees(
-                    trees, X, out, float(self.concentration), lifetime
-                )
-            else:
-                predict_proba_trees(
-                    trees, X, out, float(self.discount_factor), strict, lifetime
-                )
-
+        trees = self._trees
         if X_scaled.shape[0] == 1:
             # One sample (streaming): skip the thread machinery.
             out = np.zeros((1, n_classes))
-            run(self._trees, X_scaled, out)
-            out /= len(self._trees)
+            self._proba_trees(trees, X_scaled, out, lifetime)
+            out /= len(trees)
             return out
+
+        def run(chunk, X, out):
+            self._proba_trees(chunk, X, out, lifetime)
 
         out = self._accumulate(run, X_scaled, n_classes, self._n_jobs())
         out /= len(self._trees)
@@ -553,9 +565,11 @@ class _BaseMondrianClassifier(
         -------
         self : object
         """
-        self._check_writable()
         if classes is not None and self._classes_already(classes):
             classes = None  # the set is fixed already: the one-sample path below applies
+        if classes is None and self._learn_one_fast(x, y):
+            return self
+        self._check_writable()
         if classes is not None:
             _check_one_label(y)
             with online_update(self, x):
@@ -567,6 +581,31 @@ class _BaseMondrianClassifier(
             _check_one_label(y)
         with online_update(self, x):
             return self._learn_one(x, y)
+
+    def _learn_one_fast(self, x, y):
+        """Learn one sample of a class seen before by a fitted model in its steady state
+        (:meth:`_frozen_stream`), without class weights, through
+        :meth:`TreeEnsemble.add_scaled_logged`; return False, having changed nothing, when
+        the full path must run (first sample, new class, anything to validate further).
+
+        Exactly what :meth:`_learn_one` does in that state: the row of the sample's class is
+        the one-hot row of its code, the feature map only counts the point, and nothing else
+        of the model changes; the undo logs keep the update atomic.
+        """
+        if self.class_weight is not None or "classes_" not in self.__dict__:
+            return False
+        lookup = self._class_codes()
+        try:
+            code = lookup.get(y)
+        except TypeError:  # unhashable: the full path says so
+            return False
+        if code is None or not self._frozen_stream():
+            return False
+        row = self._fast_scaled_row(x, clip=False)
+        if row is None:
+            return False
+        self._ensemble.add_scaled_logged(row, self._one_hot[code : code + 1])
+        return True
 
     def _classes_already(self, classes):
         """Whether ``classes`` is the class set this model has already fixed (cheap when the
@@ -654,9 +693,16 @@ class _BaseMondrianClassifier(
         """
         if not hasattr(self, "_trees"):
             return {}
-        proba = self._proba_scaled(self._scaler.transform(self._one_row(x), clip=True))[0]
+        proba = self._proba_one(x)
         self._class_codes()
         return dict(zip(self._codes_cache[2], proba.tolist(), strict=True))
+
+    def _proba_one(self, x):
+        """Class probabilities of one sample (1-D), by the one-row fast path when it applies."""
+        row = self._fast_scaled_row(x, clip=True)
+        if row is None:
+            row = self._scaler.transform(self._one_row(x), clip=True)
+        return self._proba_scaled(row)[0]
 
     def predict_one(self, x):
         """Most probable class of one sample (``None`` before any training).
@@ -671,9 +717,9 @@ class _BaseMondrianClassifier(
         """
         if not hasattr(self, "_trees"):
             return None
-        proba = self._proba_scaled(self._scaler.transform(self._one_row(x), clip=True))[0]
+        proba = self._proba_one(x)
         self._class_codes()
-        return self._codes_cache[2][int(np.argmax(proba))]
+        return self._codes_cache[2][int(proba.argmax())]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

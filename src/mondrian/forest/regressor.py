@@ -510,7 +510,10 @@ class _BaseMondrianRegressor(
         """
         if not hasattr(self, "_trees"):
             return (None, None) if return_std else None
-        mean, std = self._moments_scaled(self._scaler.transform(self._one_row(x), clip=True))
+        row = self._fast_scaled_row(x, clip=True)  # None: the full validation below
+        if row is None:
+            row = self._scaler.transform(self._one_row(x), clip=True)
+        mean, std = self._moments_scaled(row)
         mean = float(mean[0])
         return (mean, float(std[0])) if return_std else mean
 
