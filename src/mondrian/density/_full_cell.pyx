@@ -58,6 +58,7 @@ cdef class FullCellTree(MondrianTree):
         # At an infinite lifetime the cells around the points would be cut forever.
         if not lifetime < INFINITY:
             raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
+        self.box_min_samples = 0  # full cells cannot be rebuilt from points: keep every box
 
     cdef int _grow_cells(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
                          float64_t tau_parent, const float64_t* X) except -1 nogil:
