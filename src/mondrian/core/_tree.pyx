@@ -1241,8 +1241,9 @@ cdef class MondrianTree:
         dict
             ``nodes``, ``box_slots``, ``value`` (per-node buffers, the ``node_count`` slots in
             use), ``bounds`` (the stored boxes, ``box_count`` of them), ``sample_next``
-            (leaf lists, one slot per store index seen), ``reserved`` (allocated growth room of every buffer; not resident until written) and ``total``
-            (the used bytes; ``reserved`` is not included).
+            (leaf lists, one slot per store index seen), ``reserved`` (allocated growth room
+            of every buffer; not resident until written) and ``total`` (the used bytes;
+            ``reserved`` is not included).
 
         Examples
         --------
@@ -1503,7 +1504,7 @@ cdef class MondrianTree:
             value = np.ascontiguousarray(state["value"], dtype=np.float64)
         if bounds.shape != (n, 2, D) or value.shape != (n, S):
             raise ValueError("inconsistent compact MondrianTree state")
-        cdef float64_t[:, :, ::1] b = bounds
+        cdef const float64_t[:, :, ::1] b = bounds
         for j in range(n):
             tree.box_slot[j] = -1
             if cnt[j] >= tree.box_min_samples:
@@ -1570,7 +1571,7 @@ cdef class MondrianTree:
             self.box_min_samples = int(state["box_min_samples"])
             boxes = np.ascontiguousarray(state["boxes"], dtype=np.float64)
             slot = state["box_slot"]
-        cdef int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
+        cdef const int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
         value = np.ascontiguousarray(state["value"], dtype=np.float64)
         sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
         rng = np.asarray(state["rng"], dtype=np.uint64)
