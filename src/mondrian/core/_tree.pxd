@@ -103,6 +103,7 @@ cdef class MondrianTree:
                                     float64_t* scratch) noexcept nogil
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
     cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
+    cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef void _free_undo(self) noexcept nogil

@@ -302,6 +302,58 @@ cdef class MondrianTree:
             self.points_rows = rows
         return 0
 
+    cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil:
+        """Every node's box into ``out`` (``node_count`` rows of ``2 D``; ``queue``: scratch
+        of ``node_count``): the stored ones copied, the others from the attached points
+        (leaves from their lists, then unions of the children). For readers of many rows, who
+        then walk every row as on a tree storing every box. Writes nothing to the tree."""
+        cdef intp_t D = self.n_features, n = self.node_count, head = 0, tail = 1, j, k, d
+        cdef intp_t lc, i
+        cdef float64_t* lo
+        cdef float64_t* hi
+        cdef const float64_t* left
+        cdef const float64_t* right
+        if n == 0:
+            return 0
+        queue[0] = 0
+        while head < tail:  # breadth first: parents before children
+            j = queue[head]
+            head += 1
+            if self.nodes[j].left_child != TREE_LEAF:
+                queue[tail] = self.nodes[j].left_child
+                queue[tail + 1] = self.nodes[j].right_child
+                tail += 2
+        for k in range(tail - 1, -1, -1):
+            j = queue[k]
+            lo = out + 2 * D * j
+            hi = lo + D
+            if self.box_slot[j] >= 0:
+                memcpy(lo, self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
+                continue
+            lc = self.nodes[j].left_child
+            if lc == TREE_LEAF:
+                i = self.nodes[j].first_sample
+                if i == TREE_LEAF:
+                    for d in range(D):
+                        lo[d] = INFINITY
+                        hi[d] = -INFINITY
+                    continue
+                memcpy(lo, self.points_ptr + i * D, D * sizeof(float64_t))
+                memcpy(hi, self.points_ptr + i * D, D * sizeof(float64_t))
+                i = self.sample_next[i]
+                while i != TREE_LEAF:
+                    _include(lo, hi, self.points_ptr + i * D, D)
+                    i = self.sample_next[i]
+                continue
+            # A small internal node: the union of its children's boxes (min/max of the same
+            # points, so the same values).
+            left = out + 2 * D * lc
+            right = out + 2 * D * self.nodes[j].right_child
+            for d in range(D):
+                lo[d] = left[d] if left[d] < right[d] else right[d]
+                hi[d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
+        return 0
+
     def attach_points(self, X):
         """Give the tree (read) access to the store's inputs ``X``, from which it rebuilds
         the boxes it does not store. Growth and extension attach the store they are given;

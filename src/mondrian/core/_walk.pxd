@@ -44,6 +44,7 @@ cdef struct WalkStep:
     float64_t reach         # P(x got to the edge): product of (1 - p) over the ancestors
     float64_t survival      # reach * (1 - p): P(x reaches the node itself)
     float64_t exposure      # sum of eta * delta over the path, this edge included
+    const float64_t* boxes  # every node's box (MondrianTree._all_boxes), or NULL: the tree's
     intp_t n_points         # -1 while the path's nodes store their boxes, else len(points)
     intp_t points[BOX_POINTS_MAX]  # the stored points below the node (nodes without a box)
 
@@ -90,6 +91,8 @@ cdef inline float64_t node_distance(WalkStep* step, MondrianTree tree,
     """eta of ``step.node``: from its stored box, or from the points below it (gathered at
     the first node of the path without a box, narrowed by ``walk_next`` since)."""
     cdef intp_t slot = tree.box_slot[step.node]
+    if step.boxes != NULL:
+        return box_distance(step.boxes + 2 * tree.n_features * step.node, tree.n_features, x)
     if slot >= 0:
         return box_distance(tree.bounds + 2 * tree.n_features * slot, tree.n_features, x)
     if step.n_points < 0:
@@ -116,6 +119,16 @@ cdef inline void _read_node(WalkStep* step, MondrianTree tree, const float64_t* 
 cdef inline void walk_start(WalkStep* step, MondrianTree tree, const float64_t* x,
                             float64_t lifetime) noexcept nogil:
     """Put ``step`` at the root (the tree must not be empty)."""
+    walk_start_boxes(step, tree, x, lifetime, NULL)
+
+
+cdef inline void walk_start_boxes(WalkStep* step, MondrianTree tree, const float64_t* x,
+                                  float64_t lifetime, const float64_t* boxes) noexcept nogil:
+    """:func:`walk_start` reading every node's box from ``boxes`` (``node_count`` rows of
+    ``2 D``, filled by ``MondrianTree._all_boxes`` in the reader's own scratch) when it is not
+    NULL: a reader of many rows rebuilds a lean tree's boxes once, then walks as on a tree
+    that stores them all (the same bits)."""
+    step.boxes = boxes
     step.node = 0
     step.sibling = TREE_LEAF
     step.tau_parent = 0.0
