@@ -141,10 +141,11 @@ def test_memory_usage_breakdown(global_random_seed):
     trees = model._trees
     D, K = trees[0].n_features, trees[0].value_stride
     n_nodes = sum(t.node_count for t in trees)
-    assert usage["bounds"] == n_nodes * 2 * D * 8
+    assert usage["bounds"] == sum(t.box_count for t in trees) * 2 * D * 8  # stored boxes
+    assert usage["box_slots"] == n_nodes * 4
     assert usage["value"] == n_nodes * K * 8
     assert usage["nodes"] == n_nodes * trees[0].nodes_array.itemsize
     assert usage["store_X"] == model._store.X.nbytes
-    parts = ("nodes", "bounds", "value", "sample_next", "store_X", "store_rows")
+    parts = ("nodes", "box_slots", "bounds", "value", "sample_next", "store_X", "store_rows")
     assert usage["total"] == sum(usage[k] for k in parts)
     assert usage["reserved"] >= 0

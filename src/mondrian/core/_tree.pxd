@@ -1,6 +1,9 @@
 # The Mondrian tree core: a packed node array with side buffers, shared by every model.
 from mondrian.core._random cimport RandomState, rng_uniform_open, rng_weighted
-from mondrian.core._typedefs cimport float64_t, intp_t
+from libc.math cimport INFINITY
+from libc.stdint cimport int32_t
+
+from mondrian.core._typedefs cimport BOX_BLOCK, BOX_POINTS_MAX, float64_t, intp_t
 
 cdef enum:
     # Sentinels of the node array, as in scikit-learn's trees.
@@ -44,12 +47,24 @@ cdef class MondrianTree:
     # (weighted counts, for sample_weight).
     cdef public intp_t count_columns
 
-    # Storage: node i owns nodes[i], bounds[2*D*i : 2*D*(i+1)] and value[S*i : S*(i+1)].
+    # Storage: node i owns nodes[i], box_slot[i] and value[S*i : S*(i+1)]; its data box, when
+    # stored, is bounds[2*D*s : 2*D*(s+1)] with s = box_slot[i] (lean boxes: only nodes holding
+    # at least box_min_samples points keep one; the others are rebuilt from their points).
     cdef Node* nodes                        # (capacity,) packed node structs
-    cdef float64_t* bounds                  # (capacity, 2, n_features) lower row then upper row
+    cdef int32_t* box_slot                  # (capacity,) slot of the node's box, -1: not stored
+    cdef float64_t* bounds                  # (box_capacity, 2, n_features) lower then upper row
     cdef float64_t* value                   # (capacity, value_stride) summed contribution rows
     cdef readonly intp_t node_count         # nodes in use; the root is node 0
     cdef readonly intp_t capacity           # allocated nodes
+    cdef readonly intp_t box_count          # box slots in use
+    cdef readonly intp_t box_capacity       # allocated box slots
+    # Nodes with at least this many points keep a stored box (0: every node, slot == node id).
+    cdef readonly intp_t box_min_samples
+    # The store's inputs, to rebuild the boxes of small nodes (attach_points; readers only):
+    # points_owner keeps the array alive, points_ptr / points_rows describe it.
+    cdef object points_owner
+    cdef const float64_t* points_ptr
+    cdef readonly intp_t points_rows
 
     # Leaf membership of stored points: sample_next[i] is the next stored point in i's leaf.
     cdef intp_t* sample_next
@@ -75,6 +90,8 @@ cdef class MondrianTree:
     cdef intp_t* undo_ids
     cdef Node* undo_nodes
     cdef float64_t* undo_bounds
+    cdef int32_t* undo_slots
+    cdef intp_t undo_box_count
     cdef float64_t* undo_values
     cdef intp_t undo_sn, undo_scap           # leaf-list entries: (index, old next) pairs
     cdef intp_t* undo_samples
@@ -89,6 +106,14 @@ cdef class MondrianTree:
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
     cdef int _ensure_indices(self, const intp_t* idx, intp_t n) except -1 nogil
     cdef intp_t _new_node(self) except -1 nogil
+    cdef intp_t _new_box(self, intp_t node) except -1 nogil
+    cdef float64_t* _box_target(self, intp_t node, intp_t count,
+                                float64_t* scratch) except NULL nogil
+    cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
+                                    float64_t* scratch) noexcept nogil
+    cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
+    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
+    cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef void _free_undo(self) noexcept nogil
@@ -114,13 +139,13 @@ cdef class MondrianTree:
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 
-cdef inline float64_t box_distance(MondrianTree tree, intp_t node,
+cdef inline float64_t box_distance(const float64_t* lo, intp_t D,
                                    const float64_t* x) noexcept nogil:
-    """L1 distance from ``x`` to the data box of ``node``: the rate at which the extension of
-    the tree to ``x`` cuts ``x`` off above the node (eta in sections 2 and 5)."""
-    cdef intp_t D = tree.n_features, d
-    cdef const float64_t* lo = tree.bounds + 2 * D * node
+    """L1 distance from ``x`` to the box ``[lo, lo + D)`` x ``[lo + D, lo + 2 D)``: the rate
+    at which the extension of the tree to ``x`` cuts ``x`` off above the node (eta in
+    sections 2 and 5)."""
     cdef const float64_t* hi = lo + D
+    cdef intp_t d
     cdef float64_t eta = 0.0
     for d in range(D):
         if x[d] < lo[d]:
@@ -128,6 +153,103 @@ cdef inline float64_t box_distance(MondrianTree tree, intp_t node,
         elif x[d] > hi[d]:
             eta += x[d] - hi[d]
     return eta
+
+
+cdef inline intp_t subtree_points(MondrianTree tree, intp_t node, intp_t* out,
+                                  intp_t cap) noexcept nogil:
+    """Write the stored points below ``node`` (its subtree's leaf lists, left subtree first)
+    to ``out``; return their number (at most ``cap``: the caller passes a node holding fewer).
+
+    Walks the subtree through the parent links, so it needs no stack and writes nothing."""
+    cdef intp_t n = 0, j = node, i, up
+    while True:
+        while tree.nodes[j].left_child != TREE_LEAF:
+            j = tree.nodes[j].left_child
+        i = tree.nodes[j].first_sample
+        while i != TREE_LEAF and n < cap:
+            out[n] = i
+            n += 1
+            i = tree.sample_next[i]
+        # Up to the first ancestor entered from its left child, then into its right subtree.
+        while j != node:
+            up = tree.nodes[j].parent
+            if tree.nodes[up].left_child == j:
+                j = tree.nodes[up].right_child
+                break
+            j = up
+        else:
+            return n
+
+
+cdef inline void points_box(const float64_t* X, intp_t D, const intp_t* points, intp_t n,
+                            float64_t* lo) noexcept nogil:
+    """The box of ``points`` (rows of ``X``) into ``lo`` (lower row) and ``lo + D`` (upper):
+    the same min/max, so the same bits, as a box grown point by point (``+inf``/``-inf`` for
+    no point)."""
+    cdef float64_t* hi = lo + D
+    cdef const float64_t* row
+    cdef intp_t d, k
+    cdef float64_t v
+    if n == 0:
+        for d in range(D):
+            lo[d] = INFINITY
+            hi[d] = -INFINITY
+        return
+    row = X + points[0] * D
+    for d in range(D):
+        lo[d] = row[d]
+        hi[d] = row[d]
+    for k in range(1, n):
+        row = X + points[k] * D
+        for d in range(D):
+            v = row[d]
+            lo[d] = v if v < lo[d] else lo[d]
+            hi[d] = v if v > hi[d] else hi[d]
+
+
+cdef inline float64_t points_distance(const float64_t* X, intp_t D, const intp_t* points,
+                                      intp_t n, const float64_t* x) noexcept nogil:
+    """``box_distance`` from ``x`` to the box of ``points`` (rows of ``X``), the box built in
+    blocks of ``BOX_BLOCK`` features on the stack: same terms, same order, same bits."""
+    cdef float64_t lo[BOX_BLOCK]
+    cdef float64_t hi[BOX_BLOCK]
+    cdef const float64_t* row
+    cdef intp_t start = 0, width, d, k
+    cdef float64_t v, eta = 0.0
+    if n == 0:
+        return INFINITY
+    while start < D:
+        width = min(<intp_t>BOX_BLOCK, D - start)
+        row = X + points[0] * D + start
+        for d in range(width):
+            lo[d] = row[d]
+            hi[d] = row[d]
+        for k in range(1, n):
+            row = X + points[k] * D + start
+            for d in range(width):
+                v = row[d]
+                lo[d] = v if v < lo[d] else lo[d]
+                hi[d] = v if v > hi[d] else hi[d]
+        for d in range(width):
+            v = x[start + d]
+            if v < lo[d]:
+                eta += lo[d] - v
+            elif v > hi[d]:
+                eta += v - hi[d]
+        start += width
+    return eta
+
+
+cdef inline int check_points(MondrianTree tree) except -1:
+    """Raise unless ``tree`` can rebuild the boxes it does not store (its points attached)."""
+    if tree.box_min_samples > 0 and tree.points_rows < tree.n_samples_seen:
+        raise ValueError(
+            "this MondrianTree stores only the boxes of nodes holding at least "
+            f"{tree.box_min_samples} points and rebuilds the others from its stored points, "
+            f"but it has access to {tree.points_rows} of its {tree.n_samples_seen} points: "
+            "attach its store with tree.attach_points(X) (a TreeEnsemble does it itself)"
+        )
+    return 0
 
 
 cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float64_t* X,

@@ -11,7 +11,7 @@ Training points live once per forest, in arrays handed to every call (``X``: the
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport SIZE_MAX, uint64_t
+from libc.stdint cimport SIZE_MAX, int32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
@@ -31,11 +31,18 @@ from mondrian.core._walk cimport leaf_at
 
 cnp.import_array()
 
-# Version of the pickled state of a MondrianTree: 1 for trees whose read columns are their
-# stored columns (every tree but a classifier's that met classes online), 2 with a "columns"
-# entry (their order); both load.
+# Version of the whole pickled state of a MondrianTree (__getstate__): 1 kept a box for every
+# node; 2 (lean boxes) keeps the stored boxes, and the read columns when they are not the stored
+# ones (a classifier that met classes online). Both load.
 TREE_STATE_VERSION = 2
-_READ_VERSIONS = (1, 2)
+# Version of the compact state (compact_state / from_compact_state): 1, or 2 with a "columns"
+# entry (builds without read columns refuse those clearly). Both load.
+COMPACT_STATE_VERSION = 1
+_COMPACT_READ_VERSIONS = (1, 2)
+
+# Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
+# the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
+BOX_MIN_SAMPLES = 32
 
 cdef Node _dummy_node
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
@@ -126,7 +133,13 @@ cdef class MondrianTree:
     """
 
     def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime,
-                  intp_t min_samples_split=2, bint pause_pure=False, object seed=0):
+                  intp_t min_samples_split=2, bint pause_pure=False, object seed=0,
+                  object box_min_samples=None):
+        if box_min_samples is None:
+            box_min_samples = BOX_MIN_SAMPLES
+        if not 0 <= box_min_samples <= BOX_POINTS_MAX:
+            raise ValueError(f"box_min_samples must be in [0, {BOX_POINTS_MAX}], "
+                             f"got {box_min_samples}")
         if n_features <= 0:
             raise ValueError("n_features must be positive")
         if value_stride < 0:
@@ -138,7 +151,14 @@ cdef class MondrianTree:
         self.lifetime = lifetime
         self.min_samples_split = min_samples_split
         self.pause_pure = pause_pure
+        self.box_min_samples = box_min_samples
         self.nodes = NULL
+        self.box_slot = NULL
+        self.box_count = 0
+        self.box_capacity = 0
+        self.points_owner = None
+        self.points_ptr = NULL
+        self.points_rows = 0
         self.bounds = NULL
         self.value = NULL
         self.sample_next = NULL
@@ -155,6 +175,7 @@ cdef class MondrianTree:
         self.undo_ids = NULL
         self.undo_nodes = NULL
         self.undo_bounds = NULL
+        self.undo_slots = NULL
         self.undo_values = NULL
         self.undo_samples = NULL
         self.undo_old_value = NULL
@@ -169,13 +190,15 @@ cdef class MondrianTree:
         for k in range(value_stride):
             self.columns[k] = k  # identity: read column k is stored column k
         self.n_columns = value_stride
-        self.scratch = <float64_t*> PyMem_Malloc(3 * n_features * sizeof(float64_t))
+        # 3 D for growth and extension, 2 D for a box built by _grow, 2 D by _extend.
+        self.scratch = <float64_t*> PyMem_Malloc(7 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
         rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
     def __dealloc__(self):
         free(self.nodes)
+        free(self.box_slot)
         free(self.bounds)
         free(self.value)
         free(self.sample_next)
@@ -193,7 +216,8 @@ cdef class MondrianTree:
         """Grow every per-node buffer to ``capacity`` nodes.
 
         The new tail is left unwritten: every node slot is filled by ``_new_node`` and its
-        box and statistics by the code that creates it, before anything reads them. Not
+        statistics by the code that creates it, before anything reads them (boxes live in
+        their own buffer, grown by ``_new_box``). Not
         touching the tail keeps its pages out of the resident set (large blocks are mapped
         lazily, and ``realloc`` moves them with ``mremap``, without copying), which was a third
         of the fitting time in page faults.
@@ -201,7 +225,7 @@ cdef class MondrianTree:
         if capacity <= self.capacity:
             return 0
         _realloc(<void**>&self.nodes, capacity, sizeof(Node))
-        _realloc(<void**>&self.bounds, capacity * 2 * self.n_features, sizeof(float64_t))
+        _realloc(<void**>&self.box_slot, capacity, sizeof(int32_t))
         if self.value_stride > 0:
             _realloc(<void**>&self.value, capacity * self.value_stride, sizeof(float64_t))
         self.capacity = capacity
@@ -246,12 +270,132 @@ cdef class MondrianTree:
         nd.n_node_samples = 0
         nd.first_sample = TREE_LEAF
         nd.paused = 0
+        self.box_slot[node] = -1
+        if self.box_min_samples == 0:
+            self._new_box(node)  # every node has its box, in slot == node id
         return node
+
+    cdef intp_t _new_box(self, intp_t node) except -1 nogil:
+        """Give ``node`` a box slot (contents unwritten) and return it; may move ``bounds``."""
+        cdef intp_t slot = self.box_count, capacity
+        if slot >= 2147483647:
+            with gil:
+                raise MemoryError("more than 2**31 - 1 stored boxes")
+        if slot >= self.box_capacity:
+            capacity = max(8, 2 * self.box_capacity)
+            _realloc(<void**>&self.bounds, capacity * 2 * self.n_features, sizeof(float64_t))
+            self.box_capacity = capacity
+        self.box_count = slot + 1
+        self.box_slot[node] = <int32_t>slot
+        return slot
+
+    cdef float64_t* _box_target(self, intp_t node, intp_t count,
+                                float64_t* scratch) except NULL nogil:
+        """Where to write the box of ``node``, holding ``count`` points: its stored box, a new
+        slot when it now holds enough points to keep one, else ``scratch`` (2 D floats)."""
+        if self.box_slot[node] < 0:
+            if count < self.box_min_samples:
+                return scratch
+            self._new_box(node)
+        return self.bounds + 2 * self.n_features * self.box_slot[node]
+
+    cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
+                                    float64_t* scratch) noexcept nogil:
+        """The box of ``node``: its stored one, or rebuilt into ``scratch`` (2 D floats) from
+        the points below it (fewer than ``box_min_samples``), rows of ``X``."""
+        cdef intp_t points[BOX_POINTS_MAX]
+        cdef intp_t n
+        if self.box_slot[node] >= 0:
+            return self.bounds + 2 * self.n_features * self.box_slot[node]
+        n = subtree_points(self, node, points, BOX_POINTS_MAX)
+        points_box(X, self.n_features, points, n, scratch)
+        return scratch
+
+    cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
+        if ptr != self.points_ptr or rows != self.points_rows:
+            self.points_owner = owner
+            self.points_ptr = ptr
+            self.points_rows = rows
+        return 0
+
+    cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil:
+        """Every node's box into ``out`` (``node_count`` rows of ``2 D``; ``queue``: scratch
+        of ``node_count``): the stored ones copied, the others from the attached points
+        (leaves from their lists, then unions of the children). For readers of many rows, who
+        then walk every row as on a tree storing every box. Writes nothing to the tree."""
+        cdef intp_t D = self.n_features, n = self.node_count, head = 0, tail = 1, j, k, d
+        cdef intp_t lc, i
+        cdef float64_t* lo
+        cdef float64_t* hi
+        cdef const float64_t* left
+        cdef const float64_t* right
+        if n == 0:
+            return 0
+        queue[0] = 0
+        while head < tail:  # breadth first: parents before children
+            j = queue[head]
+            head += 1
+            if self.nodes[j].left_child != TREE_LEAF:
+                queue[tail] = self.nodes[j].left_child
+                queue[tail + 1] = self.nodes[j].right_child
+                tail += 2
+        for k in range(tail - 1, -1, -1):
+            j = queue[k]
+            lo = out + 2 * D * j
+            hi = lo + D
+            if self.box_slot[j] >= 0:
+                memcpy(lo, self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
+                continue
+            lc = self.nodes[j].left_child
+            if lc == TREE_LEAF:
+                i = self.nodes[j].first_sample
+                if i == TREE_LEAF:
+                    for d in range(D):
+                        lo[d] = INFINITY
+                        hi[d] = -INFINITY
+                    continue
+                memcpy(lo, self.points_ptr + i * D, D * sizeof(float64_t))
+                memcpy(hi, self.points_ptr + i * D, D * sizeof(float64_t))
+                i = self.sample_next[i]
+                while i != TREE_LEAF:
+                    _include(lo, hi, self.points_ptr + i * D, D)
+                    i = self.sample_next[i]
+                continue
+            # A small internal node: the union of its children's boxes (min/max of the same
+            # points, so the same values).
+            left = out + 2 * D * lc
+            right = out + 2 * D * self.nodes[j].right_child
+            for d in range(D):
+                lo[d] = left[d] if left[d] < right[d] else right[d]
+                hi[d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
+        return 0
+
+    def attach_points(self, X):
+        """Give the tree (read) access to the store's inputs ``X``, from which it rebuilds
+        the boxes it does not store. Growth and extension attach the store they are given;
+        a copy made without it (pickling, ``copy.deepcopy``) must be attached before it is
+        read (a :class:`~mondrian.core.ensemble.TreeEnsemble` does it for its trees).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_stored, n_features), C-contiguous float64
+            Kept by reference (not copied); it must not change while attached.
+        """
+        cdef const float64_t[:, ::1] view = X
+        if view.shape[1] != self.n_features:
+            raise ValueError(f"X has {view.shape[1]} features, the tree expects "
+                             f"{self.n_features}")
+        self._attach(view.base, &view[0, 0] if view.shape[0] else NULL, view.shape[0])
+
+    def detach_points(self):
+        """Drop the reference to the store's inputs (reads then raise until re-attached)."""
+        self._attach(None, NULL, 0)
 
     # ------------------------------------------------------------------ undo log
 
     cdef int _log_node(self, intp_t node) except -1 nogil:
-        """Save node ``node`` (struct, box, statistics) before it is written, if an undo log
+        """Save node ``node`` (struct, box slot and stored box, statistics) before it is
+        written, if an undo log
         is open and the node existed when it began (later nodes are dropped by truncation)."""
         cdef intp_t D = self.n_features, S = self.value_stride, n = self.undo_n, cap
         if not self.undo_on or node >= self.undo_node_count:
@@ -261,6 +405,7 @@ cdef class MondrianTree:
             _realloc(<void**>&self.undo_ids, cap, sizeof(intp_t))
             _realloc(<void**>&self.undo_nodes, cap, sizeof(Node))
             _realloc(<void**>&self.undo_bounds, cap * 2 * D, sizeof(float64_t))
+            _realloc(<void**>&self.undo_slots, cap, sizeof(int32_t))
             self.undo_cap = cap
         if (n + 1) * S > self.undo_vcap:
             cap = max(16, 2 * (n + 1)) * S
@@ -268,8 +413,10 @@ cdef class MondrianTree:
             self.undo_vcap = cap
         self.undo_ids[n] = node
         self.undo_nodes[n] = self.nodes[node]
-        memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * node,
-               2 * D * sizeof(float64_t))
+        self.undo_slots[n] = self.box_slot[node]
+        if self.box_slot[node] >= 0:
+            memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * self.box_slot[node],
+                   2 * D * sizeof(float64_t))
         if S > 0:
             memcpy(self.undo_values + S * n, self.value + S * node, S * sizeof(float64_t))
         self.undo_n = n + 1
@@ -294,11 +441,13 @@ cdef class MondrianTree:
         free(self.undo_ids)
         free(self.undo_nodes)
         free(self.undo_bounds)
+        free(self.undo_slots)
         free(self.undo_values)
         free(self.undo_samples)
         self.undo_ids = NULL
         self.undo_nodes = NULL
         self.undo_bounds = NULL
+        self.undo_slots = NULL
         self.undo_values = NULL
         self.undo_samples = NULL
         self.undo_cap = self.undo_vcap = self.undo_scap = 0
@@ -321,6 +470,7 @@ cdef class MondrianTree:
             return False
         self.undo_on = True
         self.undo_node_count = self.node_count
+        self.undo_box_count = self.box_count
         self.undo_samples_seen = self.n_samples_seen
         self.undo_rng = self.rng
         self.undo_n = 0
@@ -337,8 +487,10 @@ cdef class MondrianTree:
         for e in range(self.undo_n - 1, -1, -1):
             j = self.undo_ids[e]
             self.nodes[j] = self.undo_nodes[e]
-            memcpy(self.bounds + 2 * D * j, self.undo_bounds + 2 * D * e,
-                   2 * D * sizeof(float64_t))
+            self.box_slot[j] = self.undo_slots[e]
+            if self.undo_slots[e] >= 0:
+                memcpy(self.bounds + 2 * D * self.undo_slots[e], self.undo_bounds + 2 * D * e,
+                       2 * D * sizeof(float64_t))
             if S > 0:
                 memcpy(self.value + S * j, self.undo_values + S * e, S * sizeof(float64_t))
         for e in range(self.undo_sn - 1, -1, -1):
@@ -348,6 +500,7 @@ cdef class MondrianTree:
                    (self.n_samples_seen - self.undo_samples_seen) * sizeof(intp_t))
         self.n_samples_seen = self.undo_samples_seen
         self.node_count = self.undo_node_count
+        self.box_count = self.undo_box_count  # boxes given since are dropped with their nodes
         self.rng = self.undo_rng
         if self.undo_widened:
             free(self.value)
@@ -497,7 +650,8 @@ cdef class MondrianTree:
         """Sample a Mondrian block on ``idx[start:end]`` into the slot ``node`` (section 1.2).
 
         The slot's parent link is left as the caller set it. ``idx[start:end]`` is partitioned
-        in place. Cuts are born after ``tau_parent`` and before the lifetime.
+        in place. Cuts are born after ``tau_parent`` and before the lifetime. Each node's box
+        is computed from its points, and kept only if it holds ``box_min_samples`` or more.
         """
         cdef intp_t D = self.n_features
         cdef intp_t S = self.value_stride
@@ -507,6 +661,7 @@ cdef class MondrianTree:
         cdef float64_t* hi
         cdef float64_t* val
         cdef float64_t* sides = self.scratch
+        cdef float64_t* box_scratch = self.scratch + 3 * D
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
 
@@ -516,7 +671,7 @@ cdef class MondrianTree:
             top -= 1
             rec = self.grow_stack[top]
             j = rec.node
-            lo = self.bounds + 2 * D * j
+            lo = self._box_target(j, rec.end - rec.start, box_scratch)
             hi = lo + D
             val = self.value + S * j
             first = idx[rec.start]
@@ -556,13 +711,16 @@ cdef class MondrianTree:
         cdef intp_t S = self.value_stride
         cdef intp_t top = 1
         cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
-        cdef intp_t copy, fresh, child, count, cut_dim
+        cdef intp_t copy, fresh, child, count, cut_dim, new_count
+        cdef bint had_box
         cdef float64_t* lo
         cdef float64_t* hi
+        cdef const float64_t* box
         cdef float64_t* val
         cdef float64_t* bmin = self.scratch
         cdef float64_t* bmax = self.scratch + D
         cdef float64_t* extent = self.scratch + 2 * D
+        cdef float64_t* node_scratch = self.scratch + 5 * D
         cdef const float64_t* x
         cdef float64_t total, t, threshold, below, above, linear_dim
         cdef bint lower
@@ -587,17 +745,30 @@ cdef class MondrianTree:
 
             if self.nodes[j].paused:
                 # Never cut above a paused leaf: absorb the points, regrow if un-paused.
-                lo = self.bounds + 2 * D * j
-                hi = lo + D
                 val = self.value + S * j
                 for k in range(rec.start, rec.end):
                     i = idx[k]
-                    _include(lo, hi, X + i * D, D)
                     _add_row(val, rows + i * S, S)
                     self._log_sample(i)
                     self.sample_next[i] = self.nodes[j].first_sample
                     self.nodes[j].first_sample = i
                 self.nodes[j].n_node_samples += count
+                # Its box with the new points: a stored one grows, else it is rebuilt from
+                # the leaf's list (a slot is given if the leaf now holds enough points).
+                had_box = self.box_slot[j] >= 0
+                lo = self._box_target(j, self.nodes[j].n_node_samples, node_scratch)
+                hi = lo + D
+                if had_box:
+                    for k in range(rec.start, rec.end):
+                        _include(lo, hi, X + idx[k] * D, D)
+                else:
+                    i = self.nodes[j].first_sample
+                    memcpy(lo, X + i * D, D * sizeof(float64_t))
+                    memcpy(hi, X + i * D, D * sizeof(float64_t))
+                    i = self.sample_next[i]
+                    while i != TREE_LEAF:
+                        _include(lo, hi, X + i * D, D)
+                        i = self.sample_next[i]
                 linear_dim = 0.0
                 for d in range(D):
                     linear_dim += hi[d] - lo[d]
@@ -623,38 +794,52 @@ cdef class MondrianTree:
             memcpy(bmax, x, D * sizeof(float64_t))
             for k in range(rec.start + 1, rec.end):
                 _include(bmin, bmax, X + idx[k] * D, D)
-            lo = self.bounds + 2 * D * j
-            hi = lo + D
+            box = self._node_box(j, X, node_scratch)
             total = 0.0
             for d in range(D):
-                below = lo[d] - bmin[d] if bmin[d] < lo[d] else 0.0
-                above = bmax[d] - hi[d] if bmax[d] > hi[d] else 0.0
+                below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
+                above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
                 extent[d] = below + above
                 total += extent[d]
             t = rec.tau_parent + rng_exponential(&self.rng, total)
+            new_count = self.nodes[j].n_node_samples + count
 
             if t < self.nodes[j].split_time:
                 # A cut outside the node's box, born before the node's own cut: insert a new
                 # parent. Node j keeps its id and becomes that parent; its old content moves
                 # to a copy, so no ancestor link changes.
                 cut_dim = rng_weighted(&self.rng, extent, D, total)
-                below = lo[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < lo[cut_dim] else 0.0
+                below = box[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < box[cut_dim] else 0.0
                 lower = rng_uniform(&self.rng) * extent[cut_dim] < below
                 if lower:
-                    threshold = rng_uniform_open(&self.rng, bmin[cut_dim], lo[cut_dim])
+                    threshold = rng_uniform_open(&self.rng, bmin[cut_dim], box[cut_dim])
                     mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
                     far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
                 else:
-                    threshold = rng_uniform_open(&self.rng, hi[cut_dim], bmax[cut_dim])
+                    threshold = rng_uniform_open(&self.rng, box[D + cut_dim], bmax[cut_dim])
                     mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
                     near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
-                copy = self._new_node()
+                copy = self._new_node()  # (may move every buffer: box is not read again)
                 fresh = self._new_node()
                 memcpy(&self.nodes[copy], &self.nodes[j], sizeof(Node))
-                memcpy(self.bounds + 2 * D * copy, self.bounds + 2 * D * j,
-                       2 * D * sizeof(float64_t))
                 if S > 0:
                     memcpy(self.value + S * copy, self.value + S * j, S * sizeof(float64_t))
+                if self.box_min_samples == 0:
+                    # Every node has its own slot: the copy gets the old box.
+                    memcpy(self.bounds + 2 * D * self.box_slot[copy],
+                           self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
+                    lo = self.bounds + 2 * D * self.box_slot[j]
+                else:
+                    # The copy takes the old box's slot (none for a small node: its box was
+                    # rebuilt in node_scratch); j gets a slot of its own if it holds enough.
+                    self.box_slot[copy] = self.box_slot[j]
+                    self.box_slot[j] = -1
+                    lo = self._box_target(j, new_count, node_scratch)
+                    if lo != node_scratch:
+                        memcpy(lo, node_scratch if self.box_slot[copy] < 0
+                               else self.bounds + 2 * D * self.box_slot[copy],
+                               2 * D * sizeof(float64_t))
+                hi = lo + D
                 self.nodes[copy].parent = j
                 child = self.nodes[copy].left_child
                 if child != TREE_LEAF:
@@ -662,8 +847,6 @@ cdef class MondrianTree:
                     self._log_node(self.nodes[copy].right_child)
                     self.nodes[child].parent = copy
                     self.nodes[self.nodes[copy].right_child].parent = copy
-                lo = self.bounds + 2 * D * j
-                hi = lo + D
                 val = self.value + S * j
                 for d in range(D):
                     if bmin[d] < lo[d]:
@@ -695,6 +878,13 @@ cdef class MondrianTree:
                 continue
 
             # No new parent: the node absorbs the batch, which then goes down to its children.
+            # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the
+            # node now holds enough points); a small node's rebuilt box is just dropped.
+            had_box = self.box_slot[j] >= 0
+            lo = self._box_target(j, new_count, node_scratch)
+            hi = lo + D
+            if not had_box and lo != node_scratch:
+                memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
             val = self.value + S * j
             for d in range(D):
                 if bmin[d] < lo[d]:
@@ -755,6 +945,7 @@ cdef class MondrianTree:
             Store indices of the training points.
         """
         self.node_count = 0
+        self.box_count = 0
         if self.sample_capacity > 0:
             memset(self.sample_next, 0xFF, self.sample_capacity * sizeof(intp_t))
         self.n_samples_seen = 0
@@ -782,6 +973,7 @@ cdef class MondrianTree:
         cdef const float64_t* rows_ptr = NULL
         if self.value_stride > 0:
             rows_ptr = &rows[0, 0]
+        self._attach(X.base, &X[0, 0], X.shape[0])
         with nogil:
             self._extend(&work[0], n, &X[0, 0], rows_ptr)
         return self
@@ -957,10 +1149,12 @@ cdef class MondrianTree:
             raise ValueError(f"lifetime must be in [0, {self.lifetime}], got {lifetime}")
         # type(self): subclasses (e.g. the density's full-cell trees) prune into their own kind.
         cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
-                                           self.min_samples_split, self.pause_pure, 0)
+                                           self.min_samples_split, self.pause_pure, 0,
+                                           self.box_min_samples)
         out.rng = self.rng
         out.count_columns = self.count_columns
         out._set_columns(self.columns, self.n_columns)
+        out._attach(self.points_owner, self.points_ptr, self.points_rows)
         if self.node_count == 0:
             return out
         cdef intp_t D = self.n_features, S = self.value_stride
@@ -982,7 +1176,13 @@ cdef class MondrianTree:
             new = out._new_node()
             ids[j] = new
             memcpy(&out.nodes[new], &self.nodes[j], sizeof(Node))
-            memcpy(out.bounds + 2 * D * new, self.bounds + 2 * D * j, 2 * D * sizeof(float64_t))
+            # A kept node holds the same points (a new leaf: all those below it), so the
+            # same box; it keeps it where this tree does.
+            if self.box_slot[j] >= 0:
+                if out.box_slot[new] < 0:
+                    out._new_box(new)
+                memcpy(out.bounds + 2 * D * out.box_slot[new],
+                       self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
             if S > 0:
                 memcpy(out.value + S * new, self.value + S * j, S * sizeof(float64_t))
             if self.nodes[j].parent != TREE_LEAF:
@@ -1041,6 +1241,7 @@ cdef class MondrianTree:
         for j in range(self.node_count):
             if self.nodes[j].first_sample != TREE_LEAF:
                 self.nodes[j].first_sample += offset
+        self._attach(None, NULL, 0)  # its points moved: the new store must be attached
 
     def _subtree_samples(self, intp_t node):
         """Stored points below ``node`` (leaf lists of its subtree)."""
@@ -1095,11 +1296,37 @@ cdef class MondrianTree:
 
     @property
     def bounds_array(self):
-        """Copy of the data bounding boxes, shape ``(node_count, 2, n_features)``."""
-        out = np.empty((self.node_count, 2, self.n_features), dtype=np.float64)
+        """The box of every node, shape ``(node_count, 2, n_features)``: the stored boxes,
+        the others rebuilt from the attached points (needs :meth:`attach_points`)."""
+        cdef intp_t n = self.node_count, D = self.n_features, j
+        if self.box_min_samples > 0 and n:
+            check_points(self)
+            out = self._derived(self.points_ptr, self.points_rows, None)[0]
+        else:
+            out = np.empty((n, 2, D), dtype=np.float64)
+        cdef float64_t[:, :, ::1] b = out
+        for j in range(n):
+            if self.box_slot[j] >= 0:
+                memcpy(&b[j, 0, 0], self.bounds + 2 * D * self.box_slot[j],
+                       2 * D * sizeof(float64_t))
+        return out
+
+    @property
+    def box_slots(self):
+        """Copy of the box slot of every node (-1: no stored box), shape ``(node_count,)``."""
+        out = np.empty(self.node_count, dtype=np.int32)
         if self.node_count:
+            memcpy(cnp.PyArray_DATA(out), self.box_slot, self.node_count * sizeof(int32_t))
+        return out
+
+    @property
+    def stored_boxes(self):
+        """Copy of the stored boxes, shape ``(box_count, 2, n_features)`` (row ``s``: the
+        box of the node whose slot is ``s``)."""
+        out = np.empty((self.box_count, 2, self.n_features), dtype=np.float64)
+        if self.box_count:
             memcpy(cnp.PyArray_DATA(out), self.bounds,
-                   self.node_count * 2 * self.n_features * sizeof(float64_t))
+                   self.box_count * 2 * self.n_features * sizeof(float64_t))
         return out
 
     @property
@@ -1156,18 +1383,23 @@ cdef class MondrianTree:
         """
         cdef MondrianTree out = type(self).__new__(
             type(self), self.n_features, self.value_stride, self.lifetime,
-            self.min_samples_split, self.pause_pure, 0)
-        cdef intp_t n = self.node_count, m = self.n_samples_seen
+            self.min_samples_split, self.pause_pure, 0, self.box_min_samples)
+        cdef intp_t n = self.node_count, m = self.n_samples_seen, b = self.box_count
         out.count_columns = self.count_columns
         out._set_columns(self.columns, self.n_columns)
+        out._attach(self.points_owner, self.points_ptr, self.points_rows)
+        if b:
+            _realloc(<void**>&out.bounds, b * 2 * self.n_features, sizeof(float64_t))
+            memcpy(out.bounds, self.bounds, b * 2 * self.n_features * sizeof(float64_t))
+            out.box_capacity = out.box_count = b
         if n == 0:
             out._resize(1)
         else:
             # Exactly n nodes, every byte written by memcpy (no zeroing pass).
             _realloc(<void**>&out.nodes, n, sizeof(Node))
-            _realloc(<void**>&out.bounds, n * 2 * self.n_features, sizeof(float64_t))
+            _realloc(<void**>&out.box_slot, n, sizeof(int32_t))
             memcpy(out.nodes, self.nodes, n * sizeof(Node))
-            memcpy(out.bounds, self.bounds, n * 2 * self.n_features * sizeof(float64_t))
+            memcpy(out.box_slot, self.box_slot, n * sizeof(int32_t))
             if self.value_stride:
                 _realloc(<void**>&out.value, n * self.value_stride, sizeof(float64_t))
                 memcpy(out.value, self.value, n * self.value_stride * sizeof(float64_t))
@@ -1187,10 +1419,11 @@ cdef class MondrianTree:
         Returns
         -------
         dict
-            ``nodes``, ``bounds``, ``value`` (per-node buffers, the ``node_count`` slots in
-            use), ``sample_next`` (leaf lists, one slot per store index seen), ``reserved``
-            (allocated growth room of every buffer; not resident until written) and ``total``
-            (the used bytes; ``reserved`` is not included).
+            ``nodes``, ``box_slots``, ``value`` (per-node buffers, the ``node_count`` slots in
+            use), ``bounds`` (the stored boxes, ``box_count`` of them), ``sample_next``
+            (leaf lists, one slot per store index seen), ``reserved`` (allocated growth room
+            of every buffer; not resident until written) and ``total`` (the used bytes;
+            ``reserved`` is not included).
 
         Examples
         --------
@@ -1199,20 +1432,24 @@ cdef class MondrianTree:
         >>> X = np.random.default_rng(0).random((50, 3))
         >>> tree = MondrianTree(3, 0, np.inf).fit(X, np.zeros((50, 0)), np.arange(50))
         >>> usage = tree.memory_usage()
-        >>> usage["bounds"] == tree.node_count * 2 * 3 * 8
+        >>> usage["bounds"] == tree.box_count * 2 * 3 * 8  # the boxes of nodes with >= 32 points
+        True
+        >>> usage["box_slots"] == tree.node_count * 4
         True
         """
         cdef intp_t n = self.node_count
         cdef intp_t spare = self.capacity - n
         out = {
             "nodes": n * sizeof(Node),
-            "bounds": n * 2 * self.n_features * sizeof(float64_t),
+            "box_slots": n * sizeof(int32_t),
+            "bounds": self.box_count * 2 * self.n_features * sizeof(float64_t),
             "value": n * self.value_stride * sizeof(float64_t),
             "sample_next": self.n_samples_seen * sizeof(intp_t),
         }
         out["total"] = sum(out.values())
         out["reserved"] = (
-            spare * (sizeof(Node) + (2 * self.n_features + self.value_stride) * sizeof(float64_t))
+            spare * (sizeof(Node) + sizeof(int32_t) + self.value_stride * sizeof(float64_t))
+            + (self.box_capacity - self.box_count) * 2 * self.n_features * sizeof(float64_t)
             + (self.sample_capacity - self.n_samples_seen) * sizeof(intp_t)
         )
         return out
@@ -1233,9 +1470,17 @@ cdef class MondrianTree:
             ``-2`` in both for nodes that the root does not reach.
         """
         self._check_store(X, rows, np.zeros(0, dtype=np.intp))
-        if self.n_samples_seen > X.shape[0]:
+        return self._derived(&X[0, 0] if X.shape[0] else NULL, X.shape[0], rows)
+
+    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object):
+        """:meth:`derived_arrays` on the store ``xp`` (``n_stored`` rows); without
+        statistics (a ``(node_count, 0)`` value array) when ``rows_object`` is None."""
+        if self.n_samples_seen > n_stored:
             raise ValueError("the store holds fewer points than the tree refers to")
-        cdef intp_t n = self.node_count, D = self.n_features, S = self.value_stride
+        cdef intp_t n = self.node_count, D = self.n_features
+        cdef intp_t S = 0 if rows_object is None else self.value_stride
+        cdef const float64_t[:, ::1] rows = (np.zeros((0, 0)) if rows_object is None
+                                             else rows_object)
         bounds = np.empty((n, 2, D), dtype=np.float64)
         value = np.zeros((n, S), dtype=np.float64)
         counts = np.full(n, TREE_UNDEFINED, dtype=np.intp)
@@ -1246,7 +1491,6 @@ cdef class MondrianTree:
         cdef intp_t[::1] cnt = counts
         cdef intp_t[::1] par = parent
         cdef intp_t[::1] queue = order
-        cdef const float64_t* xp = &X[0, 0] if X.shape[0] else NULL
         cdef const float64_t* rp = &rows[0, 0] if S and rows.shape[0] else NULL
         cdef intp_t head = 0, tail = 0, j, i, lc, r, d, k
         cdef float64_t* lo
@@ -1311,9 +1555,10 @@ cdef class MondrianTree:
         thresholds and split times), the heads of the leaf lists, the paused flags, the
         leaf lists and the random stream, with 32-bit indices when they fit. Left out:
         ``parent`` and ``n_node_samples``, and the boxes and statistics whenever
-        :meth:`derived_arrays` reproduces them exactly (checked here, bit for bit; the
-        full-cell boxes of the density trees are kept, and so are statistics whose
-        floating-point sums depend on the order of the updates).
+        :meth:`derived_arrays` reproduces them exactly (checked here, bit for bit, for the
+        stored boxes; the full-cell boxes of the density trees are kept, and so are
+        statistics whose floating-point sums depend on the order of the updates). On load
+        only the boxes of nodes holding ``box_min_samples`` points or more are stored again.
         """
         nodes = self.nodes_array
         bounds, value, counts, parent = self.derived_arrays(X, rows)
@@ -1338,10 +1583,11 @@ cdef class MondrianTree:
                    self.n_samples_seen * sizeof(intp_t))
         leaf_time = nodes["split_time"][leaf]
         state = {
-            "version": 1,
+            "version": COMPACT_STATE_VERSION,
             "class": type(self),
             "params": (self.n_features, self.value_stride, self.lifetime,
                        self.min_samples_split, self.pause_pure),
+            "box_min_samples": self.box_min_samples,
             "node_count": self.node_count,
             "internal": np.packbits(internal),
             "children": np.stack([left[internal], right[internal]], axis=1).astype(index),
@@ -1355,31 +1601,36 @@ cdef class MondrianTree:
             "rng": self.get_rng_state(),
             "count_columns": self.count_columns,
         }
-        stored = self.bounds_array
-        state["bounds"] = None if _same_bits(stored, bounds) else stored
+        slots = self.box_slots
+        kept = slots >= 0
+        stored = self.stored_boxes[slots[kept]]
+        if _same_bits(stored, bounds[kept]):
+            state["bounds"] = None
+        else:
+            bounds[kept] = stored  # every node's box, the stored ones as they are
+            state["bounds"] = bounds
         del stored, bounds
         stored = self._stored_value_array()
         state["value"] = None if _same_bits(stored, value) else stored
         if not self._trivial_columns():
-            state["version"] = TREE_STATE_VERSION
+            state["version"] = 2  # builds without read columns refuse it clearly
             state["columns"] = self.column_order.astype(np.int32)
-        else:
-            state["version"] = 1  # what builds without read columns load too
         return state
 
     @staticmethod
     def from_compact_state(state, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The tree saved by :meth:`compact_state`, with the store it was saved with."""
-        if not isinstance(state, dict) or state.get("version") not in _READ_VERSIONS:
+        if not isinstance(state, dict) or state.get("version") not in _COMPACT_READ_VERSIONS:
             raise ValueError(
                 "cannot load a compact MondrianTree state of version "
                 f"{state.get('version') if isinstance(state, dict) else None}; this build "
-                f"reads versions {_READ_VERSIONS}"
+                f"reads versions {_COMPACT_READ_VERSIONS}"
             )
         cls = state["class"]
         if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
             raise ValueError("a compact tree state must name a MondrianTree class")
-        cdef MondrianTree tree = cls(*state["params"], 0)
+        # (states saved before lean boxes have no box_min_samples: the default applies)
+        cdef MondrianTree tree = cls(*state["params"], 0, state.get("box_min_samples"))
         tree.count_columns = int(state.get("count_columns", 0))
         cdef intp_t n = int(state["node_count"])
         internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
@@ -1436,8 +1687,15 @@ cdef class MondrianTree:
             value = np.ascontiguousarray(state["value"], dtype=np.float64)
         if bounds.shape != (n, 2, D) or value.shape != (n, S):
             raise ValueError("inconsistent compact MondrianTree state")
+        cdef const float64_t[:, :, ::1] b = bounds
+        for j in range(n):
+            tree.box_slot[j] = -1
+            if cnt[j] >= tree.box_min_samples:
+                tree._new_box(j)
+                memcpy(tree.bounds + 2 * D * tree.box_slot[j], &b[j, 0, 0],
+                       2 * D * sizeof(float64_t))
+        tree._attach(X.base, &X[0, 0] if X.shape[0] else NULL, X.shape[0])
         if n:
-            memcpy(tree.bounds, cnp.PyArray_DATA(bounds), n * 2 * D * sizeof(float64_t))
             if S:
                 memcpy(tree.value, cnp.PyArray_DATA(value), n * S * sizeof(float64_t))
         rng = np.asarray(state["rng"], dtype=np.uint64)
@@ -1453,7 +1711,7 @@ cdef class MondrianTree:
         return (
             type(self),
             (self.n_features, self.value_stride, self.lifetime, self.min_samples_split,
-             self.pause_pure, 0),
+             self.pause_pure, 0, self.box_min_samples),
             self.__getstate__(),
         )
 
@@ -1463,42 +1721,65 @@ cdef class MondrianTree:
             memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
                    self.n_samples_seen * sizeof(intp_t))
         state = {
-            "version": 1,
+            "version": TREE_STATE_VERSION,
             "nodes": self.nodes_array,
-            "bounds": self.bounds_array,
+            "box_min_samples": self.box_min_samples,
+            "box_slot": self.box_slots,
+            "boxes": self.stored_boxes,
             "value": self._stored_value_array(),
             "sample_next": sample_next,
             "rng": self.get_rng_state(),
             "count_columns": self.count_columns,
         }
         if not self._trivial_columns():
-            # Version 2: builds that read every stored column in order refuse it clearly.
-            state["version"] = TREE_STATE_VERSION
             state["columns"] = self.column_order.astype(np.int32)
         return state
 
     def __setstate__(self, state):
-        if state.get("version") not in _READ_VERSIONS:
+        """Whole state (no points attached: see :meth:`attach_points`). Version 1 (a box for
+        every node, before lean boxes) loads; its small nodes' boxes are dropped."""
+        version = state.get("version")
+        if version not in (1, TREE_STATE_VERSION):
             raise ValueError(
-                f"cannot load a MondrianTree saved with state version {state.get('version')}; "
-                f"this build reads versions {_READ_VERSIONS}"
+                f"cannot load a MondrianTree saved with state version {version}; "
+                f"this build reads versions 1 and {TREE_STATE_VERSION}"
             )
         nodes = state["nodes"]
         if nodes.dtype != NODE_DTYPE:
             nodes = nodes.astype(NODE_DTYPE)  # e.g. saved on a machine of other byte order
         nodes = np.ascontiguousarray(nodes)
-        bounds = np.ascontiguousarray(state["bounds"], dtype=np.float64)
+        cdef intp_t n = nodes.shape[0], D = self.n_features
+        if version == 1:
+            boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)
+            counts = nodes["n_node_samples"]
+            slot = np.where(counts >= self.box_min_samples,
+                            np.cumsum(counts >= self.box_min_samples) - 1, -1)
+            boxes = np.ascontiguousarray(boxes[slot >= 0])
+        else:
+            self.box_min_samples = int(state["box_min_samples"])
+            boxes = np.ascontiguousarray(state["boxes"], dtype=np.float64)
+            slot = state["box_slot"]
+        cdef const int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
         value = np.ascontiguousarray(state["value"], dtype=np.float64)
         sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
         rng = np.asarray(state["rng"], dtype=np.uint64)
-        cdef intp_t n = nodes.shape[0]
-        if bounds.shape != (n, 2, self.n_features) or value.shape != (n, self.value_stride):
+        cdef intp_t m = boxes.shape[0]
+        if (slots.shape[0] != n or boxes.shape[1:] != (2, D)
+                or value.shape != (n, self.value_stride)
+                or (n and not -1 <= np.min(slots) <= np.max(slots) < m)):
             raise ValueError("inconsistent MondrianTree state")
         self.node_count = 0
+        self.box_count = 0
         self._resize(max(n, 1))
+        if m > self.box_capacity:
+            _realloc(<void**>&self.bounds, m * 2 * D, sizeof(float64_t))
+            self.box_capacity = m
+        self.box_count = m
+        if m:
+            memcpy(self.bounds, cnp.PyArray_DATA(boxes), m * 2 * D * sizeof(float64_t))
         if n:
             memcpy(self.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
-            memcpy(self.bounds, cnp.PyArray_DATA(bounds), n * 2 * self.n_features * 8)
+            memcpy(self.box_slot, &slots[0], n * sizeof(int32_t))
             if self.value_stride:
                 memcpy(self.value, cnp.PyArray_DATA(value), n * self.value_stride * 8)
         self.node_count = n
@@ -1535,7 +1816,9 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             raise ValueError("the trees do not match the store")
     if rows.shape[1] > 0:
         rows_ptr = &rows[0, 0]
+    owner = X.base
     for tree in trees:
+        tree._attach(owner, &X[0, 0], X.shape[0])
         for k in range(n):
             work[k] = indices[k]
         with nogil:

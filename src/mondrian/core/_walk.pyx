@@ -41,12 +41,13 @@ def walk_path(MondrianTree tree, const float64_t[::1] x, lifetime=None):
     steps = []
     walk_start(&step, tree, &x[0], lam)
     while True:
-        steps.append(step)  # a dict copy of the struct
+        steps.append((step.node, step.sibling, step.is_leaf, step.tau_parent, step.tau,
+                      step.delta, step.eta, step.p, step.reach, step.survival, step.exposure))
         if step.is_leaf:
             break
         walk_next(&step, tree, &x[0], lam)
     names = ("node", "sibling", "is_leaf", "tau_parent", "tau", "delta", "eta", "p", "reach",
              "survival", "exposure")
     dtypes = {"node": np.intp, "sibling": np.intp, "is_leaf": bool}
-    return {name: np.array([s[name] for s in steps], dtype=dtypes.get(name, np.float64))
-            for name in names}
+    return {name: np.array([s[k] for s in steps], dtype=dtypes.get(name, np.float64))
+            for k, name in enumerate(names)}

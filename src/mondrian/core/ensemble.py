@@ -253,6 +253,15 @@ class TreeEnsemble:
         # A tuple: no NumPy dtype object whose sharing inside a pickle would depend on history.
         self.column_order = None if trivial else tuple(order.tolist())
 
+    def attach_points(self):
+        """Give every tree (read) access to the stored inputs, from which it rebuilds the
+        boxes it does not store (lean boxes, ``MondrianTree.box_min_samples``). Extensions
+        attach the store they grow on; this covers the trees made otherwise (copies, pickle
+        loads, merges, pruning, restores). A no-op for a tree attached to the same array."""
+        X = self.store.X
+        for tree in self.trees:
+            tree.attach_points(X)
+
     def _check_writable(self):
         if self.read_only:
             raise ValueError("this tree ensemble is a read-only view; copy it to change it")
@@ -396,6 +405,7 @@ class TreeEnsemble:
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved
+            self.attach_points()  # the trees may hold a grown store's array
             raise
         commit_undo_trees(opened)
 
@@ -414,6 +424,7 @@ class TreeEnsemble:
         store._X, store._rows, store.n_samples, X = snapshot["store"]
         if X is not None:
             store._X[: store.n_samples] = X
+        self.attach_points()
         self.feature_map.__dict__.clear()
         self.feature_map.__dict__.update(snapshot["feature_map"])
 
@@ -465,6 +476,7 @@ class TreeEnsemble:
         out.read_only = False
         if lifetime is not None:
             out.lifetime = float(lifetime)
+        out.attach_points()
         return out
 
     def with_points(self, U, n_jobs=None):
@@ -580,6 +592,7 @@ class TreeEnsemble:
         out = type(self).__new__(type(self))
         memo[id(self)] = out
         out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        out.attach_points()  # the copied trees come without their points
         return out
 
     def __getstate__(self):
@@ -607,6 +620,7 @@ class TreeEnsemble:
             else MondrianTree.from_compact_state(tree, X, rows)
             for tree in self.trees
         ]
+        self.attach_points()
 
     def memory_usage(self):
         """Bytes held by the ensemble, by buffer (summed over the trees), plus the store.
@@ -614,12 +628,14 @@ class TreeEnsemble:
         Returns
         -------
         dict
-            ``nodes``, ``bounds``, ``value``, ``sample_next`` (see
-            :meth:`MondrianTree.memory_usage`), ``store_X`` and ``store_rows`` (the stored
+            ``nodes``, ``box_slots``, ``bounds`` (the stored boxes), ``value``,
+            ``sample_next`` (see :meth:`MondrianTree.memory_usage`), ``store_X`` and
+            ``store_rows`` (the stored
             points, once per forest), ``total`` (their sum) and ``reserved`` (allocated
             growth room, not resident until written).
         """
-        out = dict.fromkeys(("nodes", "bounds", "value", "sample_next", "reserved"), 0)
+        out = dict.fromkeys(("nodes", "box_slots", "bounds", "value", "sample_next", "reserved"),
+                            0)
         for tree in self.trees:
             usage = tree.memory_usage()
             for key in out:

@@ -61,6 +61,7 @@ cdef class FullCellTree(MondrianTree):
         # At an infinite lifetime the cells around the points would be cut forever.
         if not lifetime < INFINITY:
             raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
+        self.box_min_samples = 0  # full cells cannot be rebuilt from points: keep every box
 
     def start_cell(self, upper):
         """Give the empty tree the root cell ``[0, upper_1] x ... x [0, upper_D]``.

@@ -21,6 +21,7 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 cimport cython
 from libc.math cimport INFINITY, exp, log, log1p, M_PI
+from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -30,7 +31,7 @@ from mondrian.core._walk cimport (
     node_time,
     read_lifetime,
     walk_next,
-    walk_start,
+    walk_start_boxes,
 )
 
 import numpy as np
@@ -139,9 +140,11 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
 
 cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        const float64_t* msg_mean, const float64_t* msg_var,
-                       intp_t n_quadrature, float64_t* moments, bint squared_mean) noexcept nogil:
+                       intp_t n_quadrature, const float64_t* boxes, float64_t* moments,
+                       bint squared_mean) noexcept nogil:
     """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]`` (and the
-    square of its mean to ``moments[2]`` when ``squared_mean``)."""
+    square of its mean to ``moments[2]`` when ``squared_mean``); every node's box is read from
+    ``boxes`` unless NULL (see ``walk_start_boxes``)."""
     cdef intp_t j, q
     cdef float64_t weight, u, t, a, b, cav_mean = h.mean0, cav_var = 0.0, m, v
     cdef float64_t q_var = 0.0  # only read by the hierarchical model, which sets it
@@ -150,7 +153,7 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
     # Independent leaves: reading (posterior of the mean) of the deepest labelled node so far.
     cdef float64_t read_mean = h.mean0, read_var = h.prior_var
     cdef WalkStep step
-    walk_start(&step, tree, x, h.lifetime)
+    walk_start_boxes(&step, tree, x, h.lifetime, boxes)
     while True:
         j = step.node
         if not h.hierarchical and tree.value[3 * j] > 0.0:
@@ -346,6 +349,8 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
     cdef bint squared_mean
+    cdef float64_t* boxes = NULL
+    cdef intp_t* queue = NULL
     if len(trees) != len(messages):
         raise ValueError("one pair of messages per tree is needed")
     if n_quadrature < 1:
@@ -360,9 +365,24 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             raise ValueError("stale messages: the tree changed since they were computed")
         h = params.at(read_lifetime(tree, lifetime))
         with nogil:
+            # Lean boxes and many rows: every box once per call, in this call's scratch.
+            if tree.box_min_samples > 0 and n * 16 >= tree.node_count:
+                boxes = <float64_t*> malloc(2 * tree.node_count * tree.n_features
+                                            * sizeof(float64_t))
+                queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
+                if boxes == NULL or queue == NULL:
+                    free(boxes)
+                    free(queue)
+                    with gil:
+                        raise MemoryError()
+                tree._all_boxes(boxes, queue)
+                free(queue)
+                queue = NULL
             for i in range(n):
-                _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, &out[i, 0],
-                             squared_mean)
+                _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, boxes,
+                             &out[i, 0], squared_mean)
+            free(boxes)
+            boxes = NULL
 
 
 def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=None):

@@ -17,7 +17,13 @@ from libc.stdlib cimport free, malloc
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
-    WalkStep, child_toward, is_leaf_at, read_lifetime, walk_next, walk_start,
+    WalkStep,
+    child_toward,
+    is_leaf_at,
+    read_lifetime,
+    walk_next,
+    walk_start,
+    walk_start_boxes,
 )
 
 cdef extern from *:
@@ -198,12 +204,14 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
 cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
                               bint strict, float64_t lifetime, const float64_t* counts,
                               const float64_t* n_cust, const float64_t* n_tab,
-                              const float64_t* g, float64_t* out) noexcept nogil:
-    """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
-    computes what depends on ``x`` (the branch-off terms)."""
+                              const float64_t* g, const float64_t* boxes,
+                              float64_t* out) noexcept nogil:
+    """:func:`_predict_row` reading the quantities of :func:`_node_tables` (and every
+    node's box from ``boxes`` unless NULL): the walk only computes what depends on ``x``
+    (the branch-off terms)."""
     cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n
     cdef WalkStep step
-    walk_start(&step, tree, x, lifetime)
+    walk_start_boxes(&step, tree, x, lifetime, boxes)
     while True:
         j = step.node
         if step.p > 0.0:
@@ -242,6 +250,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef intp_t n = X.shape[0], K = out.shape[1], i, m
     cdef float64_t gamma, lam
     cdef float64_t* buf = NULL
+    cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
     cdef bint tabled
     for tree in trees:
@@ -259,21 +268,30 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             if tabled:
                 buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                 queue = <intp_t*> malloc(m * sizeof(intp_t))
+                if tree.box_min_samples > 0:  # lean boxes: every box, once per call
+                    boxes = <float64_t*> malloc(2 * m * tree.n_features * sizeof(float64_t))
             else:
                 buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
-            if buf == NULL or (tabled and queue == NULL):
+            if buf == NULL or (tabled and (queue == NULL or (
+                    tree.box_min_samples > 0 and boxes == NULL))):
                 free(buf)
                 free(queue)
+                free(boxes)
                 with gil:
                     raise MemoryError()
             if tabled:
                 _node_tables(tree, gamma, lam, buf, buf + m * K, buf + m * K + m,
                              buf + m * K + 2 * m, queue)
+                if boxes != NULL:
+                    tree._all_boxes(boxes, queue)
                 for i in range(n):
                     _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf, buf + m * K,
-                                        buf + m * K + m, buf + m * K + 2 * m, &out[i, 0])
+                                        buf + m * K + m, buf + m * K + 2 * m, boxes,
+                                        &out[i, 0])
                 free(queue)
+                free(boxes)
                 queue = NULL
+                boxes = NULL
             else:
                 for i in range(n):
                     _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K,
