@@ -1,5 +1,9 @@
 """Structural checks shared by the property and unit tests of the tree core."""
 
+import _thread
+import signal
+import threading
+
 import numpy as np
 from numpy.testing import assert_array_equal
 
@@ -200,3 +204,26 @@ def check_proba(proba, n_rows, n_classes):
     assert np.all(np.isfinite(proba))
     assert np.all(proba >= 0.0) and np.all(proba <= 1.0 + 1e-12)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def run_interrupted(call, delay):
+    """Run ``call`` while a timer thread interrupts the main thread after ``delay`` seconds;
+    return whether the interrupt came before the call returned."""
+    timer = threading.Timer(delay, _thread.interrupt_main)
+    hit = False
+    # Other tests (dask's LocalCluster) may leave a SIGINT handler of their own behind, which
+    # interrupt_main would call instead of raising KeyboardInterrupt: use Python's default here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer.start()
+        try:
+            call()
+        finally:
+            timer.join()
+            for _ in range(100):  # a pending interrupt fires at the next bytecode
+                pass
+    except KeyboardInterrupt:
+        hit = True
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return hit

@@ -5,10 +5,7 @@ a ``KeyboardInterrupt`` after some trees were extended, and a timer thread deliv
 ``KeyboardInterrupt`` (``_thread.interrupt_main``) at random moments of the call.
 """
 
-import _thread
 import pickle
-import signal
-import threading
 
 import numpy as np
 import pytest
@@ -16,6 +13,8 @@ import pytest
 from mondrian import MondrianForestClassifier, MondrianForestDensity, MondrianForestRegressor
 from mondrian.core.ensemble import fail_after_trees
 from mondrian.kernel import MondrianKernelFeatures, MondrianKernelRidge
+
+from _checks import run_interrupted
 
 rng = np.random.RandomState(0)
 X = rng.rand(300, 3)
@@ -135,29 +134,6 @@ def _predict(model):
     return out
 
 
-def _interrupted(call, delay):
-    """Run ``call`` while a timer thread interrupts the main thread after ``delay`` seconds;
-    return whether the interrupt came before the call returned."""
-    timer = threading.Timer(delay, _thread.interrupt_main)
-    hit = False
-    # Other tests (dask's LocalCluster) may leave a SIGINT handler of their own behind, which
-    # interrupt_main would call instead of raising KeyboardInterrupt: use Python's default here.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        timer.start()
-        try:
-            call()
-        finally:
-            timer.join()
-            for _ in range(100):  # a pending interrupt fires at the next bytecode
-                pass
-    except KeyboardInterrupt:
-        hit = True
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return hit
-
-
 @pytest.mark.parametrize("case", ["classifier-batch", "classifier-learn_one", "regressor",
                                   "density", "kernel-ridge", "classifier-threads"])
 def test_keyboard_interrupt_from_a_timer_gives_before_or_after(case):
@@ -173,7 +149,7 @@ def test_keyboard_interrupt_from_a_timer_gives_before_or_after(case):
     interrupted = 0
     for delay in delays:
         trial = pickle.loads(before)
-        interrupted += _interrupted(lambda trial=trial: update(trial, a, b), delay)
+        interrupted += run_interrupted(lambda trial=trial: update(trial, a, b), delay)
         assert _canonical(trial) in (unchanged, after)
     assert interrupted > 0
 

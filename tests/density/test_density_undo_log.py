@@ -1,10 +1,7 @@
 """Small online updates of the density roll back through the full-cell trees' undo log
 (issue 11): a failure inside the core leaves the model bit-identical, without a tree copy."""
 
-import _thread
 import pickle
-import signal
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +10,8 @@ from mondrian import MondrianForestDensity
 from mondrian.core import ensemble as ensemble_module
 from mondrian.core.ensemble import fail_after_trees
 from mondrian.density._full_cell import FullCellTree
+
+from _checks import run_interrupted
 
 pytestmark = pytest.mark.exact
 
@@ -91,25 +90,6 @@ def _canonical(model):
     return {name: pickle.dumps(value) for name, value in state.items()}
 
 
-def _interrupted(call, delay):
-    timer = threading.Timer(delay, _thread.interrupt_main)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    hit = False
-    try:
-        timer.start()
-        try:
-            call()
-        finally:
-            timer.join()
-            for _ in range(100):  # a pending interrupt fires at the next bytecode
-                pass
-    except KeyboardInterrupt:
-        hit = True
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return hit
-
-
 def test_keyboard_interrupt_mid_call_gives_before_or_after():
     base = MondrianForestDensity(N_TREES, lifetime=6.0, random_state=0).fit(X[:300])
     before = pickle.dumps(base)
@@ -119,6 +99,6 @@ def test_keyboard_interrupt_mid_call_gives_before_or_after():
     interrupted = 0
     for delay in np.random.RandomState(2).uniform(0, 0.002, size=25):
         trial = pickle.loads(before)
-        interrupted += _interrupted(lambda trial=trial: _small_update(trial), delay)
+        interrupted += run_interrupted(lambda trial=trial: _small_update(trial), delay)
         assert _canonical(trial) in outcomes
     assert interrupted > 0
