@@ -110,14 +110,7 @@ def test_adding_200_classes_widens_logarithmically(monkeypatch):
     """Full rewrites of the point store's rows (one per widening of the value columns) while
     200 classes arrive one at a time: at most about log2(200) + 2 with doubling (8: widths
     2, 4, ..., 256), where rewriting per class took 199."""
-    rewrites = []
-    original = DataStore.set_row_columns
-
-    def counting(self, width, column_map):
-        rewrites.append(width)
-        return original(self, width, column_map)
-
-    monkeypatch.setattr(DataStore, "set_row_columns", counting)
+    rewrites = _count_rewrites(monkeypatch)
     rng = np.random.default_rng(8)
     model = MondrianForestClassifier(n_estimators=2, lifetime=1.0, random_state=0)
     for label in rng.permutation(200):
