@@ -85,3 +85,16 @@ def test_old_state_with_ids_past_32_bits_is_rejected():
     partial = old[[name for name in _OLD_NODE_DTYPE.names if name != "paused"]]
     with pytest.raises(ValueError, match="paused"):
         cls(*args).__setstate__(dict(state, nodes=partial))
+
+
+def test_compact_state_with_child_ids_past_32_bits_is_rejected():
+    X, y = _data(3)
+    model = MondrianForestClassifier(n_estimators=1, random_state=3).fit(X, y)
+    tree, store = model._trees[0], model._store
+    state = tree.compact_state(store.X, store.rows)
+    assert type(tree).from_compact_state(state, store.X, store.rows).nodes_array.tobytes() \
+        == tree.nodes_array.tobytes()
+    children = np.array(state["children"], dtype=np.intp)
+    children[0, 1] = 2**32 + 1  # would wrap to the valid id 1 in an int32 field
+    with pytest.raises(ValueError, match="inconsistent"):
+        type(tree).from_compact_state(dict(state, children=children), store.X, store.rows)

@@ -1678,7 +1678,9 @@ cdef class MondrianTree:
         n_leaves = int(leaf.sum())
         nodes = np.zeros(n, dtype=NODE_DTYPE)
         children = np.asarray(state["children"]).reshape(-1, 2)
-        if children.shape[0] != n - n_leaves:
+        # (checked before the int32 fields take them: a wrapped id would pass the test below)
+        if children.shape[0] != n - n_leaves or (
+                children.size and not 0 <= children.min() <= children.max() < n):
             raise ValueError("inconsistent compact MondrianTree state")
         nodes["left_child"][leaf] = TREE_LEAF
         nodes["right_child"][leaf] = TREE_LEAF
