@@ -11,15 +11,20 @@ cdef enum:
     TREE_UNDEFINED = -2
 
 cdef struct Node:
-    intp_t parent           # id of the parent node, TREE_LEAF (-1) for the root
-    intp_t left_child       # id of the left child (points with x[feature] <= threshold), or -1
-    intp_t right_child      # id of the right child, or -1
-    intp_t feature          # split dimension, TREE_UNDEFINED (-2) for leaves
+    # Packed to 56 bytes without padding: the 8-byte fields first, then the 32-bit ones. Node
+    # ids and features fit 32 bits (_new_node refuses the 2**31 - 1st node); store indices
+    # and counts stay intp_t (a long stream passes 2**31 points). Multiply an int32 field
+    # in intp_t (cast it) when it indexes a buffer: `value + <intp_t>nd.left_child * S`.
     float64_t threshold     # split location, TREE_UNDEFINED for leaves
     float64_t split_time    # tau: birth time of the cut; the lifetime for leaves (may be +inf)
     intp_t n_node_samples   # number of training points below the node
     intp_t first_sample     # leaves: head of the list of stored points in the leaf, else -1
-    intp_t paused           # 1 for a paused leaf (regrows once its pause rule stops holding)
+    int32_t parent          # id of the parent node, TREE_LEAF (-1) for the root
+    int32_t left_child      # id of the left child (points with x[feature] <= threshold), or -1
+    int32_t right_child     # id of the right child, or -1
+    int32_t feature         # split dimension, TREE_UNDEFINED (-2) for leaves
+    int32_t paused          # 1 for a paused leaf (regrows once its pause rule stops holding)
+    int32_t reserved        # always 0 (keeps the struct free of uninitialised padding)
 
 
 cdef struct StackRecord:

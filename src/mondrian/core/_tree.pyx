@@ -47,6 +47,8 @@ BOX_MIN_SAMPLES = 32
 cdef Node _dummy_node
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
 assert NODE_DTYPE.itemsize == sizeof(Node)
+# Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
+cdef intp_t MAX_NODES = 2147483647
 
 
 cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
@@ -61,6 +63,30 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
             raise MemoryError(f"could not allocate {count * itemsize} bytes")
     ptr[0] = new_ptr
     return 0
+
+
+def _as_node_dtype(nodes):
+    """``nodes`` as a contiguous array of ``NODE_DTYPE``, converted field by field (by name:
+    ``astype`` between structured dtypes goes by position). Reads the 72-byte layout saved
+    before the packed struct (intp ids, other field order) and other byte orders; fields it
+    lacks (``reserved``) are zero."""
+    nodes = np.asarray(nodes)
+    if nodes.dtype == NODE_DTYPE:
+        return np.ascontiguousarray(nodes)
+    names = nodes.dtype.names or ()
+    missing = [name for name in NODE_DTYPE.names if name not in names and name != "reserved"]
+    if nodes.ndim != 1 or missing:
+        raise ValueError(f"inconsistent MondrianTree state: node fields {missing} missing")
+    out = np.zeros(nodes.shape[0], dtype=NODE_DTYPE)
+    for name in NODE_DTYPE.names:
+        if name in names:
+            if (name in ("parent", "left_child", "right_child", "feature", "paused")
+                    and nodes.shape[0]
+                    and not -2 <= nodes[name].min() <= nodes[name].max() < MAX_NODES):
+                raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
+                                 "out of the 32-bit range")
+            out[name] = nodes[name]
+    return out
 
 
 def _same_bits(a, b):
@@ -224,6 +250,12 @@ cdef class MondrianTree:
         """
         if capacity <= self.capacity:
             return 0
+        if capacity > MAX_NODES:
+            with gil:
+                raise MemoryError(
+                    f"a MondrianTree holds at most {MAX_NODES} nodes (32-bit node ids); "
+                    f"{capacity} requested"
+                )
         _realloc(<void**>&self.nodes, capacity, sizeof(Node))
         _realloc(<void**>&self.box_slot, capacity, sizeof(int32_t))
         if self.value_stride > 0:
@@ -257,7 +289,13 @@ cdef class MondrianTree:
         cdef intp_t node
         cdef Node* nd
         if self.node_count >= self.capacity:
-            self._resize(max(8, 2 * self.capacity))
+            if self.node_count >= MAX_NODES:
+                with gil:
+                    raise MemoryError(
+                        f"a MondrianTree holds at most {MAX_NODES} nodes (32-bit node ids): "
+                        "use a finite lifetime or fewer points per tree"
+                    )
+            self._resize(min(max(8, 2 * self.capacity), MAX_NODES))
         node = self.node_count
         self.node_count += 1
         nd = &self.nodes[node]
@@ -270,6 +308,7 @@ cdef class MondrianTree:
         nd.n_node_samples = 0
         nd.first_sample = TREE_LEAF
         nd.paused = 0
+        nd.reserved = 0
         self.box_slot[node] = -1
         if self.box_min_samples == 0:
             self._new_box(node)  # every node has its box, in slot == node id
@@ -1637,9 +1676,11 @@ cdef class MondrianTree:
                                  count=n).astype(bool)
         leaf = ~internal
         n_leaves = int(leaf.sum())
-        nodes = np.empty(n, dtype=NODE_DTYPE)
+        nodes = np.zeros(n, dtype=NODE_DTYPE)
         children = np.asarray(state["children"]).reshape(-1, 2)
-        if children.shape[0] != n - n_leaves:
+        # (checked before the int32 fields take them: a wrapped id would pass the test below)
+        if children.shape[0] != n - n_leaves or (
+                children.size and not 0 <= children.min() <= children.max() < n):
             raise ValueError("inconsistent compact MondrianTree state")
         nodes["left_child"][leaf] = TREE_LEAF
         nodes["right_child"][leaf] = TREE_LEAF
@@ -1744,10 +1785,7 @@ cdef class MondrianTree:
                 f"cannot load a MondrianTree saved with state version {version}; "
                 f"this build reads versions 1 and {TREE_STATE_VERSION}"
             )
-        nodes = state["nodes"]
-        if nodes.dtype != NODE_DTYPE:
-            nodes = nodes.astype(NODE_DTYPE)  # e.g. saved on a machine of other byte order
-        nodes = np.ascontiguousarray(nodes)
+        nodes = _as_node_dtype(state["nodes"])
         cdef intp_t n = nodes.shape[0], D = self.n_features
         if version == 1:
             boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)

@@ -19,6 +19,12 @@ def _node_field(name):
     """Read-only property: a fresh read-only copy of one field of the packed node array."""
     return property(lambda self: self._field(name))
 
+
+def _index_field(name):
+    """Read-only property: a 32-bit index field of the packed node array as ``intp``, the
+    dtype of scikit-learn's ``Tree`` (and of this class before the struct was packed)."""
+    return property(lambda self: _read_only(self._tree.nodes_array[name].astype(np.intp)))
+
 class MondrianTreeStructure:
     """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
 
@@ -75,10 +81,10 @@ class MondrianTreeStructure:
     def _field(self, name):
         return _read_only(self._tree.nodes_array[name])
 
-    children_left = _node_field("left_child")
-    children_right = _node_field("right_child")
-    parent = _node_field("parent")
-    feature = _node_field("feature")
+    children_left = _index_field("left_child")
+    children_right = _index_field("right_child")
+    parent = _index_field("parent")
+    feature = _index_field("feature")
 
     @property
     def threshold(self):

@@ -68,8 +68,8 @@ cdef inline void _node_counts(MondrianTree tree, intp_t j, bint leaf, float64_t*
             n_cust[0] += val_left[c]
             n_tab[0] += _table(val_left[c])
     else:
-        val_left = tree.value + tree.nodes[j].left_child * S
-        val_right = tree.value + tree.nodes[j].right_child * S
+        val_left = tree.value + <intp_t>tree.nodes[j].left_child * S
+        val_right = tree.value + <intp_t>tree.nodes[j].right_child * S
         for k in range(K):
             c = cols[k]
             counts[k] = _table(val_left[c]) + _table(val_right[c])
@@ -127,8 +127,8 @@ cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
     cdef const Node* nd = &tree.nodes[node]
     cdef intp_t K = tree.value_stride
     if nd.left_child != TREE_LEAF:
-        _prefetch(tree.value + nd.left_child * K, K * sizeof(float64_t))
-        _prefetch(tree.value + nd.right_child * K, K * sizeof(float64_t))
+        _prefetch(tree.value + <intp_t>nd.left_child * K, K * sizeof(float64_t))
+        _prefetch(tree.value + <intp_t>nd.right_child * K, K * sizeof(float64_t))
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,

@@ -223,8 +223,8 @@ def subtree_order(MondrianTree tree, const intp_t[::1] leaf_of_point):
                     en[j] = pos
                 else:
                     stack[top] = 2 * j + 1
-                    stack[top + 1] = 2 * tree.nodes[j].right_child
-                    stack[top + 2] = 2 * tree.nodes[j].left_child
+                    stack[top + 1] = 2 * <intp_t>tree.nodes[j].right_child
+                    stack[top + 2] = 2 * <intp_t>tree.nodes[j].left_child
                     top += 3
             else:
                 en[j] = pos
