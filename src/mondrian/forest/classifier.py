@@ -21,6 +21,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -728,7 +729,7 @@ class _BaseMondrianClassifier(
 
 
 class MondrianForestClassifier(_BaseMondrianClassifier):
-    """Online random forest of Mondrian trees (Lakshminarayanan, Roy & Teh, 2014).
+    __doc__ = f"""Online random forest of Mondrian trees (Lakshminarayanan, Roy & Teh, 2014).
 
     Each tree is a Mondrian process restricted to the training data. Trees can be grown in one
     batch (:meth:`fit`) or online (:meth:`partial_fit`, :meth:`learn_one`) and both give the
@@ -749,7 +750,7 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         independent Dirichlet leaves) and refits on the whole batch at the best lifetime,
         stored in ``lifetime_`` (with the path in ``lifetime_path_``). Later online updates
         keep that lifetime.
-    smoothing : {"hnsp", "dirichlet"}, default="hnsp"
+    smoothing : {{"hnsp", "dirichlet"}}, default="hnsp"
         Leaf posterior: the hierarchical normalized stable process with interpolated
         Kneser-Ney smoothing, or independent symmetric Dirichlet leaves (the model read by the
         lifetime paths), ``(n_k + concentration / K) / (n + concentration)``.
@@ -763,27 +764,17 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
     min_samples_split : int, default=2
         Leaves holding fewer training points (a total sample weight below it, with weights)
         pause.
-    feature_scaling : {"minmax"} or None, default="minmax"
+    feature_scaling : {{"minmax"}} or None, default="minmax"
         The Mondrian process is not scale invariant. ``"minmax"`` divides each feature by its
         observed range, frozen the first time the range is positive, so that rescaling a
         feature does not change the model and online learning stays exact. ``None`` uses the
         features as given.
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
-        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
-        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
-        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
-        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
-        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
-        ``feature_weights_``.
-    branch_off_counts : {"node", "tables"}, default="node"
+{FOREST_FEATURE_WEIGHTS_DOC}    branch_off_counts : {{"node", "tables"}}, default="node"
         Counts given to the node created when a test point branches off above node ``j``:
         ``"node"`` reuses ``j``'s IKN counts (as the reference implementation), ``"tables"``
         uses the strict IKN counts (``j``'s tables).
     class_weight : dict, "balanced" or None, default=None
-        Weights of the classes, multiplied into the sample weights (``{label: weight}``,
+        Weights of the classes, multiplied into the sample weights (``{{label: weight}}``,
         absent labels weigh 1). ``"balanced"`` weighs class ``k`` by
         ``n_samples / (n_classes * n_k)`` (with weighted counts), in ``fit`` only; a dict also
         applies to ``partial_fit`` and ``learn_one``.
@@ -892,14 +883,14 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
 
 
 class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
-    """A single Mondrian tree classifier; see :class:`MondrianForestClassifier`.
+    __doc__ = f"""A single Mondrian tree classifier; see :class:`MondrianForestClassifier`.
 
     Parameters
     ----------
     lifetime : float or "auto", default=np.inf
         Lifetime λ of the Mondrian process (scaled feature units), or ``"auto"`` (see the
         forest).
-    smoothing : {"hnsp", "dirichlet"}, default="hnsp"
+    smoothing : {{"hnsp", "dirichlet"}}, default="hnsp"
         Leaf posterior, as in the forest.
     discount_factor : float, default=10.0
         HNSP discount rate per feature (``γ = discount_factor * n_features``).
@@ -907,19 +898,9 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         Concentration of the Dirichlet leaves.
     min_samples_split : int, default=2
         Leaves holding fewer training points pause.
-    feature_scaling : {"minmax"} or None, default="minmax"
+    feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map, as in the forest.
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
-        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
-        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
-        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
-        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
-        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
-        ``feature_weights_``.
-    branch_off_counts : {"node", "tables"}, default="node"
+{FOREST_FEATURE_WEIGHTS_DOC}    branch_off_counts : {{"node", "tables"}}, default="node"
         Counts of the node created when a test point branches off.
     validation_fraction : float, default=0.2
         Share of the data held out by ``lifetime="auto"``.

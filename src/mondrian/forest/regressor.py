@@ -22,6 +22,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -890,17 +891,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Leaves with fewer points (a total sample weight below it, with weights) pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
-        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
-        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
-        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
-        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
-        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
-        ``feature_weights_``.
-{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
+{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
         Threads over trees.
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' random streams.
@@ -984,17 +975,8 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         Leaves with fewer points pause.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
-        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
-        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
-        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
-        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
-        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard"). Fitted weights:
-        ``feature_weights_``.
-{_REGRESSOR_DOC_PARAMS}    random_state : int, RandomState instance or None, default=None
+{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}\
+    random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
     Attributes
