@@ -53,6 +53,24 @@ if _AnomalyDetector is None:  # pragma: no cover - old river
 __all__ = ["RiverClassifier", "RiverRegressor", "RiverAnomalyDetector"]
 
 
+def _adapter_doc_tail(model_type):
+    """The parameters and attributes every adapter shares, for its docstring."""
+    return f"""\
+    fill_value : float, default=None
+        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
+    unknown_features : {{"raise", "ignore"}}, default="raise"
+        What a feature absent from the first sample learnt from does: raise a ``ValueError``
+        naming it, or be dropped.
+
+    Attributes
+    ----------
+    model_ : {model_type}
+        The trained clone of ``model``.
+    feature_names_ : list or None
+        The features of the first dict learnt from, sorted.
+"""
+
+
 def _default(name):
     # Imported here: mondrian's estimators need not be loaded to import the module's names.
     import mondrian
@@ -187,26 +205,14 @@ class _MondrianAdapter:
 
 
 class RiverClassifier(_MondrianAdapter, _river_base.Classifier):
-    """A mondrian classifier as a :class:`river.base.Classifier`.
+    __doc__ = f"""A mondrian classifier as a :class:`river.base.Classifier`.
 
     Parameters
     ----------
     model : estimator, default=None
         An unfitted mondrian classifier (``MondrianForestClassifier``, ``MondrianTreeClassifier``);
         ``None`` means ``MondrianForestClassifier(n_estimators=10)``. It is cloned, never fitted.
-    fill_value : float, default=None
-        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
-    unknown_features : {"raise", "ignore"}, default="raise"
-        What a feature absent from the first sample learnt from does: raise a ``ValueError``
-        naming it, or be dropped.
-
-    Attributes
-    ----------
-    model_ : estimator
-        The trained clone of ``model``.
-    feature_names_ : list or None
-        The features of the first dict learnt from, sorted.
-
+{_adapter_doc_tail("estimator")}
     Examples
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing
@@ -272,7 +278,7 @@ class RiverClassifier(_MondrianAdapter, _river_base.Classifier):
 
 
 class RiverRegressor(_MondrianAdapter, _river_base.Regressor):
-    """A mondrian regressor as a :class:`river.base.Regressor`.
+    __doc__ = f"""A mondrian regressor as a :class:`river.base.Regressor`.
 
     Parameters
     ----------
@@ -280,19 +286,7 @@ class RiverRegressor(_MondrianAdapter, _river_base.Regressor):
         An unfitted mondrian regressor with ``learn_one`` or ``partial_fit``
         (``MondrianForestRegressor``, ``MondrianTreeRegressor``, ``MondrianKernelRidge``);
         ``None`` means ``MondrianForestRegressor(n_estimators=10)``.
-    fill_value : float, default=None
-        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
-    unknown_features : {"raise", "ignore"}, default="raise"
-        What a feature absent from the first sample learnt from does: raise a ``ValueError``
-        naming it, or be dropped.
-
-    Attributes
-    ----------
-    model_ : estimator
-        The trained clone of ``model``.
-    feature_names_ : list or None
-        The features of the first dict learnt from, sorted.
-
+{_adapter_doc_tail("estimator")}
     Examples
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing
@@ -343,7 +337,7 @@ class RiverRegressor(_MondrianAdapter, _river_base.Regressor):
 
 
 class RiverAnomalyDetector(_MondrianAdapter, _AnomalyDetector):
-    """A Mondrian forest density as a river anomaly detector.
+    __doc__ = f"""A Mondrian forest density as a river anomaly detector.
 
     ``score_one`` is the negative log density of ``x`` under the density learnt so far, so a
     high score is a sample in a region of low density (river's convention).
@@ -353,26 +347,14 @@ class RiverAnomalyDetector(_MondrianAdapter, _AnomalyDetector):
     model : estimator, default=None
         An unfitted ``MondrianForestDensity``; ``None`` means
         ``MondrianForestDensity(n_estimators=10)``.
-    fill_value : float, default=None
-        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
-    unknown_features : {"raise", "ignore"}, default="raise"
-        What a feature absent from the first sample learnt from does: raise a ``ValueError``
-        naming it, or be dropped.
-
-    Attributes
-    ----------
-    model_ : MondrianForestDensity
-        The trained clone of ``model``.
-    feature_names_ : list or None
-        The features of the first dict learnt from, sorted.
-
+{_adapter_doc_tail("MondrianForestDensity")}
     Examples
     --------
     >>> from mondrian.river import RiverAnomalyDetector
     >>> detector = RiverAnomalyDetector()
     >>> for k in range(50):
-    ...     detector.learn_one({"a": (k % 10) / 10, "b": (k % 7) / 7})
-    >>> detector.score_one({"a": 5.0, "b": 5.0}) > detector.score_one({"a": 0.5, "b": 0.5})
+    ...     detector.learn_one({{"a": (k % 10) / 10, "b": (k % 7) / 7}})
+    >>> detector.score_one({{"a": 5.0, "b": 5.0}}) > detector.score_one({{"a": 0.5, "b": 0.5}})
     True
     """
 
