@@ -43,6 +43,7 @@ from sklearn.ensemble import (
 )
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
+from mondrian.core.relevance import choose_weights
 
 RESULTS = Path(__file__).parent / "results"
 REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
@@ -64,6 +65,17 @@ def _tree_moments(forest, X, floor):
     return preds.mean(axis=0), preds.var(axis=0) + floor
 
 
+class PowerFirstRegressor(MondrianForestRegressor):
+    """``feature_weights="auto"`` searched in the order used before session 6 (power under the
+    min-max map, then the quantile map at that power; the best power, no one-standard-error
+    step): the "auto_was" method of ``--methods``, run interleaved with today's order."""
+
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
+        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
+                              self.validation_fraction, quantile=quantile,
+                              sample_weight=sample_weight)
+
+
 def regression_models(methods):
     models = {
         "RF": lambda: RandomForestRegressor(N_TREES, random_state=0),
@@ -72,8 +84,11 @@ def regression_models(methods):
         "MF": lambda: MondrianForestRegressor(N_TREES, random_state=0),
     }
     for method in methods:
-        models[f"MF-{method}"] = (lambda m=method: MondrianForestRegressor(
-            N_TREES, feature_weights=m, random_state=0))
+        cls = MondrianForestRegressor
+        if method == "auto_was":
+            cls, method = PowerFirstRegressor, "auto"
+        models[f"MF-{method}" if cls is MondrianForestRegressor else "MF-auto_was"] = (
+            lambda m=method, c=cls: c(N_TREES, feature_weights=m, random_state=0))
     return models
 
 
@@ -104,6 +119,7 @@ def run_regression(args):
                 if model_name.startswith("MF-"):
                     info = getattr(model, "feature_weights_info_", {})
                     row["power"] = info.get("power")
+                    row["map"] = info.get("map")
                     row["weights"] = np.round(model.feature_weights_, 3).tolist()
                 _append(out, row)
 

@@ -402,7 +402,7 @@ def _refine(weights, current, n_dims, rows_of, steps, w_val=None):
 
 def choose_weights(X, y, classification, score, method, random_state=None,
                    validation_fraction=0.2, powers=POWERS, quantile=True, margin=None,
-                   refine=0, sample_weight=None):
+                   refine=0, sample_weight=None, map_first=False, simplest=False):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -441,6 +441,17 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         relevance, the probes (``score`` then receives ``sample_weight=`` the fit part's
         counts) and the averages of the validation scores. With integer weights the search
         follows the one on the repeated rows, in law.
+    map_first : bool, default=False
+        With ``quantile``: choose the map first, at uniform weights (the quantile map is kept
+        when its probe beats the min-max map's by the rule of :func:`beats`), then the power
+        under that map, relevances unchanged (the regressor's order: on concrete the powers
+        chosen under the min-max map were too large for the quantile map, 1.29 -> 1.08 of
+        RF). Same number of probes as the default order (uniform weights are probed under
+        both maps instead of the best power under the quantile map).
+    simplest : bool, default=False
+        After the best power: take the smallest power whose paired validation scores the
+        best one does not beat (:func:`beats`), a one-standard-error rule against the noise
+        of small validation parts that prefers the milder weights (yacht: p = 1 over 2).
 
     Returns
     -------
@@ -466,7 +477,25 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
     r = relevance(method, X_fit, codes, classification, rng, w_fit)
 
-    def rows_of(weights, X_fit=X_fit, X_val=X_val):
+    # With map_first: the validation scores of uniform weights under both maps, and the map
+    # the powers are then searched under (its fit and validation parts).
+    uniform_rows = {}
+    parts = (X_fit, X_val)
+    use_quantile = False
+    if quantile and map_first:
+        fit_map = QuantileMap(_quantile_sample(X_fit, w_fit))
+        ones = np.ones(X.shape[1])
+        uniform_rows["minmax"] = _rows(score, ones, X_fit, y_fit, X_val, y_val, w_fit)
+        mapped = (fit_map.forward(X_fit), fit_map.forward(X_val))
+        uniform_rows["quantile"] = _rows(score, ones, mapped[0], y_fit, mapped[1], y_val, w_fit)
+        use_quantile = beats(uniform_rows["quantile"], uniform_rows["minmax"], margin, w_val)
+        if use_quantile:
+            parts = mapped
+        chosen = uniform_rows["quantile" if use_quantile else "minmax"]
+
+    def rows_of(weights, X_fit=parts[0], X_val=parts[1]):
+        if uniform_rows and X_fit is parts[0] and np.all(weights == 1.0):
+            return chosen  # probed already
         return _rows(score, weights, X_fit, y_fit, X_val, y_val, w_fit)
 
     rows = [rows_of(power_weights(r, p)) for p in powers]
@@ -477,6 +506,12 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         uniform = list(powers).index(0.0)
         if not beats(rows[best], rows[uniform], margin, w_val):
             best = uniform
+    if simplest:
+        # The smallest power that the best does not beat by more than the noise.
+        for i in sorted(range(len(powers)), key=lambda i: powers[i]):
+            if i == best or not beats(rows[best], rows[i], margin, w_val):
+                best = i
+                break
     weights = power_weights(r, powers[best])
     current = rows[best]
     info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
@@ -484,7 +519,12 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     if refine and powers[best] != 0:
         weights, current = _refine(weights, current, refine, rows_of, info["steps"], w_val)
     knots = None
-    if quantile:
+    if uniform_rows:
+        info["quantile_score"] = _mean(uniform_rows["quantile"], w_val)
+        if use_quantile:
+            info["map"] = "quantile"
+            knots = QuantileMap(_quantile_sample(X, sample_weight))
+    elif quantile:
         fit_map = QuantileMap(_quantile_sample(X_fit, w_fit))
         s = rows_of(weights, fit_map.forward(X_fit), fit_map.forward(X_val))
         info["quantile_score"] = _mean(s, w_val)
