@@ -140,3 +140,55 @@ def test_regressor_auto_takes_the_quantile_map_for_a_skewed_relevant_feature():
     info = model.feature_weights_info_
     assert info["map"] == "quantile"
     assert model.feature_weights_[0] >= model.feature_weights_[2:].max()
+
+
+def test_several_methods_compete_on_the_same_validation_rows(monkeypatch):
+    X, y = _skewed()
+    monkeypatch.setitem(relevance.WEIGHT_METHODS, "on_col2",
+                        lambda U, y, c, rng: np.array([0.1, 0.1, 1.0, 0.1]))
+    monkeypatch.setitem(relevance.WEIGHT_METHODS, "on_col0",
+                        lambda U, y, c, rng: np.array([1.0, 0.2, 0.05, 0.05]))
+    calls = []
+
+    def score(w, X_fit, y_fit, X_val, y_val):  # rewards the share of the weight on column 0
+        calls.append(w.copy())
+        rows = np.arange(len(y_val))
+        return np.sin(rows) + w[0] / w.sum()
+
+    w, _, info = choose_weights(X, y, False, score, ("on_col2", "on_col0"), 0, quantile=False)
+    # uniform once, then 3 powers of each method
+    assert len(calls) == 7 and sum(np.all(c == 1.0) for c in calls) == 1
+    assert info["candidates"] == [("on_col2", 0.0), ("on_col2", 0.5), ("on_col2", 1.0),
+                                  ("on_col2", 2.0), ("on_col0", 0.5), ("on_col0", 1.0),
+                                  ("on_col0", 2.0)]
+    assert info["method"] == "on_col0" and info["power"] == 2.0
+    np.testing.assert_allclose(w, relevance.power_weights([1.0, 0.2, 0.05, 0.05], 2.0))
+    assert_array_equal(info["relevance"], [1.0, 0.2, 0.05, 0.05])
+    # one method: the search and its info as before (no candidates entry)
+    _, _, single = choose_weights(X, y, False, score, "on_col0", 0, quantile=False)
+    assert "candidates" not in single and len(single["scores"]) == len(relevance.POWERS)
+
+
+def test_regressor_auto_adds_the_laplace_lifetimes_from_enough_rows(monkeypatch):
+    from mondrian.forest import regressor
+
+    seen = []
+    monkeypatch.setitem(relevance.WEIGHT_METHODS, "laplace_ard",
+                        lambda U, y, c, rng: np.ones(U.shape[1]))  # cheap stand-in
+
+    def spy(X, y, classification, score, method, *args, **kwargs):
+        seen.append(method)
+        return choose_weights(X, y, classification, score, method, *args, **kwargs)
+
+    monkeypatch.setattr(regressor, "choose_weights", spy)
+    X, y = _skewed(120)
+    MondrianForestRegressor(5, feature_weights="auto", random_state=0).fit(X, y)
+    monkeypatch.setattr(regressor, "AUTO_LAPLACE_MIN_ROWS", 100)
+    MondrianForestRegressor(5, feature_weights="auto", random_state=0).fit(X, y)
+    # a named method is taken as it is
+    MondrianForestRegressor(5, feature_weights="extra_trees", random_state=0).fit(X, y)
+    # rows counted with their weights: 60 rows of weight 2 are 120 rows
+    MondrianForestRegressor(5, feature_weights="auto", random_state=0).fit(
+        X[:60], y[:60], sample_weight=np.full(60, 2.0))
+    assert seen == ["extra_trees", ("extra_trees", "laplace_ard"), "extra_trees",
+                    ("extra_trees", "laplace_ard")]

@@ -416,8 +416,9 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         ``score(weights, X_fit, y_fit, X_val, y_val)``: validation scores of a probe model
         fitted with the fixed ``weights``, one per validation row (larger is better; a
         single number is accepted too).
-    method : str
-        Name in :data:`WEIGHT_METHODS`.
+    method : str or sequence of str
+        Name in :data:`WEIGHT_METHODS`, or several: the non-zero powers of every method's
+        relevances compete on the same validation rows (uniform weights once).
     random_state : int, RandomState instance or None
     validation_fraction : float
     powers : sequence of float
@@ -459,9 +460,10 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     knots : QuantileMap or None
         The quantile map of the whole batch when it won, else None.
     info : dict
-        ``method``, ``relevance``, ``power``, ``powers``, ``scores`` (one per power), ``map``
-        ("minmax" or "quantile"), ``quantile_score`` and ``steps`` (the refinement's
-        accepted ``(dimension, factor)`` pairs).
+        ``method`` (the chosen one), ``relevance`` (its relevances), ``power``, ``powers``,
+        ``scores`` (one per power; with several methods one per ``candidates`` entry, a
+        ``(method, power)`` pair), ``map`` ("minmax" or "quantile"), ``quantile_score`` and
+        ``steps`` (the refinement's accepted ``(dimension, factor)`` pairs).
     """
     from mondrian.core.feature_map import QuantileMap
     from mondrian.path.holdout import holdout_split
@@ -475,7 +477,8 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         X_fit, X_val, y_fit, y_val, w_fit, w_val = _weighted_split(
             X, np.asarray(y), sample_weight, validation_fraction, rng, classification)
     codes = np.unique(y_fit, return_inverse=True)[1] if classification else y_fit
-    r = relevance(method, X_fit, codes, classification, rng, w_fit)
+    names = (method,) if isinstance(method, str) else tuple(method)
+    rel = {name: relevance(name, X_fit, codes, classification, rng, w_fit) for name in names}
 
     # With map_first: the validation scores of uniform weights under both maps, and the map
     # the powers are then searched under (its fit and validation parts).
@@ -498,25 +501,35 @@ def choose_weights(X, y, classification, score, method, random_state=None,
             return chosen  # probed already
         return _rows(score, weights, X_fit, y_fit, X_val, y_val, w_fit)
 
-    rows = [rows_of(power_weights(r, p)) for p in powers]
+    # Candidates: every power of the first method's relevances, then the non-zero powers of
+    # the other methods' (p = 0, uniform weights, is the same map for all).
+    candidates = [(names[0], p) for p in powers]
+    candidates += [(name, p) for name in names[1:] for p in powers if p != 0]
+    rows = [rows_of(power_weights(rel[name], p)) for name, p in candidates]
     scores = np.array([_mean(s, w_val) for s in rows])
-    best = int(np.argmax(scores))  # ties keep the first (smaller) power
+    best = int(np.argmax(scores))  # ties keep the first (smaller power, first method)
     # Uniform weights stay unless the best power beats them by more than the validation noise.
-    if powers[best] != 0 and 0.0 in powers:
-        uniform = list(powers).index(0.0)
+    if candidates[best][1] != 0 and 0.0 in powers:
+        uniform = candidates.index((names[0], 0.0))
         if not beats(rows[best], rows[uniform], margin, w_val):
             best = uniform
     if simplest:
-        # The smallest power that the best does not beat by more than the noise.
-        for i in sorted(range(len(powers)), key=lambda i: powers[i]):
+        # The smallest power (then the first method) that the best does not beat by more
+        # than the noise.
+        order = sorted(range(len(candidates)),
+                       key=lambda i: (candidates[i][1], names.index(candidates[i][0])))
+        for i in order:
             if i == best or not beats(rows[best], rows[i], margin, w_val):
                 best = i
                 break
-    weights = power_weights(r, powers[best])
+    name, power = candidates[best]
+    weights = power_weights(rel[name], power)
     current = rows[best]
-    info = {"method": method, "relevance": r, "power": powers[best], "powers": tuple(powers),
+    info = {"method": name, "relevance": rel[name], "power": power, "powers": tuple(powers),
             "scores": scores, "map": "minmax", "quantile_score": None, "steps": []}
-    if refine and powers[best] != 0:
+    if len(names) > 1:
+        info["candidates"] = candidates
+    if refine and power != 0:
         weights, current = _refine(weights, current, refine, rows_of, info["steps"], w_val)
     knots = None
     if uniform_rows:

@@ -17,6 +17,7 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
+    _n_rows,
     check_sample_weight,
     drop_zero_weights,
     online_update,
@@ -57,6 +58,9 @@ HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
+# Rows of a first batch (or stream window) from which feature_weights="auto" also tries the
+# powers of the ARD Laplace lifetimes (relevance "laplace_ard") besides the extra-trees ones.
+AUTO_LAPLACE_MIN_ROWS = 2000
 
 
 def _forest_moments(mean, spread, y, n_probe, n_trees):
@@ -364,10 +368,16 @@ class _BaseMondrianRegressor(
 
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         # Regression orders the search map first, then the smallest power within the noise
-        # of the best (relevance.choose_weights: map_first, simplest). On the first 3 splits
-        # of yacht, concrete, energy, kin8nm and power_plant: mean RMSE / RF see
-        # benchmarks/results/weights.md ("Tried in session 6"); concrete 1.29 -> 1.10, yacht
-        # 1.39 -> 1.28, at the same number of probes.
+        # of the best (relevance.choose_weights: map_first, simplest): concrete 1.29 -> 1.10,
+        # yacht 1.39 -> 1.28 of RF's RMSE at the same number of probes. From
+        # AUTO_LAPLACE_MIN_ROWS rows, "auto" also tries the powers of the ARD Laplace
+        # lifetimes (kin8nm 1.06 -> 0.99): a fixed cost (a 500-row Gaussian process) that
+        # only large batches amortise, and a wider choice that only their validation parts
+        # make reliably (energy, 139 validation rows, chose them and lost 1.02 -> 1.17).
+        # benchmarks/results/weights.md, "Tried in session 6".
+        if (self.feature_weights == "auto"
+                and _n_rows(y, sample_weight) >= AUTO_LAPLACE_MIN_ROWS):
+            method = (method, "laplace_ard")
         return choose_weights(X, y, False, self._weights_score, method, self.random_state,
                               self.validation_fraction, quantile=quantile,
                               refine=self._weights_refine, sample_weight=sample_weight,
