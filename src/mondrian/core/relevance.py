@@ -402,7 +402,7 @@ def _refine(weights, current, n_dims, rows_of, steps, w_val=None):
 
 def choose_weights(X, y, classification, score, method, random_state=None,
                    validation_fraction=0.2, powers=POWERS, quantile=True, margin=None,
-                   refine=0, sample_weight=None, map_first=False, simplest=False):
+                   refine=0, sample_weight=None, joint_map=False, simplest=False):
     """Relevance on a fit part, power on a validation part.
 
     Parameters
@@ -442,17 +442,17 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         relevance, the probes (``score`` then receives ``sample_weight=`` the fit part's
         counts) and the averages of the validation scores. With integer weights the search
         follows the one on the repeated rows, in law.
-    map_first : bool, default=False
-        With ``quantile``: choose the map first, at uniform weights (the quantile map is kept
-        when its probe beats the min-max map's by the rule of :func:`beats`), then the power
-        under that map, relevances unchanged (the regressor's order: on concrete the powers
-        chosen under the min-max map were too large for the quantile map, 1.29 -> 1.08 of
-        RF). Same number of probes as the default order (uniform weights are probed under
-        both maps instead of the best power under the quantile map).
+    joint_map : bool, default=False
+        With ``quantile``: every power is probed under both maps (the min-max map, and the
+        quantile map of the fit part in front of it) and the best pair is chosen at once;
+        by default the power is chosen under the min-max map and the quantile map is then
+        tried at that power only (powers chosen under min-max were too large for the quantile
+        map on concrete: 1.29 -> 1.10 of RF's RMSE with the joint choice). Twice the probes.
     simplest : bool, default=False
-        After the best power: take the smallest power whose paired validation scores the
-        best one does not beat (:func:`beats`), a one-standard-error rule against the noise
-        of small validation parts that prefers the milder weights (yacht: p = 1 over 2).
+        After the best candidate: take the simplest one (smallest power, then the min-max
+        map, then the first method) whose paired validation scores the best one does not
+        beat (:func:`beats`), a one-standard-error rule against the noise of small validation
+        parts that prefers the milder map (yacht: p = 1 over 2).
 
     Returns
     -------
@@ -461,8 +461,9 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         The quantile map of the whole batch when it won, else None.
     info : dict
         ``method`` (the chosen one), ``relevance`` (its relevances), ``power``, ``powers``,
-        ``scores`` (one per power; with several methods one per ``candidates`` entry, a
-        ``(method, power)`` pair), ``map`` ("minmax" or "quantile"), ``quantile_score`` and
+        ``scores`` (one per power; with several methods or ``joint_map``, one per
+        ``candidates`` entry, a ``(map, method, power)`` triple), ``map`` ("minmax" or
+        "quantile"), ``quantile_score`` and
         ``steps`` (the refinement's accepted ``(dimension, factor)`` pairs).
     """
     from mondrian.core.feature_map import QuantileMap
@@ -480,62 +481,55 @@ def choose_weights(X, y, classification, score, method, random_state=None,
     names = (method,) if isinstance(method, str) else tuple(method)
     rel = {name: relevance(name, X_fit, codes, classification, rng, w_fit) for name in names}
 
-    # With map_first: the validation scores of uniform weights under both maps, and the map
-    # the powers are then searched under (its fit and validation parts).
-    uniform_rows = {}
-    parts = (X_fit, X_val)
-    use_quantile = False
-    if quantile and map_first:
+    # Candidates (map, method, power): every power of the first method's relevances, then the
+    # non-zero powers of the other methods' (p = 0, uniform weights, is one map for all); under
+    # the min-max map, and with joint_map under the quantile map of the fit part too.
+    maps = {"minmax": (X_fit, X_val)}
+    if quantile and joint_map:
         fit_map = QuantileMap(_quantile_sample(X_fit, w_fit))
-        ones = np.ones(X.shape[1])
-        uniform_rows["minmax"] = _rows(score, ones, X_fit, y_fit, X_val, y_val, w_fit)
-        mapped = (fit_map.forward(X_fit), fit_map.forward(X_val))
-        uniform_rows["quantile"] = _rows(score, ones, mapped[0], y_fit, mapped[1], y_val, w_fit)
-        use_quantile = beats(uniform_rows["quantile"], uniform_rows["minmax"], margin, w_val)
-        if use_quantile:
-            parts = mapped
-        chosen = uniform_rows["quantile" if use_quantile else "minmax"]
+        maps["quantile"] = (fit_map.forward(X_fit), fit_map.forward(X_val))
+    candidates = []
+    for kind in maps:
+        candidates += [(kind, names[0], p) for p in powers]
+        candidates += [(kind, name, p) for name in names[1:] for p in powers if p != 0]
 
-    def rows_of(weights, X_fit=parts[0], X_val=parts[1]):
-        if uniform_rows and X_fit is parts[0] and np.all(weights == 1.0):
-            return chosen  # probed already
+    def rows_of(weights, X_fit=X_fit, X_val=X_val):
         return _rows(score, weights, X_fit, y_fit, X_val, y_val, w_fit)
 
-    # Candidates: every power of the first method's relevances, then the non-zero powers of
-    # the other methods' (p = 0, uniform weights, is the same map for all).
-    candidates = [(names[0], p) for p in powers]
-    candidates += [(name, p) for name in names[1:] for p in powers if p != 0]
-    rows = [rows_of(power_weights(rel[name], p)) for name, p in candidates]
+    rows = [rows_of(power_weights(rel[name], p), *maps[kind]) for kind, name, p in candidates]
     scores = np.array([_mean(s, w_val) for s in rows])
-    best = int(np.argmax(scores))  # ties keep the first (smaller power, first method)
-    # Uniform weights stay unless the best power beats them by more than the validation noise.
-    if candidates[best][1] != 0 and 0.0 in powers:
-        uniform = candidates.index((names[0], 0.0))
-        if not beats(rows[best], rows[uniform], margin, w_val):
+    best = int(np.argmax(scores))  # ties keep the first (min-max, smaller power, first method)
+    # Uniform weights under the min-max map stay unless the best candidate beats them by more
+    # than the validation noise.
+    if 0.0 in powers:
+        uniform = candidates.index(("minmax", names[0], 0.0))
+        if best != uniform and not beats(rows[best], rows[uniform], margin, w_val):
             best = uniform
     if simplest:
-        # The smallest power (then the first method) that the best does not beat by more
-        # than the noise.
+        # The simplest candidate that the best does not beat by more than the noise: the
+        # smallest power, then the min-max map, then the first method.
         order = sorted(range(len(candidates)),
-                       key=lambda i: (candidates[i][1], names.index(candidates[i][0])))
+                       key=lambda i: (candidates[i][2], candidates[i][0] != "minmax",
+                                      names.index(candidates[i][1])))
         for i in order:
             if i == best or not beats(rows[best], rows[i], margin, w_val):
                 best = i
                 break
-    name, power = candidates[best]
+    kind, name, power = candidates[best]
     weights = power_weights(rel[name], power)
     current = rows[best]
     info = {"method": name, "relevance": rel[name], "power": power, "powers": tuple(powers),
-            "scores": scores, "map": "minmax", "quantile_score": None, "steps": []}
-    if len(names) > 1:
+            "scores": scores, "map": kind, "quantile_score": None, "steps": []}
+    if len(candidates) > len(powers):
         info["candidates"] = candidates
     if refine and power != 0:
-        weights, current = _refine(weights, current, refine, rows_of, info["steps"], w_val)
+        weights, current = _refine(weights, current, refine,
+                                   lambda w: rows_of(w, *maps[kind]), info["steps"], w_val)
     knots = None
-    if uniform_rows:
-        info["quantile_score"] = _mean(uniform_rows["quantile"], w_val)
-        if use_quantile:
-            info["map"] = "quantile"
+    if "quantile" in maps:
+        info["quantile_score"] = float(max(scores[i] for i, c in enumerate(candidates)
+                                           if c[0] == "quantile"))
+        if kind == "quantile":
             knots = QuantileMap(_quantile_sample(X, sample_weight))
     elif quantile:
         fit_map = QuantileMap(_quantile_sample(X_fit, w_fit))

@@ -17,13 +17,12 @@ from mondrian.core.base import (
     MondrianTreeStructure,
     PruneMixin,
     SingleTreeMixin,
-    _n_rows,
     check_sample_weight,
     drop_zero_weights,
     online_update,
     unchanged_on_error,
 )
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -58,9 +57,6 @@ HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
-# Rows of a first batch (or stream window) from which feature_weights="auto" also tries the
-# powers of the ARD Laplace lifetimes (relevance "laplace_ard") besides the extra-trees ones.
-AUTO_LAPLACE_MIN_ROWS = 2000
 
 
 def _forest_moments(mean, spread, y, n_probe, n_trees):
@@ -365,23 +361,6 @@ class _BaseMondrianRegressor(
         probe = super()._weights_probe(weights)
         probe._weights_probe_model = True
         return probe
-
-    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
-        # Regression orders the search map first, then the smallest power within the noise
-        # of the best (relevance.choose_weights: map_first, simplest): concrete 1.29 -> 1.10,
-        # yacht 1.39 -> 1.28 of RF's RMSE at the same number of probes. From
-        # AUTO_LAPLACE_MIN_ROWS rows, "auto" also tries the powers of the ARD Laplace
-        # lifetimes (kin8nm 1.06 -> 0.99): a fixed cost (a 500-row Gaussian process) that
-        # only large batches amortise, and a wider choice that only their validation parts
-        # make reliably (energy, 139 validation rows, chose them and lost 1.02 -> 1.17).
-        # benchmarks/results/weights.md, "Tried in session 6".
-        if (self.feature_weights == "auto"
-                and _n_rows(y, sample_weight) >= AUTO_LAPLACE_MIN_ROWS):
-            method = (method, "laplace_ard")
-        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
-                              self.validation_fraction, quantile=quantile,
-                              refine=self._weights_refine, sample_weight=sample_weight,
-                              map_first=True, simplest=True)
 
     def _after_reweight(self):
         self._hyper_n = 0  # the stored points moved: choose again on them
