@@ -43,6 +43,7 @@ from sklearn.ensemble import (
 )
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
+from mondrian.core.relevance import choose_weights
 
 RESULTS = Path(__file__).parent / "results"
 REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
@@ -64,6 +65,31 @@ def _tree_moments(forest, X, floor):
     return preds.mean(axis=0), preds.var(axis=0) + floor
 
 
+class JointSearchRegressor(MondrianForestRegressor):
+    """The candidate search of session 6 (not the default; benchmarks/results/weights.md):
+    map and power chosen together, then the simplest candidate within one paired standard
+    error of the best (``choose_weights(joint_map=True, simplest=True)``), and from
+    ``LAPLACE_MIN_ROWS`` rows the powers of the ARD Laplace lifetimes competing with the
+    extra-trees ones. ``--methods auto_joint`` (20-tree probes), ``auto_joint10`` (10)."""
+
+    LAPLACE_MIN_ROWS = 2000
+
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
+        n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+        if n_rows >= self.LAPLACE_MIN_ROWS:
+            method = (method, "laplace_ard")
+        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
+                              self.validation_fraction, quantile=quantile,
+                              sample_weight=sample_weight, joint_map=True, simplest=True)
+
+
+class JointSearch10Regressor(JointSearchRegressor):
+    _weights_probe_trees = 10
+
+
+SEARCHES = {"auto_joint": JointSearchRegressor, "auto_joint10": JointSearch10Regressor}
+
+
 def regression_models(methods):
     models = {
         "RF": lambda: RandomForestRegressor(N_TREES, random_state=0),
@@ -72,8 +98,9 @@ def regression_models(methods):
         "MF": lambda: MondrianForestRegressor(N_TREES, random_state=0),
     }
     for method in methods:
-        models[f"MF-{method}"] = (lambda m=method: MondrianForestRegressor(
-            N_TREES, feature_weights=m, random_state=0))
+        cls = SEARCHES.get(method, MondrianForestRegressor)
+        models[f"MF-{method}"] = (lambda m="auto" if method in SEARCHES else method, c=cls:
+                                  c(N_TREES, feature_weights=m, random_state=0))
     return models
 
 
@@ -104,6 +131,7 @@ def run_regression(args):
                 if model_name.startswith("MF-"):
                     info = getattr(model, "feature_weights_info_", {})
                     row["power"] = info.get("power")
+                    row["map"] = info.get("map")
                     row["weights"] = np.round(model.feature_weights_, 3).tolist()
                 _append(out, row)
 
@@ -275,6 +303,80 @@ def report(args):
 
 
 NOTES = """
+### Tried in session 6 (2026-11-23): the regression search ("auto" unchanged)
+
+Rows MF-auto_joint (20-tree probes) and MF-auto_joint10 (10) of the tables above:
+`bench_weights.JointSearchRegressor`, i.e. `choose_weights(joint_map=True, simplest=True)` with
+`("extra_trees", "laplace_ard")` from 2000 rows. Two interleaved runs: RF, MF-auto and
+MF-auto_joint, then RF, MF-auto and MF-auto_joint10; the RF and MF-auto rows of the tables are
+the second run's (RMSE and NLL are deterministic; MF-auto_joint's fit ratios in the tables are
+against the second run's RF). Against the MF-auto of the same run: mean RMSE / RF 1.116 -> 1.062
+(yacht 1.394 -> 1.281, concrete 1.287 -> 1.102, kin8nm 1.067 -> 0.999, naval 1.092 -> 1.032,
+protein 1.054 -> 1.039; power_plant 1.025 -> 1.035, wine_red 0.989 -> 0.992, energy 1.019
+unchanged), NLL better than RF on 4 of 8 either way (kin8nm +0.050 -> +0.005, protein +0.112 ->
++0.063, power_plant +0.071 -> +0.086), mean fit / RF 1.90 -> 2.44 (power_plant 2.70 -> 3.99,
+kin8nm 1.67 -> 2.46, protein 0.72 -> 1.34). **Not made the default**: it misses the fit budget
+(<= 2x RF) that the current search meets, it does not move the NLL count, and it loses a little
+on power_plant and wine_red.
+
+Candidates (one cached table per split, first 3 standard splits: the validation rows of the
+20-tree probes on the 20% that "auto" carves from train with the same seed, relevances on the
+other 80%, and the test metrics of every candidate's 100-tree model fitted on the whole
+training split; a rule chooses from the validation rows only, the test rows are then looked
+up). The cache reproduces the pipeline's choices for "was" on all 15 splits. Cells: mean RMSE
+/ RF over the splits; sets with NLL better than RF; mean fit / RF (CPU of the relevances, the
+rule's probes and the final fit, summed, not interleaved: compare rows, not with the tables
+above). "+1se": the simplest candidate (smallest power, then min-max, then extra trees) that
+the best does not beat by one paired standard error; "joint": every power under both maps.
+
+| rule | yacht | concrete | energy | kin8nm | p_plant | mean | NLL < RF | fit / RF |
+|---|---|---|---|---|---|---|---|---|
+| was (power, then quantile) | 1.394 | 1.287 | 1.019 | 1.067 | 1.025 | 1.158 | 2 of 5 | 2.34 |
+| map first, +1se | 1.281 | 1.102 | 1.044 | 1.067 | 1.064 | 1.112 | 2 of 5 | 2.31 |
+| joint | 1.394 | 1.146 | 1.017 | 1.070 | 1.035 | 1.132 | 2 of 5 | 2.60 |
+| joint, +1se | 1.281 | 1.102 | 1.019 | 1.067 | 1.035 | 1.101 | 2 of 5 | 2.60 |
+| joint, mix a in {0, 0.2} | 1.394 | 1.146 | 1.017 | 1.070 | 1.035 | 1.132 | 2 of 5 | 2.91 |
+| joint, ET on quantile data | 1.394 | 1.133 | 1.031 | 1.059 | 1.064 | 1.136 | 2 of 5 | 2.60 |
+| laplace_ard, joint, +1se | 1.303 | 1.125 | 1.653 | 0.999 | 1.060 | 1.228 | 2 of 5 | 4.28 |
+| ET + laplace_ard, +1se | 1.281 | 1.102 | 1.289 | 0.999 | 1.035 | 1.141 | 2 of 5 | 5.12 |
+| MF-auto_joint | 1.281 | 1.102 | 1.019 | 0.999 | 1.035 | 1.087 | 2 of 5 | 2.91 |
+| MF-auto_joint10 | 1.281 | 1.146 | 1.019 | 1.008 | 1.035 | 1.098 | 2 of 5 | 2.58 |
+| grid lifetimes, +1se | 2.189 | 1.085 | 1.046 | — | — | — | 2 of 3 | 54.07 |
+| oracle (ET, test rows) | 1.198 | 1.061 | 1.017 | 1.058 | 1.004 | 1.068 | 2 of 5 | 2.58 |
+
+- Where the gap is. **concrete**: the map. Under min-max no candidate gets below 1.13 of RF
+  even when chosen on the test rows; under the quantile map 1.00-1.09 per split (p = 0.5-1).
+  The old order chose the power under min-max (p = 2 on two splits) and compared the quantile
+  map at that power only (1.09, 1.22, 1.57 at p = 2); the joint choice takes p = 1 or 0.5.
+  **yacht**: one feature (Froude number) holds 99% of the importance; p = 1 beats p = 2 on the
+  test rows of all 3 splits, but the 56-row validation part picks 2 on two of them (the
+  simplest rule recovers one: 1.39 -> 1.28). Any mix with uniform weights (a = 0.2) costs
+  0.3-2x RMSE on yacht (cuts on near-irrelevant features before the Froude number is
+  resolved). **kin8nm**: the ARD Laplace lifetimes beat every extra-trees power on every split
+  (0.98-1.03 against 1.05-1.07) and win on validation too.
+- Ceiling: the best of about 50 candidates per split chosen on the *test* rows gives yacht
+  1.176, concrete 1.057, energy 1.015, kin8nm 0.996, power_plant 1.004; with naval 1.03,
+  wine_red 0.99 and protein 1.04 (MF-auto_joint) the mean is about 1.04. The 1.05 target is at
+  the edge of what a fixed weight-and-map choice can give, and yacht split 2 (RF RMSE 0.26 on
+  31 test rows) alone moves the mean by 0.04-0.06 between neighbouring candidates.
+- NLL follows the RMSE (see the calibration notes): no candidate flips power_plant, kin8nm,
+  protein or concrete. Concrete split 0 with the quantile map at p = 1 (chosen by every joint
+  rule): the regressor's held-out hyperparameter choice picks noise variance 0.0014 (var(y)
+  about 280; concrete has duplicated inputs), one test point gets std 0.05 and the split's mean
+  NLL is 315.7 (median over splits +0.05). A defect of the held-out choice on duplicated inputs
+  (the online notes below saw it too), not of the weights; it would have to be fixed there
+  before a joint search is made the default.
+- Mondrian grid lifetimes (`MondrianGridRidge(n_grids=20, alpha=0.1)`, greedy add search on the
+  80% part, lifetimes as relevances): 4.6-8.7 s per search, 20-80x RF's fit on the small sets,
+  and worse weights (yacht 2.19: it switches features 0-3 off). Laplace ARD alone: 7-9x RF on
+  energy (0.7-0.9 s for a 500-row GP) and energy 1.65; from 2000 rows it costs 0.3-0.4 s (kin8nm
+  RF 2.7 s). Relevances computed on the quantile-mapped data: no gain (extra trees are nearly
+  invariant to monotone maps). Map first (quantile at uniform weights, then the power under
+  it): power_plant 1.025 -> 1.064. 10-tree probes: the probes take 0.01-0.23 s each against a
+  0.2-3.5 s final fit, so halving them takes the mean fit from 2.44 to 2.17 of RF
+  (MF-auto_joint10 above: power_plant 3.37, kin8nm 2.05, naval 1.78) and the mean RMSE from
+  1.062 to 1.069 (concrete 1.10 -> 1.15, kin8nm 1.00 -> 1.01): still over the budget.
+
 ### Calibrated predictive variance (2026-11-23, later run)
 
 The RF and MF-auto regression rows are from this run (MF, ET, HGB: earlier runs, their fit
