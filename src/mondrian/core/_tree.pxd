@@ -58,8 +58,9 @@ cdef class MondrianTree:
     cdef Node* nodes                        # (capacity,) packed node structs
     cdef int32_t* box_slot                  # (capacity,) slot of the node's box, -1: not stored
     cdef float64_t* bounds                  # (box_capacity, 2, n_features) lower then upper row
-    cdef float64_t* value                   # statistics rows: (capacity, value_stride) by node
-                                            # id, or (box_capacity, value_stride) by box slot
+    # Statistics rows: (capacity, value_stride) by node id, or (box_capacity, value_stride)
+    # by box slot (lean values).
+    cdef float64_t* value
     cdef readonly intp_t node_count         # nodes in use; the root is node 0
     cdef readonly intp_t capacity           # allocated nodes
     cdef readonly intp_t box_count          # box slots in use

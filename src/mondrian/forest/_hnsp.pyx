@@ -14,7 +14,15 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, node_row, points_row, stored_row
+from mondrian.core._tree cimport (
+    TREE_LEAF,
+    MondrianTree,
+    Node,
+    node_row,
+    points_row,
+    stored_row,
+    subtree_points,
+)
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._walk cimport (
     WalkStep,
@@ -51,17 +59,19 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
     return count if count < 1.0 else 1.0
 
 
-cdef inline void _step_rows(MondrianTree tree, WalkStep* step, float64_t* scratch,
-                            const float64_t** first, const float64_t** second) noexcept nogil:
+cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* x,
+                            float64_t* scratch, const float64_t** first,
+                            const float64_t** second) noexcept nogil:
     """The statistics rows :func:`_node_counts` reads at ``step``: the node's own row at a
     leaf (``first``), its children's rows at an internal node (``first``, ``second``).
 
     Stored rows are read in place; the others (lean values) are summed into ``scratch`` (2
     rows): below the frontier of stored boxes the step holds the node's points, which the
     node's cut splits between its children; above it, a child without a row has fewer than
-    ``box_min_samples`` points, gathered from its subtree."""
+    ``box_min_samples`` points, gathered from its subtree (into the step for the child on
+    the side of ``x``: the walk's next step reads the same points, gathered once)."""
     cdef intp_t S = tree.value_stride, D = tree.n_features, k, n_left = 0, n_right = 0
-    cdef intp_t j = step.node, lc, rc, f
+    cdef intp_t j = step.node, lc, rc, f, toward
     cdef float64_t t
     cdef intp_t left_points[BOX_POINTS_MAX]
     cdef intp_t right_points[BOX_POINTS_MAX]
@@ -81,10 +91,21 @@ cdef inline void _step_rows(MondrianTree tree, WalkStep* step, float64_t* scratc
     if first[0] != NULL and second[0] != NULL:
         return
     if step.n_points < 0:
+        toward = child_toward(tree, j, x)
         if first[0] == NULL:
-            first[0] = node_row(tree, lc, scratch)
+            if toward == lc:
+                step.n_points = subtree_points(tree, lc, step.points, BOX_POINTS_MAX)
+                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch)
+                first[0] = scratch
+            else:
+                first[0] = node_row(tree, lc, scratch)
         if second[0] == NULL:
-            second[0] = node_row(tree, rc, scratch + S)
+            if toward == rc:
+                step.n_points = subtree_points(tree, rc, step.points, BOX_POINTS_MAX)
+                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch + S)
+                second[0] = scratch + S
+            else:
+                second[0] = node_row(tree, rc, scratch + S)
         return
     # (neither child stores a row: the node stores none either)
     f = tree.nodes[j].feature
@@ -211,7 +232,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         if not step.is_leaf:
             child = child_toward(tree, j, x)
             _prefetch(&tree.nodes[child], sizeof(Node))
-        _step_rows(tree, &step, rows, &first, &second)
+        _step_rows(tree, &step, x, rows, &first, &second)
         _node_counts(tree, first, second, step.is_leaf, counts, &n_cust, &n_tab)
         if step.p > 0.0:
             _add_branch_off(&step, K, gamma, strict, counts, n_cust, n_tab, g_parent, out)
@@ -339,17 +360,17 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                 buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                 queue = <intp_t*> malloc(m * sizeof(intp_t))
                 if tree.box_min_samples > 0:  # lean boxes: every box, once per call
-                    boxes = <float64_t*> malloc(2 * m * tree.n_features * sizeof(float64_t))
-                if lean:  # lean values: every statistics row, once per call
-                    values = <float64_t*> malloc(max(m * S, 1) * sizeof(float64_t))
+                    # (lean values: every statistics row first, in the same scratch)
+                    boxes = <float64_t*> malloc(
+                        m * max(2 * tree.n_features, S if lean else 0) * sizeof(float64_t))
+                    values = boxes
             else:
                 buf = <float64_t*> malloc((3 * K + 2 * S) * sizeof(float64_t))
             if buf == NULL or (tabled and (queue == NULL or (
-                    tree.box_min_samples > 0 and boxes == NULL) or (lean and values == NULL))):
+                    tree.box_min_samples > 0 and boxes == NULL))):
                 free(buf)
                 free(queue)
                 free(boxes)
-                free(values)
                 with gil:
                     raise MemoryError()
             if tabled:
@@ -357,8 +378,6 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     tree._all_values(values, queue)
                 _node_tables(tree, gamma, lam, values if lean else tree.value, buf,
                              buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
-                free(values)
-                values = NULL
                 if boxes != NULL:
                     tree._all_boxes(boxes, queue)
                 for i in range(n):
