@@ -168,6 +168,9 @@ def test_fractional_sample_weights_to_rounding(global_random_seed):
                        lambda m: m.fit(X, y, sample_weight=weights))
     np.testing.assert_allclose(lean.predict_proba(X[:60]), full.predict_proba(X[:60]),
                                rtol=1e-12, atol=1e-15)
+    for i in range(0, 60, 6):  # one-row path: rows summed from the points, not differences
+        np.testing.assert_allclose(lean.predict_proba(X[i:i + 1]),
+                                   full.predict_proba(X[i:i + 1]), rtol=1e-12, atol=1e-15)
 
 
 def test_pickles_copies_merges_and_prunes(global_random_seed):

@@ -11,7 +11,7 @@ stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, 
 width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
-from libc.math cimport INFINITY, exp, expm1
+from libc.math cimport INFINITY, exp, expm1, fabs, floor
 from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport (
@@ -59,6 +59,27 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
     return count if count < 1.0 else 1.0
 
 
+cdef inline intp_t near_node(MondrianTree tree, intp_t j, intp_t far_node) noexcept nogil:
+    """The child of ``j`` that is not ``far_node``."""
+    if tree.nodes[j].left_child == far_node:
+        return tree.nodes[j].right_child
+    return tree.nodes[j].left_child
+
+
+cdef inline bint _exact_difference(const float64_t* a, const float64_t* b, intp_t S,
+                                   float64_t* out) noexcept nogil:
+    """``out = a - b`` when every entry of ``a`` and ``b`` is an integer of magnitude below
+    2**53 (then exact: the bits of the sum of the integers it stands for); False, ``out``
+    unspecified, otherwise."""
+    cdef intp_t c
+    for c in range(S):
+        if not (a[c] == floor(a[c]) and b[c] == floor(b[c])
+                and fabs(a[c]) < 9007199254740992.0 and fabs(b[c]) < 9007199254740992.0):
+            return False
+        out[c] = a[c] - b[c]
+    return True
+
+
 cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* x,
                             float64_t* scratch, const float64_t** first,
                             const float64_t** second) noexcept nogil:
@@ -71,8 +92,13 @@ cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* 
     ``box_min_samples`` points, gathered from its subtree (into the step for the child on
     the side of ``x``: the walk's next step reads the same points, gathered once)."""
     cdef intp_t S = tree.value_stride, D = tree.n_features, k, n_left = 0, n_right = 0
-    cdef intp_t j = step.node, lc, rc, f, toward
+    cdef intp_t j = step.node, lc, rc, f, far_node
     cdef float64_t t
+    cdef const float64_t** near
+    cdef const float64_t** far
+    cdef const float64_t* own
+    cdef float64_t* near_out
+    cdef float64_t* far_out
     cdef intp_t left_points[BOX_POINTS_MAX]
     cdef intp_t right_points[BOX_POINTS_MAX]
     if step.is_leaf:
@@ -91,21 +117,27 @@ cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* 
     if first[0] != NULL and second[0] != NULL:
         return
     if step.n_points < 0:
-        toward = child_toward(tree, j, x)
-        if first[0] == NULL:
-            if toward == lc:
-                step.n_points = subtree_points(tree, lc, step.points, BOX_POINTS_MAX)
-                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch)
-                first[0] = scratch
-            else:
-                first[0] = node_row(tree, lc, scratch)
-        if second[0] == NULL:
-            if toward == rc:
-                step.n_points = subtree_points(tree, rc, step.points, BOX_POINTS_MAX)
-                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch + S)
-                second[0] = scratch + S
-            else:
-                second[0] = node_row(tree, rc, scratch + S)
+        # Above the frontier (the node stores its box, so its row). The child on x's side
+        # first: stored, or summed from its points, gathered into the step.
+        if child_toward(tree, j, x) == lc:
+            near, far, far_node = first, second, rc
+            near_out, far_out = scratch, scratch + S
+        else:
+            near, far, far_node = second, first, lc
+            near_out, far_out = scratch + S, scratch
+        if near[0] == NULL:
+            step.n_points = subtree_points(tree, near_node(tree, j, far_node), step.points,
+                                           BOX_POINTS_MAX)
+            points_row(tree.rows_ptr, S, step.points, step.n_points, near_out)
+            near[0] = near_out
+        if far[0] == NULL:
+            # The other child: the node's row minus the near child's when every entry is an
+            # integer (class counts: the exact difference, so the bits of the sum of its
+            # points, without gathering them); else summed from its points.
+            own = stored_row(tree, j)
+            if own == NULL or not _exact_difference(own, near[0], S, far_out):
+                node_row(tree, far_node, far_out)
+            far[0] = far_out
         return
     # (neither child stores a row: the node stores none either)
     f = tree.nodes[j].feature
