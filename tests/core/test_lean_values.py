@@ -336,3 +336,26 @@ def test_property_lean_rows_equal_full_rows(seed, n, d, k, chunks, lifetime):
             predict_proba_trees([tree], X[i:i + 1] - 0.1, out[i:i + 1], 1.0, True, lifetime)
         outs.append(out)
     _same(*outs)
+
+
+def test_compact_state_needs_no_attached_rows_and_shifted_trees_refuse():
+    X, y = _data(7)
+    with _box_min_samples(4):
+        model = _model(7, True).fit(X, y)
+    store, tree = model._store, model._trees[0]
+    cls, args, state = tree.__reduce__()
+    loaded = cls(*args)
+    loaded.__setstate__(state)  # no points attached
+    compact = loaded.compact_state(store.X, store.rows)
+    assert compact["value"] is None and compact["lean_values"]
+    rebuilt = MondrianTree.from_compact_state(compact, store.X, store.rows)
+    assert rebuilt.lean_values and rebuilt.box_count == tree.box_count
+    for t in (rebuilt, tree):  # (slots are numbered in another order)
+        assert np.array_equal(t.box_slots >= 0, tree.box_slots >= 0)
+    kept = tree.box_slots >= 0
+    _same(rebuilt._stored_value_array()[rebuilt.box_slots[kept]],
+          tree._stored_value_array()[tree.box_slots[kept]])
+    _same(rebuilt.value_array, tree.value_array)
+    rebuilt.shift_samples(5)  # its points renumbered: the store must be attached again
+    with pytest.raises(ValueError, match="attach"):
+        rebuilt.value_array  # noqa: B018

@@ -1471,6 +1471,7 @@ cdef class MondrianTree:
             if self.nodes[j].first_sample != TREE_LEAF:
                 self.nodes[j].first_sample += offset
         self._attach(None, NULL, 0)  # its points moved: the new store must be attached
+        self._attach_rows(None, NULL, 0, 0)
 
     def _subtree_samples(self, intp_t node):
         """Stored points below ``node`` (leaf lists of its subtree)."""
@@ -1866,10 +1867,18 @@ cdef class MondrianTree:
             bounds[kept] = stored  # every node's box, the stored ones as they are
             state["bounds"] = bounds
         del stored, bounds
-        stored = self._full_value_array()
-        state["value"] = None if _same_bits(stored, value) else stored
         if self.lean_values:
+            # The stored rows (the others are the sums of the points by definition).
+            stored = self._stored_value_array()[slots[kept]]
+            if _same_bits(stored, value[kept]):
+                state["value"] = None
+            else:
+                value[kept] = stored
+                state["value"] = value
             state["lean_values"] = True  # (builds without lean values load it storing all)
+        else:
+            stored = self._stored_value_array()
+            state["value"] = None if _same_bits(stored, value) else stored
         if not self._trivial_columns():
             state["version"] = 2  # builds without read columns refuse it clearly
             state["columns"] = self.column_order.astype(np.int32)
