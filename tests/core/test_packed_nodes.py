@@ -68,6 +68,7 @@ def test_state_with_the_old_72_byte_nodes_loads_bit_for_bit():
         loaded.__setstate__(state)
         assert loaded.nodes_array.tobytes() == tree.nodes_array.tobytes()
         assert loaded.box_slots.tobytes() == tree.box_slots.tobytes()
+        loaded.attach_points(model._store.X, model._store.rows)  # (lean values: read rows)
         assert loaded.value_array.tobytes() == tree.value_array.tobytes()
         model._trees[k] = loaded
     model._ensemble.attach_points()

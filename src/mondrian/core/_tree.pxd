@@ -58,18 +58,28 @@ cdef class MondrianTree:
     cdef Node* nodes                        # (capacity,) packed node structs
     cdef int32_t* box_slot                  # (capacity,) slot of the node's box, -1: not stored
     cdef float64_t* bounds                  # (box_capacity, 2, n_features) lower then upper row
-    cdef float64_t* value                   # (capacity, value_stride) summed contribution rows
+    # Statistics rows: (capacity, value_stride) by node id, or (box_capacity, value_stride)
+    # by box slot (lean values).
+    cdef float64_t* value
     cdef readonly intp_t node_count         # nodes in use; the root is node 0
     cdef readonly intp_t capacity           # allocated nodes
     cdef readonly intp_t box_count          # box slots in use
     cdef readonly intp_t box_capacity       # allocated box slots
     # Nodes with at least this many points keep a stored box (0: every node, slot == node id).
     cdef readonly intp_t box_min_samples
+    # Lean statistics: value rows are stored by box slot (only nodes with a stored box keep
+    # one); the others are the sums of their points' rows, rebuilt when read (node_row).
+    cdef readonly bint lean_values
     # The store's inputs, to rebuild the boxes of small nodes (attach_points; readers only):
     # points_owner keeps the array alive, points_ptr / points_rows describe it.
     cdef object points_owner
     cdef const float64_t* points_ptr
     cdef readonly intp_t points_rows
+    # The store's contribution rows, to rebuild the statistics rows of small nodes (lean values).
+    cdef object rows_owner
+    cdef const float64_t* rows_ptr
+    cdef readonly intp_t rows_rows
+    cdef readonly intp_t rows_stride
 
     # Leaf membership of stored points: sample_next[i] is the next stored point in i's leaf.
     cdef intp_t* sample_next
@@ -85,6 +95,7 @@ cdef class MondrianTree:
     cdef StackRecord* extend_stack
     cdef intp_t extend_stack_capacity
     cdef float64_t* scratch
+    cdef float64_t* row_scratch             # one statistics row (value_stride floats, >= 1)
 
     # Undo log of one online update (begin_undo / rollback / commit): the state at begin, and
     # the old contents of every pre-existing node and leaf-list entry before it is written.
@@ -117,6 +128,12 @@ cdef class MondrianTree:
     cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
                                     float64_t* scratch) noexcept nogil
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
+    cdef int _attach_rows(self, object owner, const float64_t* ptr, intp_t n,
+                          intp_t stride) except -1
+    cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
+    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
+                           float64_t* out) noexcept nogil
+    cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
@@ -124,7 +141,7 @@ cdef class MondrianTree:
     cdef void _free_undo(self) noexcept nogil
     cdef int _save_columns(self) except -1
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
-    cdef bint _should_pause(self, intp_t node) noexcept nogil
+    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil
     cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
                               intp_t end) except -1 nogil
     cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
@@ -246,7 +263,8 @@ cdef inline float64_t points_distance(const float64_t* X, intp_t D, const intp_t
 
 
 cdef inline int check_points(MondrianTree tree) except -1:
-    """Raise unless ``tree`` can rebuild the boxes it does not store (its points attached)."""
+    """Raise unless ``tree`` can rebuild the boxes (and, lean values, the statistics rows) it
+    does not store: its points (and their contribution rows) attached."""
     if tree.box_min_samples > 0 and tree.points_rows < tree.n_samples_seen:
         raise ValueError(
             "this MondrianTree stores only the boxes of nodes holding at least "
@@ -254,7 +272,54 @@ cdef inline int check_points(MondrianTree tree) except -1:
             f"but it has access to {tree.points_rows} of its {tree.n_samples_seen} points: "
             "attach its store with tree.attach_points(X) (a TreeEnsemble does it itself)"
         )
+    if tree.lean_values and tree.box_min_samples > 0 and tree.value_stride > 0 and (
+            tree.rows_rows < tree.n_samples_seen or tree.rows_stride != tree.value_stride):
+        raise ValueError(
+            "this MondrianTree stores the statistics rows of the nodes holding at least "
+            f"{tree.box_min_samples} points only and rebuilds the others from the "
+            "contribution rows of its stored points, which are not attached (or have another "
+            "width): attach them with tree.attach_points(X, rows) (a TreeEnsemble does it "
+            "itself)"
+        )
     return 0
+
+
+cdef inline const float64_t* stored_row(MondrianTree tree, intp_t node) noexcept nogil:
+    """The stored statistics row of ``node``, or NULL when it is rebuilt from its points
+    (lean values: only nodes with a stored box keep a row, at their box slot)."""
+    cdef intp_t r = tree.box_slot[node] if tree.lean_values else node
+    if r < 0:
+        return NULL
+    return tree.value + r * tree.value_stride
+
+
+cdef inline void points_row(const float64_t* rows, intp_t S, const intp_t* points, intp_t n,
+                            float64_t* out) noexcept nogil:
+    """The sum of the contribution rows (width ``S``) of ``points`` into ``out``: a node's
+    statistics row rebuilt from the points below it (exact for integer counts, whatever the
+    order; zeros for no point)."""
+    cdef const float64_t* row
+    cdef intp_t k, c
+    for c in range(S):
+        out[c] = 0.0
+    for k in range(n):
+        row = rows + points[k] * S
+        for c in range(S):
+            out[c] += row[c]
+
+
+cdef inline const float64_t* node_row(MondrianTree tree, intp_t node,
+                                      float64_t* scratch) noexcept nogil:
+    """The statistics row of ``node``: its stored one, or rebuilt into ``scratch``
+    (``value_stride`` floats) from the attached rows of the points below it."""
+    cdef intp_t points[BOX_POINTS_MAX]
+    cdef intp_t n
+    cdef const float64_t* row = stored_row(tree, node)
+    if row != NULL:
+        return row
+    n = subtree_points(tree, node, points, BOX_POINTS_MAX)
+    points_row(tree.rows_ptr, tree.value_stride, points, n, scratch)
+    return scratch
 
 
 cdef inline intp_t _partition(intp_t* idx, intp_t start, intp_t end, const float64_t* X,

@@ -31,10 +31,26 @@ from mondrian.core._walk cimport leaf_at
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MONDRIAN_TREE_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define MONDRIAN_TREE_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void MONDRIAN_TREE_PREFETCH(const void* p) noexcept nogil
+
+# How many nodes ahead _all_values asks the cache for a leaf's first contribution row.
+cdef intp_t ROW_PREFETCH_AHEAD = 16
+
 # Version of the whole pickled state of a MondrianTree (__getstate__): 1 kept a box for every
 # node; 2 (lean boxes) keeps the stored boxes, and the read columns when they are not the stored
 # ones (a classifier that met classes online). Both load.
 TREE_STATE_VERSION = 2
+# Version 3: version 2 with lean values (statistics rows by box slot); saved only by trees
+# with lean values, so that the others stay readable by builds without them.
+TREE_STATE_LEAN_VERSION = 3
 # Version of the compact state (compact_state / from_compact_state): 1, or 2 with a "columns"
 # entry (builds without read columns refuse those clearly). Both load.
 COMPACT_STATE_VERSION = 1
@@ -160,7 +176,7 @@ cdef class MondrianTree:
 
     def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime,
                   intp_t min_samples_split=2, bint pause_pure=False, object seed=0,
-                  object box_min_samples=None):
+                  object box_min_samples=None, bint lean_values=False):
         if box_min_samples is None:
             box_min_samples = BOX_MIN_SAMPLES
         if not 0 <= box_min_samples <= BOX_POINTS_MAX:
@@ -178,6 +194,7 @@ cdef class MondrianTree:
         self.min_samples_split = min_samples_split
         self.pause_pure = pause_pure
         self.box_min_samples = box_min_samples
+        self.lean_values = lean_values
         self.nodes = NULL
         self.box_slot = NULL
         self.box_count = 0
@@ -185,6 +202,10 @@ cdef class MondrianTree:
         self.points_owner = None
         self.points_ptr = NULL
         self.points_rows = 0
+        self.rows_owner = None
+        self.rows_ptr = NULL
+        self.rows_rows = 0
+        self.rows_stride = 0
         self.bounds = NULL
         self.value = NULL
         self.sample_next = NULL
@@ -220,6 +241,8 @@ cdef class MondrianTree:
         self.scratch = <float64_t*> PyMem_Malloc(7 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
+        self.row_scratch = NULL
+        _realloc(<void**>&self.row_scratch, max(value_stride, 1), sizeof(float64_t))
         rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
     def __dealloc__(self):
@@ -235,6 +258,7 @@ cdef class MondrianTree:
         free(self.columns)
         free(self.undo_old_columns)
         PyMem_Free(self.scratch)
+        free(self.row_scratch)
 
     # ------------------------------------------------------------------ storage
 
@@ -258,7 +282,7 @@ cdef class MondrianTree:
                 )
         _realloc(<void**>&self.nodes, capacity, sizeof(Node))
         _realloc(<void**>&self.box_slot, capacity, sizeof(int32_t))
-        if self.value_stride > 0:
+        if self.value_stride > 0 and not self.lean_values:
             _realloc(<void**>&self.value, capacity * self.value_stride, sizeof(float64_t))
         self.capacity = capacity
         return 0
@@ -323,6 +347,8 @@ cdef class MondrianTree:
         if slot >= self.box_capacity:
             capacity = max(8, 2 * self.box_capacity)
             _realloc(<void**>&self.bounds, capacity * 2 * self.n_features, sizeof(float64_t))
+            if self.lean_values and self.value_stride > 0:
+                _realloc(<void**>&self.value, capacity * self.value_stride, sizeof(float64_t))
             self.box_capacity = capacity
         self.box_count = slot + 1
         self.box_slot[node] = <int32_t>slot
@@ -355,6 +381,113 @@ cdef class MondrianTree:
             self.points_owner = owner
             self.points_ptr = ptr
             self.points_rows = rows
+        return 0
+
+    cdef int _attach_rows(self, object owner, const float64_t* ptr, intp_t n,
+                          intp_t stride) except -1:
+        if ptr != self.rows_ptr or n != self.rows_rows or stride != self.rows_stride:
+            self.rows_owner = owner
+            self.rows_ptr = ptr
+            self.rows_rows = n
+            self.rows_stride = stride
+        return 0
+
+    cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil:
+        """Where to write the statistics row of ``node`` (its box slot decided first, by
+        ``_box_target``): its stored row, or ``scratch`` (lean values, a node without a box)."""
+        if not self.lean_values:
+            return self.value + self.value_stride * node
+        if self.box_slot[node] >= 0:
+            return self.value + self.value_stride * self.box_slot[node]
+        return scratch
+
+    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
+                           float64_t* out) noexcept nogil:
+        """The statistics row of ``node`` summed into ``out`` from the rows ``rows`` of the
+        points below it: a leaf's whole list (any length), else the subtree of a node holding
+        fewer than ``box_min_samples`` points."""
+        cdef intp_t points[BOX_POINTS_MAX]
+        cdef intp_t n, i, c, S = self.value_stride
+        cdef const float64_t* row
+        if self.nodes[node].left_child == TREE_LEAF:
+            for c in range(S):
+                out[c] = 0.0
+            i = self.nodes[node].first_sample
+            while i != TREE_LEAF:
+                row = rows + i * S
+                for c in range(S):
+                    out[c] += row[c]
+                i = self.sample_next[i]
+            return
+        n = subtree_points(self, node, points, BOX_POINTS_MAX)
+        points_row(rows, S, points, n, out)
+
+    cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil:
+        """Every node's statistics row into ``out`` (``node_count`` rows of
+        ``value_stride``, stored column layout; ``queue``: scratch of ``node_count``): the
+        stored rows copied, the others from the attached rows (leaves from their lists, then
+        sums of the children). For readers of many rows (the counterpart of
+        :meth:`_all_boxes`). Writes nothing to the tree."""
+        cdef intp_t S = self.value_stride, n = self.node_count, head = 0, tail = 1, j, k, c
+        cdef intp_t lc, i
+        cdef bint ordered = True
+        cdef float64_t* val
+        cdef const float64_t* left
+        cdef const float64_t* right
+        cdef const float64_t* row
+        if n == 0 or S == 0:
+            return 0
+        if not self.lean_values:
+            memcpy(out, self.value, n * S * sizeof(float64_t))
+            return 0
+        # Children after their parent in id order (a batch-grown tree; an online one until a
+        # parent is inserted above a node): the nodes in reverse id order, sequential reads;
+        # else breadth first (parents before children), reversed.
+        for j in range(n):
+            if self.nodes[j].left_child != TREE_LEAF and (
+                    self.nodes[j].left_child <= j or self.nodes[j].right_child <= j):
+                ordered = False
+                break
+        if ordered:
+            tail = n
+        else:
+            queue[0] = 0
+            while head < tail:
+                j = queue[head]
+                head += 1
+                if self.nodes[j].left_child != TREE_LEAF:
+                    queue[tail] = self.nodes[j].left_child
+                    queue[tail + 1] = self.nodes[j].right_child
+                    tail += 2
+        for k in range(tail - 1, -1, -1):
+            j = k if ordered else queue[k]
+            if ordered and j >= ROW_PREFETCH_AHEAD:
+                # The rows of the leaves' points are scattered in the store: request the
+                # first one a few nodes early (a hint: no effect on any value).
+                i = self.nodes[j - ROW_PREFETCH_AHEAD].first_sample
+                if i != TREE_LEAF:
+                    for c in range(0, S, 8):
+                        MONDRIAN_TREE_PREFETCH(self.rows_ptr + i * S + c)
+                    MONDRIAN_TREE_PREFETCH(self.sample_next + i)
+            val = out + S * j
+            if self.box_slot[j] >= 0:
+                memcpy(val, self.value + S * self.box_slot[j], S * sizeof(float64_t))
+                continue
+            lc = self.nodes[j].left_child
+            if lc == TREE_LEAF:
+                for c in range(S):
+                    val[c] = 0.0
+                i = self.nodes[j].first_sample
+                while i != TREE_LEAF:
+                    row = self.rows_ptr + i * S
+                    for c in range(S):
+                        val[c] += row[c]
+                    i = self.sample_next[i]
+                continue
+            left = out + S * lc
+            right = out + S * self.nodes[j].right_child
+            for c in range(S):
+                val[c] = left[c] + right[c]
         return 0
 
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil:
@@ -409,26 +542,38 @@ cdef class MondrianTree:
                 hi[d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
         return 0
 
-    def attach_points(self, X):
+    def attach_points(self, X, rows=None):
         """Give the tree (read) access to the store's inputs ``X``, from which it rebuilds
-        the boxes it does not store. Growth and extension attach the store they are given;
-        a copy made without it (pickling, ``copy.deepcopy``) must be attached before it is
-        read (a :class:`~mondrian.core.ensemble.TreeEnsemble` does it for its trees).
+        the boxes it does not store, and to their contribution rows ``rows``, from which a
+        tree with lean values rebuilds the statistics rows it does not store. Growth and
+        extension attach the store they are given; a copy made without it (pickling,
+        ``copy.deepcopy``) must be attached before it is read (a
+        :class:`~mondrian.core.ensemble.TreeEnsemble` does it for its trees).
 
         Parameters
         ----------
         X : ndarray of shape (n_stored, n_features), C-contiguous float64
             Kept by reference (not copied); it must not change while attached.
+        rows : ndarray of shape (n_stored, value_stride), C-contiguous float64, optional
+            Kept by reference too; None keeps the rows attached before.
         """
         cdef const float64_t[:, ::1] view = X
+        cdef const float64_t[:, ::1] rview
         if view.shape[1] != self.n_features:
             raise ValueError(f"X has {view.shape[1]} features, the tree expects "
                              f"{self.n_features}")
+        if rows is not None:
+            rview = rows
+            if rview.shape[0] != view.shape[0]:
+                raise ValueError("rows must have one row per stored point")
+            self._attach_rows(rview.base, &rview[0, 0] if rview.shape[0] and rview.shape[1]
+                              else NULL, rview.shape[0], rview.shape[1])
         self._attach(view.base, &view[0, 0] if view.shape[0] else NULL, view.shape[0])
 
     def detach_points(self):
-        """Drop the reference to the store's inputs (reads then raise until re-attached)."""
+        """Drop the references to the store (reads then raise until re-attached)."""
         self._attach(None, NULL, 0)
+        self._attach_rows(None, NULL, 0, 0)
 
     # ------------------------------------------------------------------ undo log
 
@@ -456,8 +601,8 @@ cdef class MondrianTree:
         if self.box_slot[node] >= 0:
             memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * self.box_slot[node],
                    2 * D * sizeof(float64_t))
-        if S > 0:
-            memcpy(self.undo_values + S * n, self.value + S * node, S * sizeof(float64_t))
+        if S > 0 and stored_row(self, node) != NULL:
+            memcpy(self.undo_values + S * n, stored_row(self, node), S * sizeof(float64_t))
         self.undo_n = n + 1
         return 0
 
@@ -530,8 +675,9 @@ cdef class MondrianTree:
             if self.undo_slots[e] >= 0:
                 memcpy(self.bounds + 2 * D * self.undo_slots[e], self.undo_bounds + 2 * D * e,
                        2 * D * sizeof(float64_t))
-            if S > 0:
-                memcpy(self.value + S * j, self.undo_values + S * e, S * sizeof(float64_t))
+            if S > 0 and stored_row(self, j) != NULL:  # (the slot restored just above)
+                memcpy(<float64_t*>stored_row(self, j), self.undo_values + S * e,
+                       S * sizeof(float64_t))
         for e in range(self.undo_sn - 1, -1, -1):
             self.sample_next[self.undo_samples[2 * e]] = self.undo_samples[2 * e + 1]
         if self.n_samples_seen > self.undo_samples_seen:
@@ -546,7 +692,10 @@ cdef class MondrianTree:
             self.value = self.undo_old_value
             self.value_stride = self.undo_old_stride
             # The old buffer holds the capacity it had then (the other buffers may be larger).
-            self.capacity = min(self.capacity, self.undo_old_capacity)
+            if self.lean_values:
+                self.box_capacity = min(self.box_capacity, self.undo_old_capacity)
+            else:
+                self.capacity = min(self.capacity, self.undo_old_capacity)
             self.undo_old_value = NULL
         if self.undo_reordered:
             free(self.columns)
@@ -582,25 +731,23 @@ cdef class MondrianTree:
         """Whether an undo log is open (:meth:`begin_undo`)."""
         return bool(self.undo_on)
 
-    cdef bint _should_pause(self, intp_t node) noexcept nogil:
-        """Pause rule of section 3.1: too few points, or pure statistics when asked.
+    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil:
+        """Pause rule of section 3.1: too few points, or pure statistics when asked (``val``:
+        the leaf's statistics row, stored or rebuilt).
 
         Sums run over the read columns in their order (the sorted classes), so that a
         weighted count has the same bits whatever order the classes arrived in.
         """
         cdef intp_t k, nonzero = 0
-        cdef float64_t* val
         cdef float64_t count = 0.0
         if self.count_columns == 0:
             count = self.nodes[node].n_node_samples
         else:
-            val = self.value + node * self.value_stride
             for k in range(self.n_columns if self.count_columns < 0 else self.count_columns):
                 count += val[self.columns[k]]
         if count < self.min_samples_split:
             return True
         if self.pause_pure:
-            val = self.value + node * self.value_stride
             for k in range(self.n_columns):
                 if val[self.columns[k]] != 0.0:
                     nonzero += 1
@@ -712,7 +859,7 @@ cdef class MondrianTree:
             j = rec.node
             lo = self._box_target(j, rec.end - rec.start, box_scratch)
             hi = lo + D
-            val = self.value + S * j
+            val = self._value_target(j, self.row_scratch)
             first = idx[rec.start]
             memcpy(lo, X + first * D, D * sizeof(float64_t))
             memcpy(hi, X + first * D, D * sizeof(float64_t))
@@ -725,7 +872,7 @@ cdef class MondrianTree:
             self._reset_leaf(j, rec.end - rec.start)
 
             linear_dim = _side_lengths(lo, hi, sides, D)
-            if linear_dim <= 0.0 or self._should_pause(j):
+            if linear_dim <= 0.0 or self._should_pause(j, val):
                 self.nodes[j].paused = 1
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
@@ -784,10 +931,12 @@ cdef class MondrianTree:
 
             if self.nodes[j].paused:
                 # Never cut above a paused leaf: absorb the points, regrow if un-paused.
+                had_box = self.box_slot[j] >= 0
                 val = self.value + S * j
                 for k in range(rec.start, rec.end):
                     i = idx[k]
-                    _add_row(val, rows + i * S, S)
+                    if not self.lean_values:
+                        _add_row(val, rows + i * S, S)
                     self._log_sample(i)
                     self.sample_next[i] = self.nodes[j].first_sample
                     self.nodes[j].first_sample = i
@@ -808,10 +957,19 @@ cdef class MondrianTree:
                     while i != TREE_LEAF:
                         _include(lo, hi, X + i * D, D)
                         i = self.sample_next[i]
+                if self.lean_values:
+                    # Its statistics row likewise: a stored one grows, else it is summed from
+                    # the leaf's list (into its new slot, or the scratch row for the rule).
+                    val = self._value_target(j, self.row_scratch)
+                    if had_box:
+                        for k in range(rec.start, rec.end):
+                            _add_row(val, rows + idx[k] * S, S)
+                    else:
+                        self._rebuild_row(j, rows, val)
                 linear_dim = 0.0
                 for d in range(D):
                     linear_dim += hi[d] - lo[d]
-                if linear_dim > 0.0 and not self._should_pause(j):
+                if linear_dim > 0.0 and not self._should_pause(j, val):
                     count = self.nodes[j].n_node_samples
                     leaf_points = <intp_t*> realloc(NULL, count * sizeof(intp_t))
                     if leaf_points == NULL:
@@ -861,7 +1019,8 @@ cdef class MondrianTree:
                 copy = self._new_node()  # (may move every buffer: box is not read again)
                 fresh = self._new_node()
                 memcpy(&self.nodes[copy], &self.nodes[j], sizeof(Node))
-                if S > 0:
+                if S > 0 and (not self.lean_values or self.box_min_samples == 0):
+                    # (lean values with every box stored: rows by slot == node id)
                     memcpy(self.value + S * copy, self.value + S * j, S * sizeof(float64_t))
                 if self.box_min_samples == 0:
                     # Every node has its own slot: the copy gets the old box.
@@ -886,14 +1045,27 @@ cdef class MondrianTree:
                     self._log_node(self.nodes[copy].right_child)
                     self.nodes[child].parent = copy
                     self.nodes[self.nodes[copy].right_child].parent = copy
-                val = self.value + S * j
+                if self.lean_values:
+                    # The copy took j's row with its slot; j's row, if j now stores one, is
+                    # the copy's (rebuilt from its points, once its children are relinked)
+                    # plus the batch.
+                    val = self._value_target(j, NULL)
+                    if val != NULL and self.box_min_samples > 0 and S > 0:
+                        if self.box_slot[copy] >= 0:
+                            memcpy(val, self.value + S * self.box_slot[copy],
+                                   S * sizeof(float64_t))
+                        else:
+                            self._rebuild_row(copy, rows, val)
+                else:
+                    val = self.value + S * j
                 for d in range(D):
                     if bmin[d] < lo[d]:
                         lo[d] = bmin[d]
                     if bmax[d] > hi[d]:
                         hi[d] = bmax[d]
-                for k in range(rec.start, rec.end):
-                    _add_row(val, rows + idx[k] * S, S)
+                if val != NULL:
+                    for k in range(rec.start, rec.end):
+                        _add_row(val, rows + idx[k] * S, S)
                 self.nodes[j].n_node_samples += count
                 self.nodes[j].feature = cut_dim
                 self.nodes[j].threshold = threshold
@@ -924,14 +1096,19 @@ cdef class MondrianTree:
             hi = lo + D
             if not had_box and lo != node_scratch:
                 memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
-            val = self.value + S * j
+            # Its statistics row likewise (lean values: a new slot's row summed from the
+            # node's points before the batch joins them; no row for a small node).
+            val = self._value_target(j, NULL)
+            if self.lean_values and val != NULL and not had_box and S > 0:
+                self._rebuild_row(j, rows, val)
             for d in range(D):
                 if bmin[d] < lo[d]:
                     lo[d] = bmin[d]
                 if bmax[d] > hi[d]:
                     hi[d] = bmax[d]
-            for k in range(rec.start, rec.end):
-                _add_row(val, rows + idx[k] * S, S)
+            if val != NULL:
+                for k in range(rec.start, rec.end):
+                    _add_row(val, rows + idx[k] * S, S)
             self.nodes[j].n_node_samples += count
             if self.nodes[j].left_child == TREE_LEAF:
                 # A leaf whose lifetime expired: it keeps the points and stays a leaf.
@@ -1013,6 +1190,7 @@ cdef class MondrianTree:
         if self.value_stride > 0:
             rows_ptr = &rows[0, 0]
         self._attach(X.base, &X[0, 0], X.shape[0])
+        self._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
         with nogil:
             self._extend(&work[0], n, &X[0, 0], rows_ptr)
         return self
@@ -1079,19 +1257,28 @@ cdef class MondrianTree:
             # The logged statistics rows have the old width: the log cannot mix widths.
             raise RuntimeError("set_value_columns after changes under an open undo log")
         moved = np.asarray(column_map)[self.column_order].astype(np.intp)
-        if new_stride > 0 and self.capacity > 0:
-            _realloc(<void**>&new_value, self.capacity * new_stride, sizeof(float64_t))
-            memset(new_value, 0, self.capacity * new_stride * sizeof(float64_t))
-            for j in range(self.node_count):
+        # Lean values: the rows stored by box slot (the store's rows are rewritten too, and
+        # attached again, by the caller: until then the rebuilt rows cannot be read).
+        cdef intp_t capacity = self.box_capacity if self.lean_values else self.capacity
+        cdef intp_t used = self.box_count if self.lean_values else self.node_count
+        if new_stride > 0 and capacity > 0:
+            _realloc(<void**>&new_value, capacity * new_stride, sizeof(float64_t))
+            memset(new_value, 0, capacity * new_stride * sizeof(float64_t))
+            for j in range(used):
                 for c in range(old):
                     if column_map[c] >= 0:
                         new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
-        self._save_columns()
+        try:
+            _realloc(<void**>&self.row_scratch, max(new_stride, old, 1), sizeof(float64_t))
+            self._save_columns()
+        except MemoryError:
+            free(new_value)
+            raise
         if self.undo_on and not self.undo_widened:
             # Keep the old buffer for a rollback (the widening copies it anyway).
             self.undo_old_value = self.value
             self.undo_old_stride = old
-            self.undo_old_capacity = self.capacity
+            self.undo_old_capacity = capacity
             self.undo_widened = True
         else:
             free(self.value)
@@ -1189,11 +1376,12 @@ cdef class MondrianTree:
         # type(self): subclasses (e.g. the density's full-cell trees) prune into their own kind.
         cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
                                            self.min_samples_split, self.pause_pure, 0,
-                                           self.box_min_samples)
+                                           self.box_min_samples, self.lean_values)
         out.rng = self.rng
         out.count_columns = self.count_columns
         out._set_columns(self.columns, self.n_columns)
         out._attach(self.points_owner, self.points_ptr, self.points_rows)
+        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
         if self.node_count == 0:
             return out
         cdef intp_t D = self.n_features, S = self.value_stride
@@ -1222,8 +1410,10 @@ cdef class MondrianTree:
                     out._new_box(new)
                 memcpy(out.bounds + 2 * D * out.box_slot[new],
                        self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-            if S > 0:
-                memcpy(out.value + S * new, self.value + S * j, S * sizeof(float64_t))
+            # (the same statistics: stored where this tree stores them)
+            if S > 0 and stored_row(self, j) != NULL:
+                memcpy(<float64_t*>stored_row(out, new), stored_row(self, j),
+                       S * sizeof(float64_t))
             if self.nodes[j].parent != TREE_LEAF:
                 out.nodes[new].parent = ids[self.nodes[j].parent]
             cut = self.nodes[j].left_child != TREE_LEAF and self.nodes[j].split_time < lifetime
@@ -1281,6 +1471,7 @@ cdef class MondrianTree:
             if self.nodes[j].first_sample != TREE_LEAF:
                 self.nodes[j].first_sample += offset
         self._attach(None, NULL, 0)  # its points moved: the new store must be attached
+        self._attach_rows(None, NULL, 0, 0)
 
     def _subtree_samples(self, intp_t node):
         """Stored points below ``node`` (leaf lists of its subtree)."""
@@ -1372,18 +1563,35 @@ cdef class MondrianTree:
     def value_array(self):
         """Copy of the per-node statistics as the models read them, shape ``(node_count,
         n_columns)``: column ``k`` is the stored column ``column_order[k]`` (for a classifier,
-        the class ``classes_[k]``)."""
-        stored = self._stored_value_array()
+        the class ``classes_[k]``). With lean values the rows not stored are rebuilt from the
+        attached points (:meth:`attach_points`)."""
+        stored = self._full_value_array()
         if self._trivial_columns():
             return stored
         return np.ascontiguousarray(stored[:, self.column_order])
 
-    def _stored_value_array(self):
-        """Copy of the statistics buffer as stored, shape ``(node_count, value_stride)``."""
+    def _full_value_array(self):
+        """Every node's statistics row in the stored column layout, shape ``(node_count,
+        value_stride)``: the stored rows, the others rebuilt (lean values)."""
         out = np.zeros((self.node_count, self.value_stride), dtype=np.float64)
-        if self.node_count and self.value_stride:
-            memcpy(cnp.PyArray_DATA(out), self.value,
-                   self.node_count * self.value_stride * sizeof(float64_t))
+        if not (self.node_count and self.value_stride):
+            return out
+        if self.lean_values:
+            check_points(self)
+        queue = np.empty(self.node_count, dtype=np.intp)
+        cdef intp_t[::1] q = queue
+        cdef float64_t* o = <float64_t*>cnp.PyArray_DATA(out)
+        with nogil:
+            self._all_values(o, &q[0])
+        return out
+
+    def _stored_value_array(self):
+        """Copy of the statistics buffer as stored, shape ``(node_count, value_stride)``, or
+        ``(box_count, value_stride)`` with lean values (row ``s``: the node of box slot ``s``)."""
+        cdef intp_t n = self.box_count if self.lean_values else self.node_count
+        out = np.zeros((n, self.value_stride), dtype=np.float64)
+        if n and self.value_stride:
+            memcpy(cnp.PyArray_DATA(out), self.value, n * self.value_stride * sizeof(float64_t))
         return out
 
     def node_depths(self):
@@ -1422,14 +1630,19 @@ cdef class MondrianTree:
         """
         cdef MondrianTree out = type(self).__new__(
             type(self), self.n_features, self.value_stride, self.lifetime,
-            self.min_samples_split, self.pause_pure, 0, self.box_min_samples)
+            self.min_samples_split, self.pause_pure, 0, self.box_min_samples, self.lean_values)
         cdef intp_t n = self.node_count, m = self.n_samples_seen, b = self.box_count
+        cdef intp_t S = self.value_stride
         out.count_columns = self.count_columns
         out._set_columns(self.columns, self.n_columns)
         out._attach(self.points_owner, self.points_ptr, self.points_rows)
+        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
         if b:
             _realloc(<void**>&out.bounds, b * 2 * self.n_features, sizeof(float64_t))
             memcpy(out.bounds, self.bounds, b * 2 * self.n_features * sizeof(float64_t))
+            if self.lean_values and S:
+                _realloc(<void**>&out.value, b * S, sizeof(float64_t))
+                memcpy(out.value, self.value, b * S * sizeof(float64_t))
             out.box_capacity = out.box_count = b
         if n == 0:
             out._resize(1)
@@ -1439,9 +1652,9 @@ cdef class MondrianTree:
             _realloc(<void**>&out.box_slot, n, sizeof(int32_t))
             memcpy(out.nodes, self.nodes, n * sizeof(Node))
             memcpy(out.box_slot, self.box_slot, n * sizeof(int32_t))
-            if self.value_stride:
-                _realloc(<void**>&out.value, n * self.value_stride, sizeof(float64_t))
-                memcpy(out.value, self.value, n * self.value_stride * sizeof(float64_t))
+            if S and not self.lean_values:
+                _realloc(<void**>&out.value, n * S, sizeof(float64_t))
+                memcpy(out.value, self.value, n * S * sizeof(float64_t))
             out.capacity = n
         out.node_count = n
         if m:
@@ -1478,17 +1691,22 @@ cdef class MondrianTree:
         """
         cdef intp_t n = self.node_count
         cdef intp_t spare = self.capacity - n
+        cdef intp_t row = self.value_stride * sizeof(float64_t)
+        cdef intp_t box = 2 * self.n_features * sizeof(float64_t)
+        # Lean values: rows only for the nodes with a stored box, in their slots.
+        if self.lean_values:
+            box += row
         out = {
             "nodes": n * sizeof(Node),
             "box_slots": n * sizeof(int32_t),
             "bounds": self.box_count * 2 * self.n_features * sizeof(float64_t),
-            "value": n * self.value_stride * sizeof(float64_t),
+            "value": (self.box_count if self.lean_values else n) * row,
             "sample_next": self.n_samples_seen * sizeof(intp_t),
         }
         out["total"] = sum(out.values())
         out["reserved"] = (
-            spare * (sizeof(Node) + sizeof(int32_t) + self.value_stride * sizeof(float64_t))
-            + (self.box_capacity - self.box_count) * 2 * self.n_features * sizeof(float64_t)
+            spare * (sizeof(Node) + sizeof(int32_t) + (0 if self.lean_values else row))
+            + (self.box_capacity - self.box_count) * box
             + (self.sample_capacity - self.n_samples_seen) * sizeof(intp_t)
         )
         return out
@@ -1649,8 +1867,18 @@ cdef class MondrianTree:
             bounds[kept] = stored  # every node's box, the stored ones as they are
             state["bounds"] = bounds
         del stored, bounds
-        stored = self._stored_value_array()
-        state["value"] = None if _same_bits(stored, value) else stored
+        if self.lean_values:
+            # The stored rows (the others are the sums of the points by definition).
+            stored = self._stored_value_array()[slots[kept]]
+            if _same_bits(stored, value[kept]):
+                state["value"] = None
+            else:
+                value[kept] = stored
+                state["value"] = value
+            state["lean_values"] = True  # (builds without lean values load it storing all)
+        else:
+            stored = self._stored_value_array()
+            state["value"] = None if _same_bits(stored, value) else stored
         if not self._trivial_columns():
             state["version"] = 2  # builds without read columns refuse it clearly
             state["columns"] = self.column_order.astype(np.int32)
@@ -1669,7 +1897,8 @@ cdef class MondrianTree:
         if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
             raise ValueError("a compact tree state must name a MondrianTree class")
         # (states saved before lean boxes have no box_min_samples: the default applies)
-        cdef MondrianTree tree = cls(*state["params"], 0, state.get("box_min_samples"))
+        cdef MondrianTree tree = cls(*state["params"], 0, state.get("box_min_samples"),
+                                     bool(state.get("lean_values", False)))
         tree.count_columns = int(state.get("count_columns", 0))
         cdef intp_t n = int(state["node_count"])
         internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
@@ -1729,16 +1958,18 @@ cdef class MondrianTree:
         if bounds.shape != (n, 2, D) or value.shape != (n, S):
             raise ValueError("inconsistent compact MondrianTree state")
         cdef const float64_t[:, :, ::1] b = bounds
+        cdef const float64_t[:, ::1] v = value
         for j in range(n):
             tree.box_slot[j] = -1
             if cnt[j] >= tree.box_min_samples:
                 tree._new_box(j)
                 memcpy(tree.bounds + 2 * D * tree.box_slot[j], &b[j, 0, 0],
                        2 * D * sizeof(float64_t))
+            if S and stored_row(tree, j) != NULL:
+                memcpy(<float64_t*>stored_row(tree, j), &v[j, 0], S * sizeof(float64_t))
         tree._attach(X.base, &X[0, 0] if X.shape[0] else NULL, X.shape[0])
-        if n:
-            if S:
-                memcpy(tree.value, cnp.PyArray_DATA(value), n * S * sizeof(float64_t))
+        tree._attach_rows(rows.base, &rows[0, 0] if rows.shape[0] and S else NULL,
+                          rows.shape[0], rows.shape[1])
         rng = np.asarray(state["rng"], dtype=np.uint64)
         tree.rng.s0 = rng[0]
         tree.rng.s1 = rng[1]
@@ -1752,7 +1983,7 @@ cdef class MondrianTree:
         return (
             type(self),
             (self.n_features, self.value_stride, self.lifetime, self.min_samples_split,
-             self.pause_pure, 0, self.box_min_samples),
+             self.pause_pure, 0, self.box_min_samples, self.lean_values),
             self.__getstate__(),
         )
 
@@ -1762,7 +1993,7 @@ cdef class MondrianTree:
             memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
                    self.n_samples_seen * sizeof(intp_t))
         state = {
-            "version": TREE_STATE_VERSION,
+            "version": TREE_STATE_LEAN_VERSION if self.lean_values else TREE_STATE_VERSION,
             "nodes": self.nodes_array,
             "box_min_samples": self.box_min_samples,
             "box_slot": self.box_slots,
@@ -1778,13 +2009,18 @@ cdef class MondrianTree:
 
     def __setstate__(self, state):
         """Whole state (no points attached: see :meth:`attach_points`). Version 1 (a box for
-        every node, before lean boxes) loads; its small nodes' boxes are dropped."""
+        every node, before lean boxes) loads; its small nodes' boxes are dropped. The state
+        decides whether the statistics rows are lean (version 3) or one per node."""
         version = state.get("version")
-        if version not in (1, TREE_STATE_VERSION):
+        if version not in (1, TREE_STATE_VERSION, TREE_STATE_LEAN_VERSION):
             raise ValueError(
                 f"cannot load a MondrianTree saved with state version {version}; "
-                f"this build reads versions 1 and {TREE_STATE_VERSION}"
+                f"this build reads versions 1, {TREE_STATE_VERSION} and "
+                f"{TREE_STATE_LEAN_VERSION}"
             )
+        if self.node_count or self.box_count:
+            raise ValueError("__setstate__ needs a fresh MondrianTree")
+        self.lean_values = version == TREE_STATE_LEAN_VERSION
         nodes = _as_node_dtype(state["nodes"])
         cdef intp_t n = nodes.shape[0], D = self.n_features
         if version == 1:
@@ -1803,7 +2039,7 @@ cdef class MondrianTree:
         rng = np.asarray(state["rng"], dtype=np.uint64)
         cdef intp_t m = boxes.shape[0]
         if (slots.shape[0] != n or boxes.shape[1:] != (2, D)
-                or value.shape != (n, self.value_stride)
+                or value.shape != (m if self.lean_values else n, self.value_stride)
                 or (n and not -1 <= np.min(slots) <= np.max(slots) < m)):
             raise ValueError("inconsistent MondrianTree state")
         self.node_count = 0
@@ -1811,15 +2047,17 @@ cdef class MondrianTree:
         self._resize(max(n, 1))
         if m > self.box_capacity:
             _realloc(<void**>&self.bounds, m * 2 * D, sizeof(float64_t))
+            if self.lean_values and self.value_stride:
+                _realloc(<void**>&self.value, m * self.value_stride, sizeof(float64_t))
             self.box_capacity = m
         self.box_count = m
         if m:
             memcpy(self.bounds, cnp.PyArray_DATA(boxes), m * 2 * D * sizeof(float64_t))
+        if value.shape[0] and self.value_stride:
+            memcpy(self.value, cnp.PyArray_DATA(value), value.size * sizeof(float64_t))
         if n:
             memcpy(self.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
             memcpy(self.box_slot, &slots[0], n * sizeof(int32_t))
-            if self.value_stride:
-                memcpy(self.value, cnp.PyArray_DATA(value), n * self.value_stride * 8)
         self.node_count = n
         self.n_samples_seen = 0
         self._ensure_samples(sample_next.shape[0])
@@ -1857,6 +2095,7 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     owner = X.base
     for tree in trees:
         tree._attach(owner, &X[0, 0], X.shape[0])
+        tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
         for k in range(n):
             work[k] = indices[k]
         with nogil:

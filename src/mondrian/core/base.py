@@ -449,6 +449,9 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     # What the trees' min_samples_split rule counts (MondrianTree.count_columns): 0 the stored
     # points; the models whose rows carry sample weights count weights instead.
     _count_columns = 0
+    # Whether the trees rebuild small nodes' statistics rows from the store's rows
+    # (TreeEnsemble lean_values): for rows whose sums are exact in any order.
+    _lean_values = False
     _refit_params = ("lifetime", "min_samples_split", "feature_scaling", "feature_weights")
     # Whether the targets are class labels (the relevance methods and the weights probe).
     _classification = False
@@ -618,7 +621,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
         tree_params = {"min_samples_split": int(self.min_samples_split),
                        "pause_pure": self._pause_pure,
-                       "count_columns": self._count_columns}
+                       "count_columns": self._count_columns,
+                       "lean_values": self._lean_values}
         weights = self.__dict__.get("_map_weights")
         if isinstance(self.feature_scaling, (tuple, list)):  # a range fixed up front
             feature_map = FeatureScaler.fixed(*check_feature_range(self.feature_scaling,

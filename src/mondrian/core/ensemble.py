@@ -147,6 +147,11 @@ class TreeEnsemble:
     count_columns : int, default=0
         What the trees' ``min_samples_split`` rule counts (``MondrianTree.count_columns``): 0
         the points, else weighted counts read from the contribution rows.
+    lean_values : bool, default=False
+        The trees store the statistics rows of the nodes holding at least
+        ``box_min_samples`` points only, and rebuild the others from the store's rows
+        (``MondrianTree.lean_values``): for rows whose sums are exact in any order (class
+        counts), so that the rebuilt rows have the bits of stored ones.
 
     Attributes
     ----------
@@ -165,13 +170,14 @@ class TreeEnsemble:
     """
 
     def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
-                 pause_pure=False, tree_class=MondrianTree, count_columns=0):
+                 pause_pure=False, tree_class=MondrianTree, count_columns=0, lean_values=False):
         self.n_features = int(n_features)
         self.lifetime = float(lifetime)
         self.min_samples_split = int(min_samples_split)
         self.pause_pure = bool(pause_pure)
         self.tree_class = tree_class
         self.count_columns = int(count_columns)
+        self.lean_values = bool(lean_values)
         self.feature_map = feature_map
         self.store = DataStore(self.n_features, int(width))
         self.seeds = np.asarray(seeds, dtype=np.int64).copy()
@@ -216,7 +222,8 @@ class TreeEnsemble:
     def _new_trees(self, seeds):
         trees = [
             self.tree_class(self.n_features, self.width, self.lifetime, self.min_samples_split,
-                            self.pause_pure, int(seed))
+                            self.pause_pure, int(seed),
+                            lean_values=self.__dict__.get("lean_values", False))
             for seed in seeds
         ]
         order = self.__dict__.get("column_order")
@@ -246,6 +253,7 @@ class TreeEnsemble:
             for tree in self.trees:
                 tree.set_value_columns(width, column_map)
             self.store.set_row_columns(width, column_map)
+            self.attach_points()  # the rows the trees rebuild statistics from were rewritten
         order = np.asarray(order, dtype=np.intp)
         for tree in self.trees:
             tree.set_column_order(order)
@@ -254,13 +262,14 @@ class TreeEnsemble:
         self.column_order = None if trivial else tuple(order.tolist())
 
     def attach_points(self):
-        """Give every tree (read) access to the stored inputs, from which it rebuilds the
-        boxes it does not store (lean boxes, ``MondrianTree.box_min_samples``). Extensions
-        attach the store they grow on; this covers the trees made otherwise (copies, pickle
-        loads, merges, pruning, restores). A no-op for a tree attached to the same array."""
-        X = self.store.X
+        """Give every tree (read) access to the stored inputs and contribution rows, from
+        which it rebuilds the boxes (lean boxes, ``MondrianTree.box_min_samples``) and the
+        statistics rows (``lean_values``) it does not store. Extensions attach the store they
+        grow on; this covers the trees made otherwise (copies, pickle loads, merges, pruning,
+        restores, rewritten rows). A no-op for a tree attached to the same arrays."""
+        X, rows = self.store.X, self.store.rows
         for tree in self.trees:
-            tree.attach_points(X)
+            tree.attach_points(X, rows)
 
     def _check_writable(self):
         if self.read_only:
@@ -613,6 +622,7 @@ class TreeEnsemble:
             )
         state.setdefault("count_columns", 0)  # saved before weighted counts existed
         state.setdefault("column_order", None)  # saved before spare class columns existed
+        state.setdefault("lean_values", False)  # saved before lean values existed
         self.__dict__.update(state)
         X, rows = self.store.X, self.store.rows
         self.trees = [

@@ -11,11 +11,19 @@ stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, 
 width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
-from libc.math cimport INFINITY, exp, expm1
+from libc.math cimport INFINITY, exp, expm1, fabs, floor
 from libc.stdlib cimport free, malloc
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
-from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._tree cimport (
+    TREE_LEAF,
+    MondrianTree,
+    Node,
+    node_row,
+    points_row,
+    stored_row,
+    subtree_points,
+)
+from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._walk cimport (
     WalkStep,
     child_toward,
@@ -51,25 +59,118 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
     return count if count < 1.0 else 1.0
 
 
-cdef inline void _node_counts(MondrianTree tree, intp_t j, bint leaf, float64_t* counts,
+cdef inline intp_t near_node(MondrianTree tree, intp_t j, intp_t far_node) noexcept nogil:
+    """The child of ``j`` that is not ``far_node``."""
+    if tree.nodes[j].left_child == far_node:
+        return tree.nodes[j].right_child
+    return tree.nodes[j].left_child
+
+
+cdef inline bint _exact_difference(const float64_t* a, const float64_t* b, intp_t S,
+                                   float64_t* out) noexcept nogil:
+    """``out = a - b`` when every entry of ``a`` and ``b`` is an integer of magnitude below
+    2**53 (then exact: the bits of the sum of the integers it stands for); False, ``out``
+    unspecified, otherwise."""
+    cdef intp_t c
+    for c in range(S):
+        if not (a[c] == floor(a[c]) and b[c] == floor(b[c])
+                and fabs(a[c]) < 9007199254740992.0 and fabs(b[c]) < 9007199254740992.0):
+            return False
+        out[c] = a[c] - b[c]
+    return True
+
+
+cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* x,
+                            float64_t* scratch, const float64_t** first,
+                            const float64_t** second) noexcept nogil:
+    """The statistics rows :func:`_node_counts` reads at ``step``: the node's own row at a
+    leaf (``first``), its children's rows at an internal node (``first``, ``second``).
+
+    Stored rows are read in place; the others (lean values) are summed into ``scratch`` (2
+    rows): below the frontier of stored boxes the step holds the node's points, which the
+    node's cut splits between its children; above it, a child without a row has fewer than
+    ``box_min_samples`` points, gathered from its subtree (into the step for the child on
+    the side of ``x``: the walk's next step reads the same points, gathered once)."""
+    cdef intp_t S = tree.value_stride, D = tree.n_features, k, n_left = 0, n_right = 0
+    cdef intp_t j = step.node, lc, rc, f, far_node
+    cdef float64_t t
+    cdef const float64_t** near
+    cdef const float64_t** far
+    cdef const float64_t* own
+    cdef float64_t* near_out
+    cdef float64_t* far_out
+    cdef intp_t left_points[BOX_POINTS_MAX]
+    cdef intp_t right_points[BOX_POINTS_MAX]
+    if step.is_leaf:
+        first[0] = stored_row(tree, j)
+        if first[0] == NULL:
+            if step.n_points >= 0:
+                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch)
+                first[0] = scratch
+            else:
+                first[0] = node_row(tree, j, scratch)
+        return
+    lc = tree.nodes[j].left_child
+    rc = tree.nodes[j].right_child
+    first[0] = stored_row(tree, lc)
+    second[0] = stored_row(tree, rc)
+    if first[0] != NULL and second[0] != NULL:
+        return
+    if step.n_points < 0:
+        # Above the frontier (the node stores its box, so its row). The child on x's side
+        # first: stored, or summed from its points, gathered into the step.
+        if child_toward(tree, j, x) == lc:
+            near, far, far_node = first, second, rc
+            near_out, far_out = scratch, scratch + S
+        else:
+            near, far, far_node = second, first, lc
+            near_out, far_out = scratch + S, scratch
+        if near[0] == NULL:
+            step.n_points = subtree_points(tree, near_node(tree, j, far_node), step.points,
+                                           BOX_POINTS_MAX)
+            points_row(tree.rows_ptr, S, step.points, step.n_points, near_out)
+            near[0] = near_out
+        if far[0] == NULL:
+            # The other child: the node's row minus the near child's when every entry is an
+            # integer (class counts: the exact difference, so the bits of the sum of its
+            # points, without gathering them); else summed from its points.
+            own = stored_row(tree, j)
+            if own == NULL or not _exact_difference(own, near[0], S, far_out):
+                node_row(tree, far_node, far_out)
+            far[0] = far_out
+        return
+    # (neither child stores a row: the node stores none either)
+    f = tree.nodes[j].feature
+    t = tree.nodes[j].threshold
+    for k in range(step.n_points):
+        if tree.points_ptr[step.points[k] * D + f] <= t:
+            left_points[n_left] = step.points[k]
+            n_left += 1
+        else:
+            right_points[n_right] = step.points[k]
+            n_right += 1
+    points_row(tree.rows_ptr, S, left_points, n_left, scratch)
+    points_row(tree.rows_ptr, S, right_points, n_right, scratch + S)
+    first[0] = scratch
+    second[0] = scratch + S
+
+
+cdef inline void _node_counts(MondrianTree tree, const float64_t* val_left,
+                              const float64_t* val_right, bint leaf, float64_t* counts,
                               float64_t* n_cust, float64_t* n_tab) noexcept nogil:
-    """IKN customers of ``j``: raw counts at a leaf, children's tables at an internal node."""
-    cdef intp_t K = tree.n_columns, S = tree.value_stride, k, c
+    """IKN customers of a node: raw counts at a leaf (its row ``val_left``), the children's
+    tables at an internal node (their rows ``val_left``, ``val_right``)."""
+    cdef intp_t K = tree.n_columns, k, c
     cdef const intp_t* cols = tree.columns
-    cdef const float64_t* val_left
-    cdef const float64_t* val_right
     n_cust[0] = 0.0
     n_tab[0] = 0.0
     if leaf:
-        val_left = tree.value + j * S
         for k in range(K):
             c = cols[k]
             counts[k] = val_left[c]
             n_cust[0] += val_left[c]
             n_tab[0] += _table(val_left[c])
     else:
-        val_left = tree.value + <intp_t>tree.nodes[j].left_child * S
-        val_right = tree.value + <intp_t>tree.nodes[j].right_child * S
         for k in range(K):
             c = cols[k]
             counts[k] = _table(val_left[c]) + _table(val_right[c])
@@ -126,21 +227,30 @@ cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
     """Prefetch the statistics rows of the children of ``node`` (read at its step)."""
     cdef const Node* nd = &tree.nodes[node]
     cdef intp_t K = tree.value_stride
+    cdef const float64_t* row
     if nd.left_child != TREE_LEAF:
-        _prefetch(tree.value + <intp_t>nd.left_child * K, K * sizeof(float64_t))
-        _prefetch(tree.value + <intp_t>nd.right_child * K, K * sizeof(float64_t))
+        row = stored_row(tree, nd.left_child)
+        if row != NULL:
+            _prefetch(row, K * sizeof(float64_t))
+        row = stored_row(tree, nd.right_child)
+        if row != NULL:
+            _prefetch(row, K * sizeof(float64_t))
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                        bint strict, float64_t lifetime, float64_t* g_parent,
-                       float64_t* g, float64_t* counts, float64_t* out) noexcept nogil:
+                       float64_t* g, float64_t* counts, float64_t* rows,
+                       float64_t* out) noexcept nogil:
     """Add the tree's predictive distribution at ``x`` to ``out`` (length K).
 
-    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
+    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K, ``rows`` of two
+    statistics rows (``2 * value_stride``).
     """
     cdef intp_t K = tree.n_columns, j, k, child = 0
     cdef float64_t* tmp
     cdef float64_t n_cust, n_tab
+    cdef const float64_t* first = NULL
+    cdef const float64_t* second = NULL
     cdef WalkStep step
 
     for k in range(K):
@@ -154,7 +264,8 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         if not step.is_leaf:
             child = child_toward(tree, j, x)
             _prefetch(&tree.nodes[child], sizeof(Node))
-        _node_counts(tree, j, step.is_leaf, counts, &n_cust, &n_tab)
+        _step_rows(tree, &step, x, rows, &first, &second)
+        _node_counts(tree, first, second, step.is_leaf, counts, &n_cust, &n_tab)
         if step.p > 0.0:
             _add_branch_off(&step, K, gamma, strict, counts, n_cust, n_tab, g_parent, out)
             if step.survival <= 0.0:
@@ -172,13 +283,16 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
 
 
 cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
-                      float64_t* counts, float64_t* n_cust, float64_t* n_tab, float64_t* g,
-                      intp_t* queue) except -1 nogil:
+                      const float64_t* values, float64_t* counts, float64_t* n_cust,
+                      float64_t* n_tab, float64_t* g, intp_t* queue) except -1 nogil:
     """Fill the test-point-independent quantities of every node of the tree pruned at
     ``lifetime`` (row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``),
     with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
-    ``node_count`` of ``g`` holds the uniform base measure (the root's parent)."""
+    ``node_count`` of ``g`` holds the uniform base measure (the root's parent). ``values``
+    holds every node's statistics row (``MondrianTree._all_values``, or the tree's own
+    buffer when it stores them all)."""
     cdef intp_t K = tree.n_columns, n = tree.node_count, head = 0, tail = 1, j, k, parent
+    cdef intp_t S = tree.value_stride
     cdef bint leaf
     cdef float64_t tau, tau_parent
     for k in range(K):
@@ -191,7 +305,13 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
         parent = tree.nodes[j].parent if j != 0 else n
         tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
         tau = lifetime if leaf else tree.nodes[j].split_time
-        _node_counts(tree, j, leaf, counts + j * K, n_cust + j, n_tab + j)
+        if leaf:
+            _node_counts(tree, values + j * S, NULL, leaf, counts + j * K, n_cust + j,
+                         n_tab + j)
+        else:
+            _node_counts(tree, values + <intp_t>tree.nodes[j].left_child * S,
+                         values + <intp_t>tree.nodes[j].right_child * S, leaf,
+                         counts + j * K, n_cust + j, n_tab + j)
         _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
                    g + parent * K, g + j * K)
         if not leaf:
@@ -247,12 +367,13 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         Predict with the trees pruned at this lifetime (default: their own lifetime).
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i, m
+    cdef intp_t n = X.shape[0], K = out.shape[1], i, m, S
     cdef float64_t gamma, lam
     cdef float64_t* buf = NULL
     cdef float64_t* boxes = NULL
+    cdef float64_t* values = NULL
     cdef intp_t* queue = NULL
-    cdef bint tabled
+    cdef bint tabled, lean
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -261,17 +382,22 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         gamma = discount_factor * tree.n_features
         lam = read_lifetime(tree, lifetime)
         m = tree.node_count
+        S = tree.value_stride
         # Many rows: the per-node posteriors once per call, in this call's own scratch (reads
         # never write the tree); few rows: along each path, O(depth) per row.
         tabled = n * TABLE_ROWS_PER_NODE >= m
+        lean = tree.lean_values and tree.box_min_samples > 0
         with nogil:
             if tabled:
                 buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                 queue = <intp_t*> malloc(m * sizeof(intp_t))
                 if tree.box_min_samples > 0:  # lean boxes: every box, once per call
-                    boxes = <float64_t*> malloc(2 * m * tree.n_features * sizeof(float64_t))
+                    # (lean values: every statistics row first, in the same scratch)
+                    boxes = <float64_t*> malloc(
+                        m * max(2 * tree.n_features, S if lean else 0) * sizeof(float64_t))
+                    values = boxes
             else:
-                buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
+                buf = <float64_t*> malloc((3 * K + 2 * S) * sizeof(float64_t))
             if buf == NULL or (tabled and (queue == NULL or (
                     tree.box_min_samples > 0 and boxes == NULL))):
                 free(buf)
@@ -280,8 +406,10 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                 with gil:
                     raise MemoryError()
             if tabled:
-                _node_tables(tree, gamma, lam, buf, buf + m * K, buf + m * K + m,
-                             buf + m * K + 2 * m, queue)
+                if lean:
+                    tree._all_values(values, queue)
+                _node_tables(tree, gamma, lam, values if lean else tree.value, buf,
+                             buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
                 if boxes != NULL:
                     tree._all_boxes(boxes, queue)
                 for i in range(n):
@@ -295,53 +423,61 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             else:
                 for i in range(n):
                     _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K,
-                                 buf + 2 * K, &out[i, 0])
+                                 buf + 2 * K, buf + 3 * K, &out[i, 0])
             free(buf)
 
 
 cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
-                         float64_t lifetime, float64_t* out) noexcept nogil:
+                         float64_t lifetime, float64_t* rows, float64_t* out) noexcept nogil:
     """Add the tree's predictive at ``x`` under independent Dirichlet leaves to ``out``.
 
     ``x`` stays in the tree with probability ``s`` (the product over its path of
     ``exp(-eta_j * delta_j)``, section 5.1) and reads its leaf ``(c_k + alpha / K) / (n +
     alpha)``; otherwise it lands in a fresh cell without data, which predicts ``1 / K``. A leaf
     whose stored points carry no label (validation points of a lifetime path) backs off to its
-    deepest labelled ancestor.
+    deepest labelled ancestor. ``rows``: scratch of two statistics rows.
     """
-    cdef intp_t K = tree.n_columns, k, read = -1
+    cdef intp_t K = tree.n_columns, S = tree.value_stride, k
     cdef const intp_t* cols = tree.columns
     cdef const float64_t* val
+    cdef const float64_t* read = NULL
     cdef float64_t n
     cdef WalkStep step
     walk_start(&step, tree, x, lifetime)
     while True:
-        val = tree.value + step.node * tree.value_stride
+        # The node's row: stored, or summed from the step's points (lean values), into the
+        # scratch row that does not hold the deepest labelled row so far.
+        val = stored_row(tree, step.node)
+        if val == NULL:
+            val = rows if read != rows else rows + S
+            if step.n_points >= 0:
+                points_row(tree.rows_ptr, S, step.points, step.n_points, <float64_t*>val)
+            else:
+                val = node_row(tree, step.node, <float64_t*>val)
         n = 0.0
         for k in range(K):
             n += val[cols[k]]
         if n > 0.0:
-            read = step.node
+            read = val
         if step.is_leaf or step.survival <= 0.0:
             if step.survival > 0.0:
                 _add_dirichlet(tree, read, alpha, step.survival, out)
-            _add_dirichlet(tree, -1, alpha, 1.0 - step.survival, out)
+            _add_dirichlet(tree, NULL, alpha, 1.0 - step.survival, out)
             return
         walk_next(&step, tree, x, lifetime)
 
 
-cdef inline void _add_dirichlet(MondrianTree tree, intp_t node, float64_t alpha,
+cdef inline void _add_dirichlet(MondrianTree tree, const float64_t* val, float64_t alpha,
                                 float64_t weight, float64_t* out) noexcept nogil:
-    """Add ``weight`` times the Dirichlet posterior mean of ``node`` (uniform if -1)."""
+    """Add ``weight`` times the Dirichlet posterior mean of the statistics row ``val``
+    (uniform if NULL)."""
     cdef intp_t K = tree.n_columns, k
     cdef const intp_t* cols = tree.columns
-    cdef const float64_t* val
     cdef float64_t n = 0.0
-    if node < 0:
+    if val == NULL:
         for k in range(K):
             out[k] += weight / K
         return
-    val = tree.value + node * tree.value_stride
     for k in range(K):
         n += val[cols[k]]
     for k in range(K):
@@ -373,6 +509,7 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
     cdef MondrianTree tree
     cdef intp_t n = X.shape[0], K = out.shape[1], i
     cdef float64_t lam
+    cdef float64_t* rows
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -380,5 +517,10 @@ def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
             raise ValueError("cannot predict with an empty tree")
         lam = read_lifetime(tree, lifetime)
         with nogil:
+            rows = <float64_t*> malloc(max(2 * tree.value_stride, 1) * sizeof(float64_t))
+            if rows == NULL:
+                with gil:
+                    raise MemoryError()
             for i in range(n):
-                _dirichlet_row(tree, &X[i, 0], alpha, lam, &out[i, 0])
+                _dirichlet_row(tree, &X[i, 0], alpha, lam, rows, &out[i, 0])
+            free(rows)

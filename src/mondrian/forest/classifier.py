@@ -94,6 +94,7 @@ class _BaseMondrianClassifier(
 
     _pause_pure = True
     _count_columns = -1  # min_samples_split counts the summed (weighted) class counts
+    _lean_values = True  # class counts: rebuilt rows have the bits of stored ones
     _classification = True
 
     def _after_prune(self):
