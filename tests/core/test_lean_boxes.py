@@ -31,13 +31,13 @@ pytestmark = pytest.mark.exact
 
 @contextlib.contextmanager
 def _box_min_samples(k):
-    """Trees made inside get ``box_min_samples=k`` by default."""
-    old = _tree.BOX_MIN_SAMPLES
-    _tree.BOX_MIN_SAMPLES = k
+    """Trees made inside get ``box_min_samples=k`` by default (whatever their width)."""
+    old = _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE
+    _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = k, 0.0
     try:
         yield
     finally:
-        _tree.BOX_MIN_SAMPLES = old
+        _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old
 
 
 def _awkward_data(seed, n=300, d=5):

@@ -33,13 +33,13 @@ KS = [2, 4, 32]
 
 @contextlib.contextmanager
 def _box_min_samples(k):
-    """Trees made inside get ``box_min_samples=k`` by default."""
-    old = _tree.BOX_MIN_SAMPLES
-    _tree.BOX_MIN_SAMPLES = k
+    """Trees made inside get ``box_min_samples=k`` by default (whatever their width)."""
+    old = _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE
+    _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = k, 0.0
     try:
         yield
     finally:
-        _tree.BOX_MIN_SAMPLES = old
+        _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old
 
 
 def _data(seed, n=300, d=4, n_classes=3):

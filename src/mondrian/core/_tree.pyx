@@ -16,6 +16,8 @@ from libc.stdlib cimport free, realloc
 from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
 
+import math
+
 import numpy as np
 
 cimport numpy as cnp
@@ -58,7 +60,19 @@ _COMPACT_READ_VERSIONS = (1, 2)
 
 # Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
 # the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
+# Wide data raise it to BOX_MIN_SAMPLES_PER_FEATURE * n_features (at most BOX_POINTS_MAX): a
+# stored box is 16 D bytes for K or more points, so with K >= D the boxes of a tree take at
+# most 32 bytes per point whatever D (usps, D = 256: 210 of a 280 MB model at K = 32).
 BOX_MIN_SAMPLES = 32
+BOX_MIN_SAMPLES_PER_FEATURE = 1.0
+
+
+def default_box_min_samples(n_features):
+    """The ``box_min_samples`` of a tree on ``n_features`` features made without one."""
+    if BOX_MIN_SAMPLES == 0:
+        return 0
+    wide = math.ceil(BOX_MIN_SAMPLES_PER_FEATURE * n_features)
+    return int(min(BOX_POINTS_MAX, max(BOX_MIN_SAMPLES, wide)))
 
 cdef Node _dummy_node
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
@@ -178,7 +192,7 @@ cdef class MondrianTree:
                   intp_t min_samples_split=2, bint pause_pure=False, object seed=0,
                   object box_min_samples=None, bint lean_values=False):
         if box_min_samples is None:
-            box_min_samples = BOX_MIN_SAMPLES
+            box_min_samples = default_box_min_samples(n_features)
         if not 0 <= box_min_samples <= BOX_POINTS_MAX:
             raise ValueError(f"box_min_samples must be in [0, {BOX_POINTS_MAX}], "
                              f"got {box_min_samples}")
