@@ -16,7 +16,8 @@ meaningful figures on a shared machine.
 Run from the repository root::
 
     python benchmarks/bench_weights.py regression --splits 3
-    python benchmarks/bench_weights.py classification
+    python benchmarks/bench_weights.py classification --seeds 5
+    python benchmarks/bench_weights.py diagnose --seeds 3          # satimage: where the gap is
     python benchmarks/bench_weights.py regression --datasets yacht,energy --methods permutation
 
 Rows are appended to ``benchmarks/results/weights_<task>.jsonl`` as they come (``--raw``); the
@@ -137,29 +138,140 @@ def run_regression(args):
 
 
 def run_classification(args):
+    """Accuracy on the fixed splits, one fit per model and forest seed (``--seeds``: seeds
+    0..n-1; every model gets the same seed, the row records it)."""
     out = RESULTS / "weights_classification.jsonl"
     for name in args.datasets:
         data = load_classification(name)
-        models = {
-            "RF": lambda: RandomForestClassifier(N_TREES, random_state=0),
-            "ET": lambda: ExtraTreesClassifier(N_TREES, random_state=0),
-            "MF": lambda: MondrianForestClassifier(N_TREES, random_state=0),
-        }
-        for method in args.methods:
-            models[f"MF-{method}"] = (lambda m=method: MondrianForestClassifier(
-                N_TREES, feature_weights=m, random_state=0))
-        for model_name, make in models.items():
-            if args.models and model_name not in args.models:
-                continue
-            model = make()
-            fit_s, model = _timed(
-                    lambda m=model, d=data: m.fit(d.X_train, d.y_train))
-            accuracy = float(np.mean(model.predict(data.X_test) == data.y_test))
-            row = {"dataset": name, "model": model_name, "accuracy": accuracy, "fit_s": fit_s}
-            if model_name.startswith("MF-"):
-                info = getattr(model, "feature_weights_info_", {})
-                row["power"] = info.get("power")
-            _append(out, row)
+        for seed in range(args.seeds):
+            models = {
+                "RF": lambda s=seed: RandomForestClassifier(N_TREES, random_state=s),
+                "ET": lambda s=seed: ExtraTreesClassifier(N_TREES, random_state=s),
+                "MF": lambda s=seed: MondrianForestClassifier(N_TREES, random_state=s),
+            }
+            for method in args.methods:
+                models[f"MF-{method}"] = (lambda m=method, s=seed: MondrianForestClassifier(
+                    N_TREES, feature_weights=m, random_state=s))
+            for model_name, make in models.items():
+                if args.models and model_name not in args.models:
+                    continue
+                model = make()
+                fit_s, model = _timed(
+                        lambda m=model, d=data: m.fit(d.X_train, d.y_train))
+                accuracy = float(np.mean(model.predict(data.X_test) == data.y_test))
+                row = {"dataset": name, "seed": seed, "model": model_name,
+                       "accuracy": accuracy, "fit_s": fit_s}
+                if model_name.startswith("MF-"):
+                    info = getattr(model, "feature_weights_info_", {})
+                    row["power"] = info.get("power")
+                    row["map"] = info.get("map")
+                _append(out, row)
+
+
+def _leaf_vote_accuracy(forest, data):
+    """Accuracy of ``forest``'s partition with random-forest leaves: every tree votes the
+    training label frequencies of the leaf a test point falls in (``apply``), no HNSP
+    smoothing, no branching off. Separates the cuts from the smoothing."""
+    leaves_train, leaves_test = forest.apply(data.X_train), forest.apply(data.X_test)
+    codes = np.searchsorted(forest.classes_, data.y_train)
+    k = len(forest.classes_)
+    votes = np.zeros((len(data.y_test), k))
+    for t in range(leaves_train.shape[1]):
+        ids, inverse = np.unique(leaves_train[:, t], return_inverse=True)
+        counts = np.zeros((len(ids), k))
+        np.add.at(counts, (inverse, codes), 1.0)
+        at = np.minimum(np.searchsorted(ids, leaves_test[:, t]), len(ids) - 1)
+        seen = ids[at] == leaves_test[:, t]
+        votes[seen] += counts[at[seen]] / counts[at[seen]].sum(axis=1, keepdims=True)
+        votes[~seen] += 1.0 / k
+    return float(np.mean(forest.classes_[votes.argmax(axis=1)] == data.y_test))
+
+
+def diagnose_variants(data, seed):
+    """(label, accuracy) of the variants of ``diagnose``: where the Mondrian forest loses to
+    the random forest. Rows marked "test-level" are a fixed setting per row (a sweep read on
+    the test rows for the diagnosis), not a choice a model could make."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    from mondrian.core.feature_map import QuantileMap
+    from mondrian.core.relevance import power_weights, relevance
+
+    X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
+
+    def mf(A=X, B=Xt, n=N_TREES, **params):
+        forest = MondrianForestClassifier(n, random_state=seed, **params).fit(A, y)
+        return forest, float(np.mean(forest.predict(B) == yt))
+
+    base, accuracy = mf()
+    yield "MF", accuracy
+    yield "MF partition, random-forest leaf votes (oracle of the smoothing)", (
+        _leaf_vote_accuracy(base, data))
+    for factor in (1.0, 3.0, 30.0, 100.0):
+        yield f"MF discount_factor={factor:g} (default 10)", mf(discount_factor=factor)[1]
+    yield 'MF branch_off_counts="tables" (strict IKN)', mf(branch_off_counts="tables")[1]
+    yield 'MF lifetime="auto" (finite, chosen on validation)', mf(lifetime="auto")[1]
+    yield "MF 300 trees", mf(n=300)[1]
+    r = relevance("extra_trees", X, y, True, seed)
+    quantile = QuantileMap(X)
+    for p in (0.25, 0.5, 0.75, 1.0, 2.0, 4.0):
+        yield f"MF weights r^{p:g} (test-level)", mf(feature_weights=power_weights(r, p))[1]
+    for p in (0.0, 0.5, 1.0):
+        yield f"MF quantile map, weights r^{p:g} (test-level)", mf(
+            quantile.forward(X), quantile.forward(Xt), feature_weights=power_weights(r, p))[1]
+    yield "MF weights r^0.5, 300 trees (test-level)", mf(
+        n=300, feature_weights=power_weights(r, 0.5))[1]
+    for features, what in ((1, "the cut feature chosen without the labels"),
+                           (2, "best of 2 random features")):
+        et = ExtraTreesClassifier(N_TREES, max_features=features, random_state=seed).fit(X, y)
+        yield f"ET max_features={features} ({what})", float(np.mean(et.predict(Xt) == yt))
+    rf = RandomForestClassifier(N_TREES, max_features=1, random_state=seed).fit(X, y)
+    yield "RF max_features=1", float(np.mean(rf.predict(Xt) == yt))
+    lda = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(X, y)
+    A, B = np.hstack([X, lda.transform(X)]), np.hstack([Xt, lda.transform(Xt)])
+    yield "MF on X + LDA directions (oblique map)", mf(A, B)[1]
+    yield 'MF-auto on X + LDA directions (oblique map)', mf(A, B, feature_weights="auto")[1]
+    yield "MF-auto, oblique map kept if it wins on validation", _gated_oblique(data, seed)
+
+
+def _gated_oblique(data, seed):
+    """Test accuracy of MF-auto with the oblique map (X plus its shrunk LDA directions) kept
+    only when it beats the plain map on a stratified 20% hold-out of the training rows (LDA
+    and both forests fitted on the rest; the paired rule of ``relevance.beats``), refitted on
+    every training row."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.utils import check_random_state
+
+    from mondrian.core.relevance import beats
+    from mondrian.path.holdout import holdout_split
+
+    X, y = data.X_train, data.y_train
+
+    def oblique(A, b):
+        lda = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(A, b)
+        return lambda Z: np.hstack([Z, lda.transform(Z)])
+
+    def auto():
+        return MondrianForestClassifier(N_TREES, feature_weights="auto", random_state=seed)
+
+    fit, val, _, _ = holdout_split(np.arange(len(y)), y, 0.2, check_random_state(1000 + seed),
+                                   stratify=True, min_fit=2)
+    f = oblique(X[fit], y[fit])
+    plain = auto().fit(X[fit], y[fit]).predict(X[val]) == y[val]
+    tilted = auto().fit(f(X[fit]), y[fit]).predict(f(X[val])) == y[val]
+    if beats(tilted.astype(float), plain.astype(float)):
+        f = oblique(X, y)
+        return float(np.mean(auto().fit(f(X), y).predict(f(data.X_test)) == data.y_test))
+    return float(np.mean(auto().fit(X, y).predict(data.X_test) == data.y_test))
+
+
+def run_diagnose(args):
+    out = RESULTS / "weights_diagnose.jsonl"
+    for name in args.datasets:
+        data = load_classification(name)
+        for seed in range(args.seeds):
+            for label, accuracy in diagnose_variants(data, seed):
+                _append(out, {"dataset": name, "seed": seed, "variant": label,
+                              "accuracy": accuracy})
 
 
 def run_online(args):
@@ -253,26 +365,7 @@ def report(args):
                 lines.append(f"| {model} | {len(s['ratio'])} | {np.mean(s['ratio']):.3f} | "
                              f"{nll} | {np.mean(s['fit']):.2f} |")
         lines.append("")
-    crows = {}
-    for row in _read(RESULTS / "weights_classification.jsonl"):
-        crows[(row["dataset"], row["model"])] = row
-    if crows:
-        lines += ["### Classification (fixed splits)", "",
-                  "| dataset | model | accuracy | points vs RF | fit / RF | power |",
-                  "|---|---|---|---|---|---|"]
-        for name in CLASSIFICATION:
-            if (name, "RF") not in crows:
-                continue
-            rf = crows[(name, "RF")]
-            for (dataset, model), row in sorted(crows.items()):
-                if dataset != name:
-                    continue
-                power = row.get("power")
-                lines.append(
-                    f"| {name} | {model} | {row['accuracy']:.4f} | "
-                    f"{100 * (row['accuracy'] - rf['accuracy']):+.2f} | "
-                    f"{row['fit_s'] / rf['fit_s']:.2f} | {'' if power is None else power} |")
-        lines.append("")
+    lines += classification_report()
     orows = {}
     for row in _read(RESULTS / "weights_online.jsonl"):
         orows[(row["dataset"], row["split"], row["weights"], row["mode"])] = row
@@ -300,6 +393,150 @@ def report(args):
     text = "\n".join(lines)
     (RESULTS / "weights.md").write_text(text + "\n")
     print(text)
+
+
+# Seed-0 accuracies of the previous report (2026-11-23), for the "was" column.
+WAS = {("dna", "MF"): 0.6644, ("dna", "MF-auto"): 0.9359, ("satimage", "MF"): 0.9015,
+       ("satimage", "MF-auto"): 0.9005, ("letter", "MF"): 0.9620, ("letter", "MF-auto"): 0.9654,
+       ("usps", "MF"): 0.9292, ("usps", "MF-auto"): 0.9312}
+
+
+def classification_report():
+    """The classification tables: per dataset and model, seed 0 (the issue's figure) and the
+    mean over the seeds run (points vs RF paired by seed), then the satimage diagnosis."""
+    rows = {}
+    for row in _read(RESULTS / "weights_classification.jsonl"):
+        rows[(row["dataset"], row.get("seed", 0), row["model"])] = row
+    if not rows:
+        return []
+    lines = ["### Classification (fixed splits)", "",
+             "Seed 0 is the issue's figure; the mean is over the forest seeds 0..n-1 (every "
+             "model the same seed; points vs RF paired by seed). \"was\": seed 0 in the "
+             "previous report.", "",
+             "| dataset | model | accuracy (seed 0) | points vs RF | was | seeds | mean accuracy "
+             "| mean points vs RF | fit / RF | powers (map) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in CLASSIFICATION:
+        seeds = sorted({k[1] for k in rows if k[0] == name and k[2] == "RF"})
+        if 0 not in seeds:
+            continue
+        models = sorted({k[2] for k in rows if k[0] == name})
+        for model in models:
+            got = [s for s in seeds if (name, s, model) in rows]
+            if 0 not in got:
+                continue
+            first, rf = rows[(name, 0, model)], rows[(name, 0, "RF")]
+            acc = [rows[(name, s, model)]["accuracy"] for s in got]
+            gap = [100 * (rows[(name, s, model)]["accuracy"] - rows[(name, s, "RF")]["accuracy"])
+                   for s in got]
+            fit = np.mean([rows[(name, s, model)]["fit_s"] / rows[(name, s, "RF")]["fit_s"]
+                           for s in got])
+            was = WAS.get((name, model))
+            powers = ",".join(
+                f"{rows[(name, s, model)]['power']:g}"
+                + ("q" if rows[(name, s, model)].get("map") == "quantile" else "")
+                for s in got if rows[(name, s, model)].get("power") is not None)
+            lines.append(
+                f"| {name} | {model} | {first['accuracy']:.4f} | "
+                f"{100 * (first['accuracy'] - rf['accuracy']):+.2f} | "
+                f"{'' if was is None else f'{was:.4f}'} | {len(got)} | {np.mean(acc):.4f} | "
+                f"{np.mean(gap):+.2f} | {fit:.2f} | {powers} |")
+    lines.append("")
+    drows = {}
+    for row in _read(RESULTS / "weights_diagnose.jsonl"):
+        drows[(row["dataset"], row["seed"], row["variant"])] = row["accuracy"]
+    for name in CLASSIFICATION:
+        seeds = sorted({k[1] for k in drows if k[0] == name})
+        if not seeds:
+            continue
+        variants = list(dict.fromkeys(k[2] for k in drows if k[0] == name))
+        lines += [f"#### Where the gap is: {name} (accuracy per forest seed)", "",
+                  "| variant | " + " | ".join(f"seed {s}" for s in seeds)
+                  + " | mean | mean points vs RF |",
+                  "|---|" + "---|" * (len(seeds) + 2)]
+        for variant in ["RF", "ET", *variants]:
+            if variant in ("RF", "ET"):
+                acc = [rows.get((name, s, variant), {}).get("accuracy") for s in seeds]
+            else:
+                acc = [drows.get((name, s, variant)) for s in seeds]
+            if any(a is None for a in acc):
+                continue
+            rf = [rows.get((name, s, "RF"), {}).get("accuracy") for s in seeds]
+            gap = (f"{100 * np.mean(np.subtract(acc, rf)):+.2f}"
+                   if all(r is not None for r in rf) else "")
+            lines.append(f"| {variant} | " + " | ".join(f"{a:.4f}" for a in acc)
+                         + f" | {np.mean(acc):.4f} | {gap} |")
+        lines.append("")
+    return lines + CLASSIFICATION_NOTES.strip("\n").split("\n") + [""]
+
+
+CLASSIFICATION_NOTES = """
+#### Satimage: why the Mondrian forest trails the random forest (2026-11-23)
+
+- **Target (within 1 point of RF, seed 0): missed, and nothing principled reaches it.** MF-auto
+  0.9005 against RF 0.9150 (-1.45); no classifier change was kept, so the MF-auto rows above
+  are the mechanism of the previous report re-run (same seeds: identical seed-0 figures; plain
+  MF moved with code merged since, usps 0.9292 -> 0.9248, dna 0.6644 -> 0.6695). RF's
+  seed 0 is its best of 5 seeds (0.9055-0.9150, mean 0.9093): over seeds 0-4 the gap is -0.87
+  points with weights and -0.94 without, within 1 point on average but not at seed 0.
+- **The gap is in the cuts, not in the smoothing.** The same partitions with random-forest
+  leaves (each tree votes the training label frequencies of the test point's leaf: no HNSP, no
+  branching off) score like the HNSP predictions (0.902 vs 0.901 at seed 0, table above); the
+  HNSP discount (gamma = 1-100 x D, default 10 D) and strict IKN counts move accuracy by at most
+  0.15 points. Extra trees choosing the cut's feature without the labels (max_features=1)
+  score like MF (0.894-0.9005), and 0.9035 with a choice between 2 random features: the random
+  forest and extra trees win by a label-aware choice of the feature *at every node*. Fixed
+  per-feature weights only reweight that choice globally; satimage's 36 features (4 bands x 9
+  pixels) are all similarly relevant (extra-trees relevances 0.19-1 of the largest).
+- **Everything tried (seed 0 unless said; test-level rows are fixed settings read on the test
+  rows for the diagnosis, not choices):** a finite lifetime (lifetime="auto" on validation)
+  0.890; 300 trees 0.900 (0.9045 with r^0.5); fixed powers r^0.25..r^4 0.8875-0.9050; r^0.25
+  looks best in the table above (relevance of each seed) but not with the relevance of seed 0
+  kept for forest seeds 0-4 (means: p=0 0.8999, 0.25 0.9006, 0.5 0.9018, 0.75 0.9032, 1
+  0.8997): its gain depends on the relevance draw; the quantile map with r^0, r^0.5, r^1
+  0.9015, 0.903, 0.9035 (300 trees: 0.8985-0.9005). Other relevance methods (rows MF-gp_ard,
+  -mutual_info, -permutation, run of 2026-11-22): 0.891-0.9015.
+- **The choice is noise-limited.** The differences between powers (0.3-0.5 points on 2000 test
+  rows) are below what an 887-row validation part resolves. Choice variants, 5 seeds (mean
+  accuracy; usps 4 seeds): probes of 100 trees instead of 20 (a probe the size of the final
+  forest) satimage 0.9016, dna 0.9305, letter 0.9687, usps 0.9255 against 0.9006, 0.9304,
+  0.9675, 0.9246 (+0.1 points each, at 2-2.5x the search cost: usps 16 s against 6 s, RF 2.2
+  s; seed 0 satimage 0.903 but usps 0.9248 against 0.9312, so "usps not worse" would fail);
+  100-tree probes scored by the validation log-loss instead of accuracy: satimage 0.9027 but
+  letter 0.9649 and usps 0.9186 (3 seeds, against 0.9266: the log-loss prefers r^2 and the
+  quantile map on usps, which cost accuracy); 5-fold cross-validation with 100-tree probes
+  (seeds 0, 3, 4: 0.9045, 0.9025, 0.904 with the log-loss) no better than the hold-out; a finer
+  power grid (0, 0.25, 0.5, 0.75, 1, 1.5, 2; 20-tree probes): satimage 0.9002 (seed 0 picks
+  r^0.25 of the fit part's relevance: 0.8985), letter 0.9692, usps 0.9254, dna unchanged
+  (5 seeds; 0.25 added alone: satimage 0.9002, letter 0.9675). None is clearly better
+  everywhere: not kept.
+- **What would close it: an oblique, label-aware map.** Appending the training data's (shrunk)
+  LDA directions to the features, a fixed linear map chosen on the training rows only, gives
+  MF 0.906, 0.9085, 0.9045 on seeds 0-2 (mean 0.9063, -0.30 points against RF on the same
+  seeds; MF-auto on it 0.905 at seed 0) and dna MF-auto 0.9477, 0.9401, 0.9435 (+1.0 point
+  over MF-auto); letter 0.969, 0.9638, 0.9688 with MF-auto (0.9654, 0.9646, 0.9700 without),
+  usps 0.9248, 0.9223, 0.9302 (0.9312, 0.9263, 0.9223 without): it needs its own validation
+  rule. It keeps every Mondrian
+  property (a fixed map) but is not per feature: the feature map, the stored points and the
+  importances would need a map with more outputs than inputs. Gated like the weights (a
+  hold-out of 20% carved from the training rows, LDA fitted on the fit part, MF-auto on each
+  map, kept when it beats the plain map by one paired standard error; refitted on all rows):
+  dna takes it on seeds 0-2 (0.9477, 0.9401, 0.9435), letter and usps reject it on every seed
+  (unchanged: no regression), satimage takes it on seeds 1-2 (0.9085, 0.9045) but rejects it
+  at seed 0 (0.9005; validation 0.920 plain vs 0.913 oblique), so even this misses the seed-0
+  target. Not implemented here (outside the weights mechanism: feature_map.py, the store, the
+  importances); a candidate for a follow-up issue.
+- **The same on the other sets** (tables above, seeds 0-2): on all four the Mondrian forest
+  scores about like extra trees that choose the cut's feature without the labels (dna 0.668
+  vs 0.695, letter 0.962 vs 0.956, usps 0.924 vs 0.918, satimage 0.899 vs 0.897); the
+  random-forest leaf votes on its partition move it by at most 0.15 points except on dna
+  (+2.0, where the weights add 26); the discount (1-100 D) and strict IKN gain at most 0.17
+  points anywhere (a smaller discount loses up to 0.67 on dna): a Mondrian forest is about as
+  good as a label-blind partition gets, and what the weights cannot supply is the per-node
+  label-aware choice.
+- Reproduce: `bench_weights.py classification --seeds 5` and `bench_weights.py diagnose
+  --seeds 3 --datasets satimage,dna,letter,usps` (the LDA rows need only scikit-learn).
+"""
 
 
 NOTES = """
@@ -483,9 +720,12 @@ not); mean (e / std)^2 on the test rows, 1 when calibrated.
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("task", choices=["regression", "classification", "online", "report"])
+    parser.add_argument("task", choices=["regression", "classification", "diagnose", "online",
+                                         "report"])
     parser.add_argument("--datasets", default=None)
     parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="classification, diagnose: forest seeds 0..n-1")
     parser.add_argument("--methods", default="auto")
     parser.add_argument("--models", default=None, help="only these models (comma separated)")
     args = parser.parse_args(argv)
@@ -493,10 +733,11 @@ def main(argv=None):
     args.models = None if args.models is None else args.models.split(",")
     if args.task == "report":
         return report(args)
-    default = CLASSIFICATION if args.task == "classification" else REGRESSION
+    default = {"classification": CLASSIFICATION, "diagnose": ("satimage",)}.get(args.task,
+                                                                               REGRESSION)
     args.datasets = default if args.datasets is None else args.datasets.split(",")
     {"regression": run_regression, "classification": run_classification,
-     "online": run_online}[args.task](args)
+     "diagnose": run_diagnose, "online": run_online}[args.task](args)
 
 
 if __name__ == "__main__":
