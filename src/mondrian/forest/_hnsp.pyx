@@ -12,18 +12,21 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
 from libc.math cimport INFINITY, exp, expm1
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
+    WALK_DEPTH_MAX,
     WalkStep,
     child_toward,
     is_leaf_at,
     read_lifetime,
+    reserve,
+    walk_etas,
     walk_next,
     walk_start,
-    walk_start_boxes,
+    walk_start_path,
 )
 
 cdef extern from *:
@@ -58,23 +61,26 @@ cdef inline void _node_counts(MondrianTree tree, intp_t j, bint leaf, float64_t*
     cdef const intp_t* cols = tree.columns
     cdef const float64_t* val_left
     cdef const float64_t* val_right
-    n_cust[0] = 0.0
-    n_tab[0] = 0.0
+    # Sums in locals: through the pointers (which may alias counts) every term would wait
+    # for the previous store; the same terms in the same order.
+    cdef float64_t cust = 0.0, tab = 0.0
     if leaf:
         val_left = tree.value + j * S
         for k in range(K):
             c = cols[k]
             counts[k] = val_left[c]
-            n_cust[0] += val_left[c]
-            n_tab[0] += _table(val_left[c])
+            cust += val_left[c]
+            tab += _table(val_left[c])
     else:
         val_left = tree.value + <intp_t>tree.nodes[j].left_child * S
         val_right = tree.value + <intp_t>tree.nodes[j].right_child * S
         for k in range(K):
             c = cols[k]
             counts[k] = _table(val_left[c]) + _table(val_right[c])
-            n_cust[0] += counts[k]
-            n_tab[0] += _table(counts[k])
+            cust += counts[k]
+            tab += _table(counts[k])
+    n_cust[0] = cust
+    n_tab[0] = tab
 
 
 cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const float64_t* counts,
@@ -132,20 +138,31 @@ cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
-                       bint strict, float64_t lifetime, float64_t* g_parent,
-                       float64_t* g, float64_t* counts, float64_t* out) noexcept nogil:
+                       bint strict, float64_t lifetime, bint plain, float64_t* g_parent,
+                       float64_t* g, float64_t* counts, float64_t* box,
+                       float64_t* out) noexcept nogil:
     """Add the tree's predictive distribution at ``x`` to ``out`` (length K).
 
-    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K.
+    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K, ``box`` of 2 D. Eta
+    comes from the leaf upward (``walk_etas``) unless ``plain`` (every node's, on the way
+    down).
     """
-    cdef intp_t K = tree.n_columns, j, k, child = 0
+    cdef intp_t K = tree.n_columns, j, k, child = 0, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t* tmp
     cdef float64_t n_cust, n_tab
     cdef WalkStep step
 
     for k in range(K):
         g_parent[k] = 1.0 / K
-    walk_start(&step, tree, x, lifetime)
+    if not plain:
+        depth = walk_etas(tree, x, lifetime, NULL, box, path, etas, &top)
+    if depth > 0:
+        # The posteriors chain from the root: start there, with the etas found.
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, 0)
+    else:
+        walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
         # A one-row walk visits nodes scattered in memory: the next node's struct, and then
@@ -204,14 +221,24 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
 cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
                               bint strict, float64_t lifetime, const float64_t* counts,
                               const float64_t* n_cust, const float64_t* n_tab,
-                              const float64_t* g, const float64_t* boxes,
-                              float64_t* out) noexcept nogil:
-    """:func:`_predict_row` reading the quantities of :func:`_node_tables` (and every
-    node's box from ``boxes`` unless NULL): the walk only computes what depends on ``x``
-    (the branch-off terms)."""
-    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n
+                              const float64_t* g, const float64_t* boxes, bint plain,
+                              float64_t* box, float64_t* out) noexcept nogil:
+    """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
+    computes what depends on ``x`` (the branch-off terms), from the first node of the path
+    with eta > 0 (the tables hold the posteriors above it) unless ``plain``. ``boxes`` (every
+    node's, or NULL) and ``box`` (2 D): as in ``walk_etas``."""
+    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef WalkStep step
-    walk_start_boxes(&step, tree, x, lifetime, boxes)
+    if not plain:
+        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
+    if depth > 0:
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
+        if top > 0:
+            parent = path[top - 1]
+    else:
+        walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
         if step.p > 0.0:
@@ -228,7 +255,8 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
 
 
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
-                        float64_t discount_factor, bint strict, lifetime=None):
+                        float64_t discount_factor, bint strict, lifetime=None,
+                        bint plain_walk=False):
     """Add the predictive distribution of every tree in ``trees`` to ``out``.
 
     Parameters
@@ -245,58 +273,60 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         Use strict IKN counts for the branched-off node instead of the node's own counts.
     lifetime : float, default=None
         Predict with the trees pruned at this lifetime (default: their own lifetime).
+    plain_walk : bool, default=False
+        Compute eta at every node of each path on the way down (the reference walk of the
+        tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
     cdef intp_t n = X.shape[0], K = out.shape[1], i, m
     cdef float64_t gamma, lam
+    # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
     cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
-    cdef bint tabled
+    cdef float64_t* box = NULL
+    cdef size_t buf_size = 0, boxes_size = 0, queue_size = 0, box_size = 0
+    cdef bint tabled, lean
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
-        gamma = discount_factor * tree.n_features
-        lam = read_lifetime(tree, lifetime)
-        m = tree.node_count
-        # Many rows: the per-node posteriors once per call, in this call's own scratch (reads
-        # never write the tree); few rows: along each path, O(depth) per row.
-        tabled = n * TABLE_ROWS_PER_NODE >= m
-        with nogil:
-            if tabled:
-                buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
-                queue = <intp_t*> malloc(m * sizeof(intp_t))
-                if tree.box_min_samples > 0:  # lean boxes: every box, once per call
-                    boxes = <float64_t*> malloc(2 * m * tree.n_features * sizeof(float64_t))
-            else:
-                buf = <float64_t*> malloc(3 * K * sizeof(float64_t))
-            if buf == NULL or (tabled and (queue == NULL or (
-                    tree.box_min_samples > 0 and boxes == NULL))):
-                free(buf)
-                free(queue)
-                free(boxes)
-                with gil:
-                    raise MemoryError()
-            if tabled:
+    try:
+        for tree in trees:
+            gamma = discount_factor * tree.n_features
+            lam = read_lifetime(tree, lifetime)
+            m = tree.node_count
+            # Many rows: the per-node posteriors once per call, in this call's own scratch
+            # (reads never write the tree); few rows: along each path, O(depth) per row.
+            tabled = n * TABLE_ROWS_PER_NODE >= m
+            with nogil:
+                reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
+                if not tabled:
+                    reserve(<void**> &buf, &buf_size, 3 * K * sizeof(float64_t))
+                    for i in range(n):
+                        _predict_row(tree, &X[i, 0], gamma, strict, lam, plain_walk, buf,
+                                     buf + K, buf + 2 * K, box, &out[i, 0])
+                    continue
+                reserve(<void**> &buf, &buf_size,
+                        ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+                reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
                 _node_tables(tree, gamma, lam, buf, buf + m * K, buf + m * K + m,
                              buf + m * K + 2 * m, queue)
-                if boxes != NULL:
+                lean = tree.box_min_samples > 0
+                if lean:  # every box once per call: the rows read a few boxes each
+                    reserve(<void**> &boxes, &boxes_size,
+                            2 * m * tree.n_features * sizeof(float64_t))
                     tree._all_boxes(boxes, queue)
                 for i in range(n):
                     _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf, buf + m * K,
-                                        buf + m * K + m, buf + m * K + 2 * m, boxes,
-                                        &out[i, 0])
-                free(queue)
-                free(boxes)
-                queue = NULL
-                boxes = NULL
-            else:
-                for i in range(n):
-                    _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K,
-                                 buf + 2 * K, &out[i, 0])
-            free(buf)
+                                        buf + m * K + m, buf + m * K + 2 * m,
+                                        boxes if lean else NULL, plain_walk, box, &out[i, 0])
+    finally:
+        free(box)
+        free(buf)
+        free(boxes)
+        free(queue)
 
 
 cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
