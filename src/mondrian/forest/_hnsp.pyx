@@ -194,28 +194,63 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
     """Fill the test-point-independent quantities of every node of the tree pruned at
     ``lifetime`` (row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``),
     with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
-    ``node_count`` of ``g`` holds the uniform base measure (the root's parent)."""
+    ``node_count`` of ``g`` holds the uniform base measure (the root's parent).
+
+    A node needs only its parent's row: when every node is stored after its parent (a batch
+    fit grows depth first), the nodes are visited in storage order, the reads and writes of
+    the rows streaming through memory (``queue`` flags the nodes of the pruned tree);
+    otherwise (an online update put a new parent above older nodes) breadth first."""
     cdef intp_t K = tree.n_columns, n = tree.node_count, head = 0, tail = 1, j, k, parent
-    cdef bint leaf
-    cdef float64_t tau, tau_parent
+    cdef bint ordered = True
     for k in range(K):
         g[n * K + k] = 1.0 / K
+    for j in range(1, n):
+        parent = tree.nodes[j].parent
+        if parent < 0 or parent >= j:
+            ordered = False
+            break
+    if ordered:
+        queue[0] = 1
+        for j in range(1, n):
+            queue[j] = 0
+        for j in range(n):
+            if queue[j]:
+                _node_table(tree, gamma, lifetime, j, counts, n_cust, n_tab, g, queue, True)
+        return 0
     queue[0] = 0
     while head < tail:
         j = queue[head]
         head += 1
-        leaf = is_leaf_at(tree, j, lifetime)
-        parent = tree.nodes[j].parent if j != 0 else n
-        tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
-        tau = lifetime if leaf else tree.nodes[j].split_time
-        _node_counts(tree, j, leaf, counts + j * K, n_cust + j, n_tab + j)
-        _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
-                   g + parent * K, g + j * K)
-        if not leaf:
-            queue[tail] = tree.nodes[j].left_child
-            queue[tail + 1] = tree.nodes[j].right_child
-            tail += 2
+        tail = _node_table(tree, gamma, lifetime, j, counts, n_cust, n_tab, g, queue + tail,
+                           False) + tail
     return 0
+
+
+cdef inline intp_t _node_table(MondrianTree tree, float64_t gamma, float64_t lifetime,
+                               intp_t j, float64_t* counts, float64_t* n_cust,
+                               float64_t* n_tab, float64_t* g, intp_t* children,
+                               bint flags) noexcept nogil:
+    """The rows of node ``j`` (its parent's done) for :func:`_node_tables`; its children, when
+    it is not a leaf of the pruned tree, are flagged in ``children`` (``flags``) or written to
+    it. Returns the number written (0 or 2)."""
+    cdef intp_t K = tree.n_columns, n = tree.node_count, parent
+    cdef bint leaf = is_leaf_at(tree, j, lifetime)
+    cdef float64_t tau, tau_parent
+    parent = tree.nodes[j].parent if j != 0 else n
+    tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
+    tau = lifetime if leaf else tree.nodes[j].split_time
+    _node_counts(tree, j, leaf, counts + j * K, n_cust + j, n_tab + j)
+    _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
+               g + parent * K, g + j * K)
+    if leaf:
+        return 0
+    if flags:
+        children[tree.nodes[j].left_child] = 1
+        children[tree.nodes[j].right_child] = 1
+        return 0
+    children[0] = tree.nodes[j].left_child
+    children[1] = tree.nodes[j].right_child
+    return 2
 
 
 cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
