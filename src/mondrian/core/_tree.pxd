@@ -161,6 +161,18 @@ cdef class MondrianTree:
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 
+cdef inline float64_t side_gap(float64_t lo, float64_t hi, float64_t v) noexcept nogil:
+    """Distance from ``v`` to ``[lo, hi]``, ``max(lo - v, 0) + max(v - hi, 0)``, without a
+    branch (a test point falls on either side unpredictably). At most one term is non-zero
+    (both are +inf for the empty box), and adding +0.0 leaves a sum unchanged: the bits of
+    ``lo - v if v < lo else v - hi if v > hi else 0``."""
+    cdef float64_t below = lo - v
+    cdef float64_t above = v - hi
+    below = below if below > 0.0 else 0.0
+    above = above if above > 0.0 else 0.0
+    return below + above
+
+
 cdef inline float64_t box_distance(const float64_t* lo, intp_t D,
                                    const float64_t* x) noexcept nogil:
     """L1 distance from ``x`` to the box ``[lo, lo + D)`` x ``[lo + D, lo + 2 D)``: the rate
@@ -170,10 +182,7 @@ cdef inline float64_t box_distance(const float64_t* lo, intp_t D,
     cdef intp_t d
     cdef float64_t eta = 0.0
     for d in range(D):
-        if x[d] < lo[d]:
-            eta += lo[d] - x[d]
-        elif x[d] > hi[d]:
-            eta += x[d] - hi[d]
+        eta += side_gap(lo[d], hi[d], x[d])
     return eta
 
 
@@ -253,11 +262,7 @@ cdef inline float64_t points_distance(const float64_t* X, intp_t D, const intp_t
                 lo[d] = v if v < lo[d] else lo[d]
                 hi[d] = v if v > hi[d] else hi[d]
         for d in range(width):
-            v = x[start + d]
-            if v < lo[d]:
-                eta += lo[d] - v
-            elif v > hi[d]:
-                eta += v - hi[d]
+            eta += side_gap(lo[d], hi[d], x[start + d])
         start += width
     return eta
 

@@ -21,17 +21,21 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 cimport cython
 from libc.math cimport INFINITY, exp, log, log1p, M_PI
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
+    WALK_DEPTH_MAX,
     WalkStep,
     is_leaf_at,
     node_time,
     read_lifetime,
+    reserve,
+    walk_etas,
     walk_next,
-    walk_start_boxes,
+    walk_start,
+    walk_start_path,
 )
 
 import numpy as np
@@ -140,12 +144,15 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
 
 cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        const float64_t* msg_mean, const float64_t* msg_var,
-                       intp_t n_quadrature, const float64_t* boxes, float64_t* moments,
-                       bint squared_mean) noexcept nogil:
+                       intp_t n_quadrature, const float64_t* boxes, float64_t* box,
+                       float64_t* moments, bint squared_mean, bint plain) noexcept nogil:
     """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]`` (and the
-    square of its mean to ``moments[2]`` when ``squared_mean``); every node's box is read from
-    ``boxes`` unless NULL (see ``walk_start_boxes``)."""
-    cdef intp_t j, q
+    square of its mean to ``moments[2]`` when ``squared_mean``). Eta comes from the leaf
+    upward (``walk_etas``, with its ``boxes``, every node's or NULL, and ``box``) unless ``plain``
+    (every node's, on the way down)."""
+    cdef intp_t j, q, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t weight, u, t, a, b, cav_mean = h.mean0, cav_var = 0.0, m, v
     cdef float64_t q_var = 0.0  # only read by the hierarchical model, which sets it
     cdef float64_t mean_sum = 0.0, second_sum = 0.0, post_mean, post_var
@@ -153,7 +160,13 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
     # Independent leaves: reading (posterior of the mean) of the deepest labelled node so far.
     cdef float64_t read_mean = h.mean0, read_var = h.prior_var
     cdef WalkStep step
-    walk_start_boxes(&step, tree, x, h.lifetime, boxes)
+    if not plain:
+        depth = walk_etas(tree, x, h.lifetime, boxes, box, path, etas, &top)
+    if depth > 0:
+        # The outside messages chain from the root: start there, with the etas found.
+        walk_start_path(&step, tree, x, h.lifetime, path, etas, top, 0)
+    else:
+        walk_start(&step, tree, x, h.lifetime)
     while True:
         j = step.node
         if not h.hierarchical and tree.value[3 * j] > 0.0:
@@ -322,7 +335,7 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
 def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                           float64_t[:, ::1] out, GaussianPrior params not None,
                           intp_t n_quadrature=4,
-                          lifetime=None):
+                          lifetime=None, bint plain_walk=False):
     """Add every tree's predictive mean and second moment at each row of ``X`` to ``out``.
 
     Parameters
@@ -342,6 +355,9 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         Points of the quadrature over the branching time.
     lifetime : float, default=None
         Read the trees pruned at this lifetime.
+    plain_walk : bool, default=False
+        Compute eta at every node of each path on the way down (the reference walk of the
+        tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
     cdef Hyper h
@@ -349,8 +365,11 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
     cdef bint squared_mean
+    cdef float64_t* box = NULL
     cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
+    cdef size_t box_size = 0, boxes_size = 0, queue_size = 0
+    cdef bint every_box
     if len(trees) != len(messages):
         raise ValueError("one pair of messages per tree is needed")
     if n_quadrature < 1:
@@ -358,31 +377,31 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     if out.shape[1] not in (2, 3) or out.shape[0] != n:
         raise ValueError(f"out must have shape ({n}, 2) or ({n}, 3)")
     squared_mean = out.shape[1] == 3
-    for m in range(len(trees)):
-        tree = trees[m]
-        mm, mv = messages[m]
-        if mm.shape[0] != tree.node_count:
-            raise ValueError("stale messages: the tree changed since they were computed")
-        h = params.at(read_lifetime(tree, lifetime))
-        with nogil:
-            # Lean boxes and many rows: every box once per call, in this call's scratch.
-            if tree.box_min_samples > 0 and n * 16 >= tree.node_count:
-                boxes = <float64_t*> malloc(2 * tree.node_count * tree.n_features
-                                            * sizeof(float64_t))
-                queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
-                if boxes == NULL or queue == NULL:
-                    free(boxes)
-                    free(queue)
-                    with gil:
-                        raise MemoryError()
-                tree._all_boxes(boxes, queue)
-                free(queue)
-                queue = NULL
-            for i in range(n):
-                _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature, boxes,
-                             &out[i, 0], squared_mean)
-            free(boxes)
-            boxes = NULL
+    try:
+        for m in range(len(trees)):
+            tree = trees[m]
+            mm, mv = messages[m]
+            if mm.shape[0] != tree.node_count:
+                raise ValueError("stale messages: the tree changed since they were computed")
+            h = params.at(read_lifetime(tree, lifetime))
+            with nogil:
+                reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
+                # Lean boxes and many rows: every box once per call, in this call's scratch
+                # (the rows then read a few each); few rows: grown per row (walk_etas).
+                every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
+                if every_box:
+                    reserve(<void**> &boxes, &boxes_size,
+                            2 * tree.node_count * tree.n_features * sizeof(float64_t))
+                    reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
+                    tree._all_boxes(boxes, queue)
+                for i in range(n):
+                    _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature,
+                                 boxes if every_box else NULL, box, &out[i, 0],
+                                 squared_mean, plain_walk)
+    finally:
+        free(queue)
+        free(boxes)
+        free(box)
 
 
 def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=None):

@@ -25,13 +25,16 @@ from mondrian.core._tree cimport (
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._walk cimport (
+    WALK_DEPTH_MAX,
     WalkStep,
     child_toward,
     is_leaf_at,
     read_lifetime,
+    reserve,
+    walk_etas,
     walk_next,
     walk_start,
-    walk_start_boxes,
+    walk_start_path,
 )
 
 cdef extern from *:
@@ -162,20 +165,23 @@ cdef inline void _node_counts(MondrianTree tree, const float64_t* val_left,
     tables at an internal node (their rows ``val_left``, ``val_right``)."""
     cdef intp_t K = tree.n_columns, k, c
     cdef const intp_t* cols = tree.columns
-    n_cust[0] = 0.0
-    n_tab[0] = 0.0
+    # Sums in locals: through the pointers (which may alias counts) every term would wait
+    # for the previous store; the same terms in the same order.
+    cdef float64_t cust = 0.0, tab = 0.0
     if leaf:
         for k in range(K):
             c = cols[k]
             counts[k] = val_left[c]
-            n_cust[0] += val_left[c]
-            n_tab[0] += _table(val_left[c])
+            cust += val_left[c]
+            tab += _table(val_left[c])
     else:
         for k in range(K):
             c = cols[k]
             counts[k] = _table(val_left[c]) + _table(val_right[c])
-            n_cust[0] += counts[k]
-            n_tab[0] += _table(counts[k])
+            cust += counts[k]
+            tab += _table(counts[k])
+    n_cust[0] = cust
+    n_tab[0] = tab
 
 
 cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const float64_t* counts,
@@ -238,15 +244,18 @@ cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
-                       bint strict, float64_t lifetime, float64_t* g_parent,
-                       float64_t* g, float64_t* counts, float64_t* rows,
+                       bint strict, float64_t lifetime, bint plain, float64_t* g_parent,
+                       float64_t* g, float64_t* counts, float64_t* rows, float64_t* box,
                        float64_t* out) noexcept nogil:
     """Add the tree's predictive distribution at ``x`` to ``out`` (length K).
 
     ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K, ``rows`` of two
-    statistics rows (``2 * value_stride``).
+    statistics rows (``2 * value_stride``), ``box`` of 2 D. Eta comes from the leaf upward
+    (``walk_etas``) unless ``plain`` (every node's, on the way down).
     """
-    cdef intp_t K = tree.n_columns, j, k, child = 0
+    cdef intp_t K = tree.n_columns, j, k, child = 0, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t* tmp
     cdef float64_t n_cust, n_tab
     cdef const float64_t* first = NULL
@@ -255,7 +264,13 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
 
     for k in range(K):
         g_parent[k] = 1.0 / K
-    walk_start(&step, tree, x, lifetime)
+    if not plain:
+        depth = walk_etas(tree, x, lifetime, NULL, box, path, etas, &top)
+    if depth > 0:
+        # The posteriors chain from the root: start there, with the etas found.
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, 0)
+    else:
+        walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
         # A one-row walk visits nodes scattered in memory: the next node's struct, and then
@@ -290,48 +305,93 @@ cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
     with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
     ``node_count`` of ``g`` holds the uniform base measure (the root's parent). ``values``
     holds every node's statistics row (``MondrianTree._all_values``, or the tree's own
-    buffer when it stores them all)."""
+    buffer when it stores them all).
+
+    A node needs only its parent's row: when every node is stored after its parent (a batch
+    fit grows depth first), the nodes are visited in storage order, the reads and writes of
+    the rows streaming through memory (``queue`` flags the nodes of the pruned tree);
+    otherwise (an online update put a new parent above older nodes) breadth first."""
     cdef intp_t K = tree.n_columns, n = tree.node_count, head = 0, tail = 1, j, k, parent
-    cdef intp_t S = tree.value_stride
-    cdef bint leaf
-    cdef float64_t tau, tau_parent
+    cdef bint ordered = True
     for k in range(K):
         g[n * K + k] = 1.0 / K
+    for j in range(1, n):
+        parent = tree.nodes[j].parent
+        if parent < 0 or parent >= j:
+            ordered = False
+            break
+    if ordered:
+        queue[0] = 1
+        for j in range(1, n):
+            queue[j] = 0
+        for j in range(n):
+            if queue[j]:
+                _node_table(tree, gamma, lifetime, values, j, counts, n_cust, n_tab, g, queue,
+                            True)
+        return 0
     queue[0] = 0
     while head < tail:
         j = queue[head]
         head += 1
-        leaf = is_leaf_at(tree, j, lifetime)
-        parent = tree.nodes[j].parent if j != 0 else n
-        tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
-        tau = lifetime if leaf else tree.nodes[j].split_time
-        if leaf:
-            _node_counts(tree, values + j * S, NULL, leaf, counts + j * K, n_cust + j,
-                         n_tab + j)
-        else:
-            _node_counts(tree, values + <intp_t>tree.nodes[j].left_child * S,
-                         values + <intp_t>tree.nodes[j].right_child * S, leaf,
-                         counts + j * K, n_cust + j, n_tab + j)
-        _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
-                   g + parent * K, g + j * K)
-        if not leaf:
-            queue[tail] = tree.nodes[j].left_child
-            queue[tail + 1] = tree.nodes[j].right_child
-            tail += 2
+        tail = _node_table(tree, gamma, lifetime, values, j, counts, n_cust, n_tab, g,
+                           queue + tail, False) + tail
     return 0
+
+
+cdef inline intp_t _node_table(MondrianTree tree, float64_t gamma, float64_t lifetime,
+                               const float64_t* values, intp_t j, float64_t* counts,
+                               float64_t* n_cust,
+                               float64_t* n_tab, float64_t* g, intp_t* children,
+                               bint flags) noexcept nogil:
+    """The rows of node ``j`` (its parent's done) for :func:`_node_tables`; its children, when
+    it is not a leaf of the pruned tree, are flagged in ``children`` (``flags``) or written to
+    it. Returns the number written (0 or 2)."""
+    cdef intp_t K = tree.n_columns, S = tree.value_stride, n = tree.node_count, parent
+    cdef bint leaf = is_leaf_at(tree, j, lifetime)
+    cdef float64_t tau, tau_parent
+    parent = tree.nodes[j].parent if j != 0 else n
+    tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
+    tau = lifetime if leaf else tree.nodes[j].split_time
+    if leaf:
+        _node_counts(tree, values + j * S, NULL, leaf, counts + j * K, n_cust + j, n_tab + j)
+    else:
+        _node_counts(tree, values + <intp_t>tree.nodes[j].left_child * S,
+                     values + <intp_t>tree.nodes[j].right_child * S, leaf, counts + j * K,
+                     n_cust + j, n_tab + j)
+    _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
+               g + parent * K, g + j * K)
+    if leaf:
+        return 0
+    if flags:
+        children[tree.nodes[j].left_child] = 1
+        children[tree.nodes[j].right_child] = 1
+        return 0
+    children[0] = tree.nodes[j].left_child
+    children[1] = tree.nodes[j].right_child
+    return 2
 
 
 cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
                               bint strict, float64_t lifetime, const float64_t* counts,
                               const float64_t* n_cust, const float64_t* n_tab,
-                              const float64_t* g, const float64_t* boxes,
-                              float64_t* out) noexcept nogil:
-    """:func:`_predict_row` reading the quantities of :func:`_node_tables` (and every
-    node's box from ``boxes`` unless NULL): the walk only computes what depends on ``x``
-    (the branch-off terms)."""
-    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n
+                              const float64_t* g, const float64_t* boxes, bint plain,
+                              float64_t* box, float64_t* out) noexcept nogil:
+    """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
+    computes what depends on ``x`` (the branch-off terms), from the first node of the path
+    with eta > 0 (the tables hold the posteriors above it) unless ``plain``. ``boxes`` (every
+    node's, or NULL) and ``box`` (2 D): as in ``walk_etas``."""
+    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef WalkStep step
-    walk_start_boxes(&step, tree, x, lifetime, boxes)
+    if not plain:
+        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
+    if depth > 0:
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
+        if top > 0:
+            parent = path[top - 1]
+    else:
+        walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
         if step.p > 0.0:
@@ -348,7 +408,8 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
 
 
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
-                        float64_t discount_factor, bint strict, lifetime=None):
+                        float64_t discount_factor, bint strict, lifetime=None,
+                        bint plain_walk=False):
     """Add the predictive distribution of every tree in ``trees`` to ``out``.
 
     Parameters
@@ -365,66 +426,66 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         Use strict IKN counts for the branched-off node instead of the node's own counts.
     lifetime : float, default=None
         Predict with the trees pruned at this lifetime (default: their own lifetime).
+    plain_walk : bool, default=False
+        Compute eta at every node of each path on the way down (the reference walk of the
+        tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
     cdef intp_t n = X.shape[0], K = out.shape[1], i, m, S
     cdef float64_t gamma, lam
+    # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
     cdef float64_t* boxes = NULL
-    cdef float64_t* values = NULL
     cdef intp_t* queue = NULL
-    cdef bint tabled, lean
+    cdef float64_t* box = NULL
+    cdef size_t buf_size = 0, boxes_size = 0, queue_size = 0, box_size = 0
+    cdef bint tabled, lean, lean_rows
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
-        gamma = discount_factor * tree.n_features
-        lam = read_lifetime(tree, lifetime)
-        m = tree.node_count
-        S = tree.value_stride
-        # Many rows: the per-node posteriors once per call, in this call's own scratch (reads
-        # never write the tree); few rows: along each path, O(depth) per row.
-        tabled = n * TABLE_ROWS_PER_NODE >= m
-        lean = tree.lean_values and tree.box_min_samples > 0
-        with nogil:
-            if tabled:
-                buf = <float64_t*> malloc(((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
-                queue = <intp_t*> malloc(m * sizeof(intp_t))
-                if tree.box_min_samples > 0:  # lean boxes: every box, once per call
-                    # (lean values: every statistics row first, in the same scratch)
-                    boxes = <float64_t*> malloc(
-                        m * max(2 * tree.n_features, S if lean else 0) * sizeof(float64_t))
-                    values = boxes
-            else:
-                buf = <float64_t*> malloc((3 * K + 2 * S) * sizeof(float64_t))
-            if buf == NULL or (tabled and (queue == NULL or (
-                    tree.box_min_samples > 0 and boxes == NULL))):
-                free(buf)
-                free(queue)
-                free(boxes)
-                with gil:
-                    raise MemoryError()
-            if tabled:
-                if lean:
-                    tree._all_values(values, queue)
-                _node_tables(tree, gamma, lam, values if lean else tree.value, buf,
+    try:
+        for tree in trees:
+            gamma = discount_factor * tree.n_features
+            lam = read_lifetime(tree, lifetime)
+            m = tree.node_count
+            S = tree.value_stride
+            # Many rows: the per-node posteriors once per call, in this call's own scratch
+            # (reads never write the tree); few rows: along each path, O(depth) per row.
+            tabled = n * TABLE_ROWS_PER_NODE >= m
+            lean = tree.box_min_samples > 0
+            lean_rows = lean and tree.lean_values
+            with nogil:
+                reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
+                if not tabled:
+                    reserve(<void**> &buf, &buf_size, (3 * K + 2 * S) * sizeof(float64_t))
+                    for i in range(n):
+                        _predict_row(tree, &X[i, 0], gamma, strict, lam, plain_walk, buf,
+                                     buf + K, buf + 2 * K, buf + 3 * K, box, &out[i, 0])
+                    continue
+                reserve(<void**> &buf, &buf_size,
+                        ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+                reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
+                if lean:  # every statistics row (lean values), then every box, one scratch
+                    reserve(<void**> &boxes, &boxes_size,
+                            m * max(2 * tree.n_features, S if lean_rows else 0)
+                            * sizeof(float64_t))
+                if lean_rows:
+                    tree._all_values(boxes, queue)
+                _node_tables(tree, gamma, lam, boxes if lean_rows else tree.value, buf,
                              buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
-                if boxes != NULL:
+                if lean:  # every box once per call: the rows read a few boxes each
                     tree._all_boxes(boxes, queue)
                 for i in range(n):
                     _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf, buf + m * K,
-                                        buf + m * K + m, buf + m * K + 2 * m, boxes,
-                                        &out[i, 0])
-                free(queue)
-                free(boxes)
-                queue = NULL
-                boxes = NULL
-            else:
-                for i in range(n):
-                    _predict_row(tree, &X[i, 0], gamma, strict, lam, buf, buf + K,
-                                 buf + 2 * K, buf + 3 * K, &out[i, 0])
-            free(buf)
+                                        buf + m * K + m, buf + m * K + 2 * m,
+                                        boxes if lean else NULL, plain_walk, box, &out[i, 0])
+    finally:
+        free(box)
+        free(buf)
+        free(boxes)
+        free(queue)
 
 
 cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,

@@ -1,0 +1,157 @@
+"""Prediction time of Mondrian forests against ExtraTrees, side by side (issue 10).
+
+For each set, one fit of ``MondrianForestClassifier`` (``MondrianForestRegressor`` on kin8nm)
+and of ``ExtraTreesClassifier`` (``ExtraTreesRegressor``) with the same number of trees,
+``n_jobs=1``, default parameters; both are pickled to a temporary folder. Then every model is
+timed in a fresh process that loads it and runs ``predict_proba`` (``predict``) on the test rows
+(one warm-up call, then ``--calls`` timed calls, median), the models taking turns
+(``--repeats`` rounds, median of the rounds), so the load of the shared machine hits them
+alike. ``--baseline SRC`` adds the same Mondrian model predicted by another build of the
+package (a ``src`` folder, for instance an older commit built in place): the speed-up of a
+change, measured in the same rounds. Times are the thread's CPU time (wall time is printed in
+the log), so waiting for a core does not count.
+
+Run from the repository root::
+
+    python benchmarks/bench_predict.py --sets letter,kin8nm --trees 20
+    python benchmarks/bench_predict.py --baseline /tmp/old/src --output results/predict.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_memory import _load  # noqa: E402
+from shared.report import environment_line, load_line, log, markdown_table  # noqa: E402
+
+SETS = ("letter", "usps", "satimage", "synthetic200k", "kin8nm")
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _fit(name: str, trees: int, folder: str) -> dict:
+    """Fit both models on ``name``, pickle them into ``folder``; return their file names."""
+    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
+
+    import mondrian
+
+    X, y, _ = _load(name)
+    regression = name == "kin8nm"
+    params = {"n_estimators": trees, "n_jobs": 1, "random_state": 0}
+    mf = (mondrian.MondrianForestRegressor if regression
+          else mondrian.MondrianForestClassifier)(**params)
+    et = (ExtraTreesRegressor if regression else ExtraTreesClassifier)(**params)
+    files = {}
+    for label, model in (("MF", mf), ("ET", et)):
+        start = time.perf_counter()
+        model.fit(X, y)
+        log(f"  {name}: {label} fit {time.perf_counter() - start:.1f} s")
+        files[label] = os.path.join(folder, f"{name}_{label}.pkl")
+        with open(files[label], "wb") as f:
+            pickle.dump(model, f, protocol=5)
+    return files
+
+
+def _time_child(path: str, name: str, calls: int, src: str) -> None:
+    """Child side: load the model at ``path`` with the package in ``src``, time its
+    predictions, print JSON."""
+    import hashlib
+
+    sys.path.insert(0, src)  # before the in-place build that ``shared`` put first
+    import mondrian
+
+    assert os.path.dirname(os.path.dirname(mondrian.__file__)) == os.path.abspath(src)
+    with open(path, "rb") as f:
+        model = pickle.load(f)
+    _, _, X_test = _load(name)
+    predict = model.predict if name == "kin8nm" else model.predict_proba
+    first = predict(X_test)
+    cpu, wall = [], []
+    for _ in range(calls):
+        start_cpu, start_wall = time.thread_time(), time.perf_counter()
+        predict(X_test)
+        cpu.append(time.thread_time() - start_cpu)
+        wall.append(time.perf_counter() - start_wall)
+    print(json.dumps({"cpu": float(np.median(cpu)), "wall": float(np.median(wall)),
+                      "checksum": hashlib.sha1(np.ascontiguousarray(first).tobytes()).hexdigest()}))
+
+
+def _timed(path: str, name: str, calls: int, src: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", path, "--sets", name,
+                          "--calls", str(calls), "--src", src], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--trees-200k", type=int, default=100,
+                        help="trees on synthetic200k (its 100-tree model holds about 2 GB)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the models' turns")
+    parser.add_argument("--calls", type=int, default=3, help="timed calls per process")
+    parser.add_argument("--baseline", default=None, help="src folder of another build")
+    parser.add_argument("--output", default=None, help="append the table to this file")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _time_child(args.child, args.sets, args.calls, args.src)
+        return
+    start_load = os.getloadavg()
+    rows = []
+    for name in args.sets.split(","):
+        if name not in SETS:
+            raise SystemExit(f"unknown set {name!r}; choose from {', '.join(SETS)}")
+        trees = args.trees_200k if name == "synthetic200k" else args.trees
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                files = _fit(name, trees, folder)
+            except FileNotFoundError as exc:  # the real data sets are absent
+                log(f"  {name}: skipped ({exc})")
+                continue
+            variants = [("MF", files["MF"], SRC), ("ET", files["ET"], SRC)]
+            if args.baseline:
+                variants.append(("MF baseline", files["MF"], os.path.abspath(args.baseline)))
+            results = {label: [] for label, _, _ in variants}
+            for _ in range(args.repeats):
+                for label, path, src in variants:
+                    results[label].append(_timed(path, name, args.calls, src))
+                    log(f"  {name}: {label} {results[label][-1]}")
+        cpu = {label: float(np.median([r["cpu"] for r in rs])) for label, rs in results.items()}
+        row = {"data": name, "trees": trees, "MF (s)": cpu["MF"], "ET (s)": cpu["ET"],
+               "MF / ET": cpu["MF"] / cpu["ET"]}
+        if args.baseline:
+            row["baseline (s)"] = cpu["MF baseline"]
+            row["baseline / ET"] = cpu["MF baseline"] / cpu["ET"]
+            row["speed-up"] = cpu["MF baseline"] / cpu["MF"]
+            same = {r["checksum"] for r in results["MF"] + results["MF baseline"]}
+            row["same bits"] = "yes" if len(same) == 1 else "no"
+        rows.append(row)
+    columns = ["data", "trees", "MF (s)", "ET (s)", "MF / ET"]
+    if args.baseline:
+        columns += ["baseline (s)", "baseline / ET", "speed-up", "same bits"]
+    text = "\n".join([environment_line(), "", markdown_table(
+        rows, columns, {"MF (s)": ".3f", "ET (s)": ".3f", "MF / ET": ".1f",
+                        "baseline (s)": ".3f", "baseline / ET": ".1f", "speed-up": ".2f"}),
+        "", load_line(start_load)])
+    print(text)
+    if args.output:
+        with open(args.output, "a") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
