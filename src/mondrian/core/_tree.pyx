@@ -122,10 +122,10 @@ cdef extern from *:
     """
     /* Box loops of batch growth (MondrianTree._grow). The bounds are min/max chains with the
        tie rule of _include (a point replaces a bound only when strictly beyond it), so they
-       have the same bits at any vector width; on x86-64 Linux GCC builds an AVX2 clone,
+       have the same bits at any vector width; on x86-64 glibc GCC builds an AVX2 clone,
        chosen at load time when the CPU has it (twice the doubles per instruction of the
        SSE2 baseline). */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
     #define MF_BOX_CLONES __attribute__((target_clones("avx2", "default")))
     #else
     #define MF_BOX_CLONES
