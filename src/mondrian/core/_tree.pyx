@@ -132,11 +132,11 @@ cdef extern from *:
     #endif
 
     MF_BOX_CLONES
-    static void mf_rows_box(const double *X, Py_ssize_t D, const Py_ssize_t *idx,
-                            Py_ssize_t n, double *lo) {
+    static void mf_rows_box(const double *restrict X, Py_ssize_t D,
+                            const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
         /* The box of the rows idx[0..n) (n >= 1) of X, grown in that order, into lo (lower
-           row) and lo + D (upper row). */
-        double *hi = lo + D;
+           row) and lo + D (upper row); the box does not overlap X or idx. */
+        double *restrict hi = lo + D;
         Py_ssize_t d, k;
         const double *row = X + idx[0] * D;
         for (d = 0; d < D; d++) {
@@ -154,14 +154,16 @@ cdef extern from *:
     }
 
     MF_BOX_CLONES
-    static Py_ssize_t mf_partition_boxes(Py_ssize_t *idx, Py_ssize_t start, Py_ssize_t end,
-                                         const double *X, Py_ssize_t D, Py_ssize_t feature,
-                                         double threshold, double *left, double *right) {
+    static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
+                                         Py_ssize_t end, const double *restrict X,
+                                         Py_ssize_t D, Py_ssize_t feature, double threshold,
+                                         double *restrict left, double *restrict right) {
         /* Move the rows with x[feature] <= threshold to the front of idx[start..end) and
            return the boundary, writing the boxes of both sides as it reads their rows. The
            left side's rows are met in their final order; the right side's in the reverse one
            (each is swapped to the back), so they replace a bound also on ties: both boxes
-           get the bits of boxes grown row by row in the final order. */
+           get the bits of boxes grown row by row in the final order. The four buffers do
+           not overlap (restrict: no alias checks in the short loops of small D). */
         Py_ssize_t i = start, j = end - 1, d, tmp;
         for (d = 0; d < D; d++) {
             left[d] = right[d] = INFINITY;
