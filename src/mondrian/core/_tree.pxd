@@ -92,6 +92,8 @@ cdef class MondrianTree:
     # online extension (extension can start a growth), and 3 * n_features floats.
     cdef StackRecord* grow_stack
     cdef intp_t grow_stack_capacity
+    cdef float64_t* grow_boxes              # boxes of the growth stack's records (2 D each)
+    cdef intp_t grow_boxes_capacity
     cdef StackRecord* extend_stack
     cdef intp_t extend_stack_capacity
     cdef float64_t* scratch

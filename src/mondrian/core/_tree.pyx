@@ -74,6 +74,7 @@ def default_box_min_samples(n_features):
     wide = math.ceil(BOX_MIN_SAMPLES_PER_FEATURE * n_features)
     return int(min(BOX_POINTS_MAX, max(BOX_MIN_SAMPLES, wide)))
 
+
 cdef Node _dummy_node
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
 assert NODE_DTYPE.itemsize == sizeof(Node)
@@ -146,6 +147,88 @@ cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
         v = x[d]
         lo[d] = v if v < lo[d] else lo[d]
         hi[d] = v if v > hi[d] else hi[d]
+
+
+cdef extern from *:
+    """
+    /* Box loops of batch growth (MondrianTree._grow). The bounds are min/max chains with the
+       tie rule of _include (a point replaces a bound only when strictly beyond it), so they
+       have the same bits at any vector width; on x86-64 glibc GCC builds an AVX2 clone,
+       chosen at load time when the CPU has it (twice the doubles per instruction of the
+       SSE2 baseline). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+    #define MF_BOX_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define MF_BOX_CLONES
+    #endif
+
+    MF_BOX_CLONES
+    static void mf_rows_box(const double *restrict X, Py_ssize_t D,
+                            const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
+        /* The box of the rows idx[0..n) (n >= 1) of X, grown in that order, into lo (lower
+           row) and lo + D (upper row); the box does not overlap X or idx. */
+        double *restrict hi = lo + D;
+        Py_ssize_t d, k;
+        const double *row = X + idx[0] * D;
+        for (d = 0; d < D; d++) {
+            lo[d] = row[d];
+            hi[d] = row[d];
+        }
+        for (k = 1; k < n; k++) {
+            row = X + idx[k] * D;
+            for (d = 0; d < D; d++) {
+                double v = row[d];
+                lo[d] = v < lo[d] ? v : lo[d];
+                hi[d] = v > hi[d] ? v : hi[d];
+            }
+        }
+    }
+
+    MF_BOX_CLONES
+    static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
+                                         Py_ssize_t end, const double *restrict X,
+                                         Py_ssize_t D, Py_ssize_t feature, double threshold,
+                                         double *restrict left, double *restrict right) {
+        /* Move the rows with x[feature] <= threshold to the front of idx[start..end) and
+           return the boundary, writing the boxes of both sides as it reads their rows. The
+           left side's rows are met in their final order; the right side's in the reverse one
+           (each is swapped to the back), so they replace a bound also on ties: both boxes
+           get the bits of boxes grown row by row in the final order. The four buffers do
+           not overlap (restrict: no alias checks in the short loops of small D). */
+        Py_ssize_t i = start, j = end - 1, d, tmp;
+        for (d = 0; d < D; d++) {
+            left[d] = right[d] = INFINITY;
+            left[D + d] = right[D + d] = -INFINITY;
+        }
+        while (i <= j) {
+            const double *row = X + idx[i] * D;
+            if (row[feature] <= threshold) {
+                for (d = 0; d < D; d++) {
+                    double v = row[d];
+                    left[d] = v < left[d] ? v : left[d];
+                    left[D + d] = v > left[D + d] ? v : left[D + d];
+                }
+                i++;
+            } else {
+                for (d = 0; d < D; d++) {
+                    double v = row[d];
+                    right[d] = v <= right[d] ? v : right[d];
+                    right[D + d] = v >= right[D + d] ? v : right[D + d];
+                }
+                tmp = idx[i];
+                idx[i] = idx[j];
+                idx[j] = tmp;
+                j--;
+            }
+        }
+        return i;
+    }
+    """
+    void mf_rows_box(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
+                     float64_t* lo) noexcept nogil
+    intp_t mf_partition_boxes(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
+                              intp_t D, intp_t feature, float64_t threshold,
+                              float64_t* left, float64_t* right) noexcept nogil
 
 
 cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
@@ -224,6 +307,8 @@ cdef class MondrianTree:
         self.value = NULL
         self.sample_next = NULL
         self.grow_stack = NULL
+        self.grow_boxes = NULL
+        self.grow_boxes_capacity = 0
         self.extend_stack = NULL
         self.node_count = 0
         self.capacity = 0
@@ -266,6 +351,7 @@ cdef class MondrianTree:
         free(self.value)
         free(self.sample_next)
         free(self.grow_stack)
+        free(self.grow_boxes)
         free(self.extend_stack)
         self._free_undo()
         free(self.undo_old_value)
@@ -864,6 +950,7 @@ cdef class MondrianTree:
         cdef float64_t* box_scratch = self.scratch + 3 * D
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
+        cdef bint fresh = True
 
         _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
 
@@ -875,13 +962,18 @@ cdef class MondrianTree:
             hi = lo + D
             val = self._value_target(j, self.row_scratch)
             first = idx[rec.start]
-            memcpy(lo, X + first * D, D * sizeof(float64_t))
-            memcpy(hi, X + first * D, D * sizeof(float64_t))
+            if fresh:  # the first record: its box from its points
+                mf_rows_box(X, D, idx + rec.start, rec.end - rec.start, lo)
+                fresh = False
+            elif lo == box_scratch:  # not kept: read where the parent's partition wrote it
+                lo = self.grow_boxes + 2 * D * top
+                hi = lo + D
+            else:
+                memcpy(lo, self.grow_boxes + 2 * D * top, 2 * D * sizeof(float64_t))
             if S > 0:
                 memcpy(val, rows + first * S, S * sizeof(float64_t))
             for k in range(rec.start + 1, rec.end):
                 i = idx[k]
-                _include(lo, hi, X + i * D, D)
                 _add_row(val, rows + i * S, S)
             self._reset_leaf(j, rec.end - rec.start)
 
@@ -895,9 +987,19 @@ cdef class MondrianTree:
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
             d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
-            mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
+            if top + 2 > self.grow_boxes_capacity:  # (lo is not read once the cut is drawn)
+                _realloc(<void**>&self.grow_boxes, max(8, 2 * (top + 2)) * 2 * D,
+                         sizeof(float64_t))
+                self.grow_boxes_capacity = max(8, 2 * (top + 2))
+            mid = mf_partition_boxes(idx, rec.start, rec.end, X, D, d, threshold,
+                                     self.grow_boxes + 2 * D * (top + 1),
+                                     self.grow_boxes + 2 * D * top)
             left = self._split(j, d, threshold, t)
             top = self._push_children(top, left, rec.start, mid, rec.end, t)
+        # The children's boxes are scratch of this call: the tree does not keep them.
+        free(self.grow_boxes)
+        self.grow_boxes = NULL
+        self.grow_boxes_capacity = 0
         return 0
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,

@@ -21,7 +21,7 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 cimport cython
 from libc.math cimport INFINITY, exp, log, log1p, M_PI
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -35,6 +35,7 @@ from mondrian.core._walk cimport (
     walk_etas,
     walk_next,
     walk_start,
+    walk_start_boxes,
     walk_start_path,
 )
 
@@ -97,6 +98,22 @@ cdef float64_t _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
             - 0.5 * scatter / h.noise)
 
 
+cdef intp_t _pruned_preorder(MondrianTree tree, float64_t lifetime,
+                             intp_t* order) noexcept nogil:
+    """Write the nodes of the tree pruned at ``lifetime`` to ``order`` in pre-order (children
+    after parents; the output array is the stack's storage); return their number."""
+    cdef intp_t top = 1, count = 0, j
+    order[0] = 0
+    while count < top:
+        j = order[count]
+        count += 1
+        if not is_leaf_at(tree, j, lifetime):
+            order[top] = tree.nodes[j].left_child
+            order[top + 1] = tree.nodes[j].right_child
+            top += 2
+    return count
+
+
 cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
                        float64_t* msg_mean, float64_t* msg_var) noexcept nogil:
     """Fill the likelihood messages L_j of every node of the pruned tree.
@@ -104,17 +121,8 @@ cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
     ``order`` receives the nodes in pre-order. Returns the log marginal likelihood of all the
     targets under the model.
     """
-    cdef intp_t top = 1, count = 0, j, k, left, right
+    cdef intp_t count = _pruned_preorder(tree, h.lifetime, order), j, k, left, right
     cdef float64_t log_ml = 0.0, va, vb, tau
-    order[0] = 0
-    # Pre-order with the output array as the stack's storage (children after parents).
-    while count < top:
-        j = order[count]
-        count += 1
-        if not is_leaf_at(tree, j, h.lifetime):
-            order[top] = tree.nodes[j].left_child
-            order[top + 1] = tree.nodes[j].right_child
-            top += 2
     for k in range(count - 1, -1, -1):
         j = order[k]
         if is_leaf_at(tree, j, h.lifetime):
@@ -464,3 +472,315 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
                 st[top] = child
                 top += 1
     return post_mean, post_var
+
+
+# ---------------------------------------------------------------------- held-out grid
+
+cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
+    """``1 + exp(-rate t)``: ``_psi(h, t) == h.sigma2 / _clock_denominator(h.rate, t)`` bit for
+    bit (1 at ``t = inf``), shared by every prior of one rate."""
+    if t == INFINITY:
+        return 1.0
+    return 1.0 + exp(-rate * t)
+
+
+cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
+                            float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
+                            const float64_t* boxes, float64_t* state, float64_t* moments,
+                            intp_t stride) noexcept nogil:
+    """``_predict_row`` (with the squared mean) at the ``P`` priors ``hs``, which share their
+    rate, prior mean and lifetime: one walk and one set of clock exponentials for all of them,
+    then for each prior the same operations in the same order, so the same bits. ``state``
+    holds 10 P floats of scratch; prior ``k`` adds to ``moments[k stride : k stride + 3]``."""
+    cdef intp_t j, q, k
+    cdef float64_t weight, w, u, t, m, v, a, b, psi_t, psi_sibling, psi_above
+    cdef float64_t d_t, d_parent, d_node, d_end, d_sibling
+    cdef float64_t* cav_mean = state
+    cdef float64_t* cav_var = state + P
+    cdef float64_t* q_var = state + 2 * P
+    cdef float64_t* mean_sum = state + 3 * P
+    cdef float64_t* second_sum = state + 4 * P
+    cdef float64_t* read_mean = state + 5 * P
+    cdef float64_t* read_var = state + 6 * P
+    cdef float64_t* psi_end = state + 7 * P
+    cdef float64_t* psi_parent = state + 8 * P
+    cdef float64_t* psi_node = state + 9 * P
+    cdef const Hyper* h
+    cdef bint hierarchical = hs[0].hierarchical
+    cdef float64_t rate = hs[0].rate, lifetime = hs[0].lifetime
+    cdef WalkStep step
+    for k in range(P):
+        cav_mean[k] = hs[k].mean0
+        cav_var[k] = 0.0
+        q_var[k] = 0.0
+        mean_sum[k] = 0.0
+        second_sum[k] = 0.0
+        read_mean[k] = hs[k].mean0
+        read_var[k] = hs[k].prior_var
+    d_end = _clock_denominator(rate, lifetime)
+    for k in range(P):
+        psi_end[k] = hs[k].sigma2 / d_end
+    walk_start_boxes(&step, tree, x, lifetime, boxes)
+    d_parent = _clock_denominator(rate, step.tau_parent)
+    while True:
+        j = step.node
+        if not hierarchical and tree.value[3 * j] > 0.0:
+            for k in range(P):
+                _leaf_message(tree, j, &hs[k], &m, &v)
+                _product(hs[k].mean0, hs[k].prior_var, m, v, &read_mean[k], &read_var[k])
+        d_node = _clock_denominator(rate, step.tau)
+        if step.p > 0.0:
+            weight = step.reach * step.p
+            if weight > 0.0:
+                if hierarchical:
+                    w = weight / n_quadrature
+                    for k in range(P):
+                        psi_parent[k] = hs[k].sigma2 / d_parent
+                        psi_node[k] = hs[k].sigma2 / d_node
+                    for q in range(n_quadrature):
+                        u = (q + 0.5) / n_quadrature
+                        t = step.tau_parent - log1p(-u * step.p) / step.eta
+                        d_t = _clock_denominator(rate, t)
+                        for k in range(P):
+                            psi_t = hs[k].sigma2 / d_t
+                            a = psi_t - psi_parent[k]
+                            b = psi_node[k] - psi_t
+                            _product(cav_mean[k], cav_var[k] + a, msg_means[k][j],
+                                     msg_vars[k][j] + b, &m, &v)
+                            v += psi_end[k] - psi_t + hs[k].noise
+                            mean_sum[k] += w * m
+                            second_sum[k] += w * (v + m * m)
+                else:
+                    for k in range(P):
+                        h = &hs[k]
+                        mean_sum[k] += weight * h.mean0
+                        second_sum[k] += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
+            if step.survival <= 0.0:
+                break
+        if hierarchical:
+            for k in range(P):
+                q_var[k] = cav_var[k] + hs[k].sigma2 / d_node - hs[k].sigma2 / d_parent
+        if step.is_leaf:
+            for k in range(P):
+                h = &hs[k]
+                if hierarchical:
+                    _product(cav_mean[k], q_var[k], msg_means[k][j], msg_vars[k][j], &m, &v)
+                    v += h.noise
+                    mean_sum[k] += step.survival * m
+                    second_sum[k] += step.survival * (v + m * m)
+                else:
+                    mean_sum[k] += step.survival * read_mean[k]
+                    second_sum[k] += step.survival * (read_var[k] + h.noise
+                                                      + read_mean[k] * read_mean[k])
+            break
+        walk_next(&step, tree, x, lifetime)
+        d_parent = d_node  # the new step's tau_parent is the old step's tau
+        if hierarchical:
+            d_sibling = _clock_denominator(rate, node_time(tree, step.sibling, lifetime))
+            for k in range(P):
+                h = &hs[k]
+                psi_sibling = h.sigma2 / d_sibling
+                psi_above = h.sigma2 / d_parent
+                _product(cav_mean[k], q_var[k], msg_means[k][step.sibling],
+                         msg_vars[k][step.sibling] + psi_sibling - psi_above,
+                         &cav_mean[k], &cav_var[k])
+    for k in range(P):
+        moments[k * stride] += mean_sum[k]
+        moments[k * stride + 1] += second_sum[k]
+        moments[k * stride + 2] += mean_sum[k] * mean_sum[k]
+
+
+def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
+                         float64_t[:, :, ::1] out, list params, intp_t n_quadrature=4):
+    """:func:`predict_moments_trees` (three columns) at several priors of one rate in one pass.
+
+    The held-out choice of the regressor scores a grid of noise shares at each rate; the
+    walk of a row down a tree (its boxes, branch-off probabilities) and the variance clock's
+    exponentials depend only on the tree and the rate, so they are computed once for every
+    prior of the grid. ``out[k]`` gets exactly (bit for bit) what
+    ``predict_moments_trees(trees, messages[k], X, out[k], params[k], n_quadrature)`` adds.
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+    messages : list of lists of (msg_mean, msg_var) pairs
+        ``messages[k]``: from :func:`upward_messages` at ``params[k]``, one pair per tree.
+    X : ndarray of shape (n_samples, n_features)
+        Test points in the scaled feature space.
+    out : ndarray of shape (len(params), n_samples, 3)
+        Accumulates, per prior, ``E[y]``, ``E[y**2]`` and ``E[y]**2`` summed over trees.
+    params : list of GaussianPrior
+        Priors sharing ``rate``, ``mean0`` and ``hierarchical``.
+    n_quadrature : int, default=4
+        Points of the quadrature over the branching time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianForestRegressor
+    >>> from mondrian.forest._gaussian import GaussianPrior, predict_moments_grid
+    >>> from mondrian.forest._gaussian import predict_moments_trees, upward_messages
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((60, 2))
+    >>> model = MondrianForestRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0])
+    >>> priors = [GaussianPrior(0.0, s, 1.0, 2.0, 1.0, True) for s in (0.1, 0.5)]
+    >>> msgs = [[upward_messages(t, p)[:2] for t in model._trees] for p in priors]
+    >>> Xs = model._scaler.transform(X[:5])
+    >>> grid = np.zeros((2, 5, 3))
+    >>> predict_moments_grid(model._trees, msgs, Xs, grid, priors)
+    >>> one = np.zeros((5, 3))
+    >>> predict_moments_trees(model._trees, msgs[1], Xs, one, priors[1])
+    >>> bool(np.array_equal(grid[1], one))
+    True
+    """
+    cdef MondrianTree tree
+    cdef intp_t n = X.shape[0], P = len(params), i, m, k, side
+    cdef float64_t lam
+    cdef const float64_t[::1] view
+    cdef float64_t* boxes = NULL
+    cdef intp_t* queue = NULL
+    cdef GaussianPrior prior
+    if P == 0:
+        return
+    if n_quadrature < 1:
+        raise ValueError("n_quadrature must be >= 1")
+    if len(messages) != P:
+        raise ValueError("one list of messages per prior is needed")
+    if out.shape[0] != P or out.shape[1] != n or out.shape[2] != 3:
+        raise ValueError(f"out must have shape ({P}, {n}, 3)")
+    first = params[0]
+    for prior in params:
+        if (prior.rate != first.rate or prior.mean0 != first.mean0
+                or prior.hierarchical != first.hierarchical):
+            raise ValueError("the priors of one grid call share rate, mean0 and hierarchical")
+    for k in range(P):
+        if len(messages[k]) != len(trees):
+            raise ValueError("one pair of messages per tree is needed")
+    hs_arr = np.empty(P * sizeof(Hyper), dtype=np.uint8)
+    mean_ptrs = np.empty(P, dtype=np.uintp)
+    var_ptrs = np.empty(P, dtype=np.uintp)
+    state_arr = np.empty(10 * P)
+    cdef Hyper* hs = <Hyper*> <size_t> hs_arr.ctypes.data
+    cdef float64_t** msg_means = <float64_t**> <size_t> mean_ptrs.ctypes.data
+    cdef float64_t** msg_vars = <float64_t**> <size_t> var_ptrs.ctypes.data
+    cdef float64_t* state = <float64_t*> <size_t> state_arr.ctypes.data
+    cdef float64_t* moments = &out[0, 0, 0]
+    for m in range(len(trees)):
+        tree = trees[m]
+        lam = read_lifetime(tree, None)
+        for k in range(P):
+            prior = params[k]
+            hs[k] = prior.at(lam)
+            # (the arrays stay alive in ``messages`` while their pointers are read)
+            for side in range(2):
+                view = messages[k][m][side]
+                if view.shape[0] != tree.node_count:
+                    raise ValueError("stale messages: the tree changed since they were "
+                                     "computed")
+                if side == 0:
+                    msg_means[k] = <float64_t*> &view[0]
+                else:
+                    msg_vars[k] = <float64_t*> &view[0]
+        with nogil:
+            # Lean boxes and many rows: every box once per tree, as predict_moments_trees.
+            if tree.box_min_samples > 0 and n * 16 >= tree.node_count:
+                boxes = <float64_t*> malloc(2 * tree.node_count * tree.n_features
+                                            * sizeof(float64_t))
+                queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
+                if boxes == NULL or queue == NULL:
+                    free(boxes)
+                    free(queue)
+                    with gil:
+                        raise MemoryError()
+                tree._all_boxes(boxes, queue)
+                free(queue)
+                queue = NULL
+            for i in range(n):
+                _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
+                                  boxes, state, moments + 3 * i, 3 * n)
+            free(boxes)
+            boxes = NULL
+
+
+def upward_messages_grid(MondrianTree tree, list params):
+    """The messages of :func:`upward_messages` (without the log marginal likelihood) at
+    several priors of one rate, in one pass: the same bits as one call per prior.
+
+    Parameters
+    ----------
+    tree : MondrianTree
+        A tree whose statistics rows are ``(1, y, y**2)``, read at its own lifetime.
+    params : list of GaussianPrior
+        Priors sharing ``rate`` and ``hierarchical``.
+
+    Returns
+    -------
+    msg_mean, msg_var : ndarray of shape (len(params), node_count)
+        Row ``k``: the messages at ``params[k]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian import MondrianForestRegressor
+    >>> from mondrian.forest._gaussian import GaussianPrior, upward_messages
+    >>> from mondrian.forest._gaussian import upward_messages_grid
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((60, 2))
+    >>> tree = MondrianForestRegressor(n_estimators=1, random_state=0).fit(X, X[:, 0])._trees[0]
+    >>> priors = [GaussianPrior(0.0, s, 1.0, 2.0, 1.0, True) for s in (0.1, 0.5)]
+    >>> means, variances = upward_messages_grid(tree, priors)
+    >>> mean, var, _ = upward_messages(tree, priors[1])
+    >>> bool(np.array_equal(means[1], mean) and np.array_equal(variances[1], var))
+    True
+    """
+    if tree.value_stride != 3:
+        raise ValueError("regression trees carry (1, y, y**2) statistics")
+    cdef intp_t P = len(params), N = tree.node_count, k, c, j, left, right, count
+    cdef float64_t lam = read_lifetime(tree, None)
+    cdef GaussianPrior prior
+    msg_mean = np.zeros((P, N))
+    msg_var = np.ones((P, N))
+    if P == 0:
+        return msg_mean, msg_var
+    first = params[0]
+    for prior in params:
+        if prior.rate != first.rate or prior.hierarchical != first.hierarchical:
+            raise ValueError("the priors of one grid call share rate and hierarchical")
+    hs_arr = np.empty(P * sizeof(Hyper), dtype=np.uint8)
+    cdef Hyper* hs = <Hyper*> <size_t> hs_arr.ctypes.data
+    for k in range(P):
+        prior = params[k]
+        hs[k] = prior.at(lam)
+    order = np.empty(N, dtype=np.intp)
+    cdef intp_t[::1] od = order
+    cdef float64_t[:, ::1] mm = msg_mean
+    cdef float64_t[:, ::1] mv = msg_var
+    cdef float64_t rate = hs[0].rate, d_left, d_right, d_node, n, va, vb
+    cdef bint hierarchical = hs[0].hierarchical
+    with nogil:
+        count = _pruned_preorder(tree, lam, &od[0])
+        for c in range(count - 1, -1, -1):
+            j = od[c]
+            if is_leaf_at(tree, j, lam):
+                # _leaf_message's mean and variance (its log normaliser is not needed)
+                n = tree.value[3 * j]
+                for k in range(P):
+                    if n <= 0.0:
+                        mm[k, j] = 0.0
+                        mv[k, j] = INFINITY
+                    else:
+                        mm[k, j] = tree.value[3 * j + 1] / n
+                        mv[k, j] = hs[k].noise / n
+                continue
+            if not hierarchical:
+                continue
+            left = tree.nodes[j].left_child
+            right = tree.nodes[j].right_child
+            d_left = _clock_denominator(rate, node_time(tree, left, lam))
+            d_right = _clock_denominator(rate, node_time(tree, right, lam))
+            d_node = _clock_denominator(rate, tree.nodes[j].split_time)
+            for k in range(P):
+                va = mv[k, left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
+                vb = mv[k, right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
+                _product(mm[k, left], va, mm[k, right], vb, &mm[k, j], &mv[k, j])
+    return msg_mean, msg_var

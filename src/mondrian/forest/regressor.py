@@ -23,7 +23,13 @@ from mondrian.core.base import (
     unchanged_on_error,
 )
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
-from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
+from mondrian.forest._gaussian import (
+    GaussianPrior,
+    predict_moments_grid,
+    predict_moments_trees,
+    upward_messages,
+    upward_messages_grid,
+)
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
@@ -616,23 +622,32 @@ class _BaseMondrianRegressor(
         scales = HELD_OUT_VARIANCE_SCALES if search_scales else np.ones(1)
         spread_scales = HELD_OUT_SPREAD_SCALES if search_scales else np.ones(1)
         K, forest = N_TREES_HELD_OUT, self._n_trees() > 1
-        best, best_score, kept = None, np.inf, None
-        for share in shares:
-            for multiplier in multipliers:
-                params = probe._params(mean, var, share, self._rate(multiplier, base_rate))
-                moments = probe._held_out_moments(params, X_val)
+        # One grid call per rate: the shares of a rate share the walks and the clock.
+        scores = np.full((len(shares), len(multipliers)), np.nan)
+        moments = {}
+        for b, multiplier in enumerate(multipliers):
+            rate = self._rate(multiplier, base_rate)
+            grid = probe._held_out_moments_grid(
+                [probe._params(mean, var, share, rate) for share in shares], X_val)
+            for a, share_moments in enumerate(grid):
                 # Scored as the probe itself predicts (T = K trees, unit scales: the plain
                 # NLL), or as one of its trees for a single-tree model.
-                score = _expected_nll(*moments, y_val, w_val, K, K if forest else 1,
-                                      np.ones(1), np.ones(1))
-                if score[0, 0] < best_score:
-                    best, best_score, kept = (share, multiplier), score[0, 0], moments
+                scores[a, b] = _expected_nll(*share_moments, y_val, w_val, K,
+                                             K if forest else 1, np.ones(1), np.ones(1))[0, 0]
+                moments[a, b] = share_moments
+        best, best_score, kept = None, np.inf, None
+        for a, share in enumerate(shares):  # the first best in (share, multiplier) order
+            for b, multiplier in enumerate(multipliers):
+                if scores[a, b] < best_score:
+                    best, best_score, kept = (share, multiplier), scores[a, b], moments[a, b]
         share, multiplier = best
-        params = probe._params(mean, var, share, self._rate(multiplier, base_rate))
+        rate = self._rate(multiplier, base_rate)
+        rescaled = iter(probe._held_out_moments_grid(
+            [probe._params(mean, var, share, rate, scale) for scale in scales if scale != 1.0],
+            X_val))
         scores = np.array([
-            _expected_nll(*(probe._held_out_moments(probe._params(
-                mean, var, share, params.rate, scale), X_val) if scale != 1.0 else kept),
-                y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
+            _expected_nll(*(next(rescaled) if scale != 1.0 else kept),
+                          y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
         return (share, multiplier, float(scales[k]), float(spread_scales[j]))
@@ -643,19 +658,25 @@ class _BaseMondrianRegressor(
             return self.sigmoid_rate
         return (1.0 if multiplier is None else multiplier) * base_rate
 
-    def _held_out_moments(self, params, X_scaled):
-        """At ``params``: the trees' mean prediction, their mean predictive variance and the
-        unbiased variance of their means (arrays of shape (n_points,))."""
-        out = np.zeros((X_scaled.shape[0], 3))
-        messages = [upward_messages(tree, params)[:2] for tree in self._trees]
-        predict_moments_trees(self._trees, messages, X_scaled, out, params,
-                              int(self.n_quadrature))
+    def _held_out_moments_grid(self, params, X_scaled):
+        """At each prior of ``params`` (one rate): the trees' mean prediction, their mean
+        predictive variance and the unbiased variance of their means (a list of triples of
+        arrays of shape (n_points,)), in one pass of ``predict_moments_grid``."""
+        out = np.zeros((len(params), X_scaled.shape[0], 3))
+        per_tree = [upward_messages_grid(tree, params) for tree in self._trees]
+        messages = [[(means[k], variances[k]) for means, variances in per_tree]
+                    for k in range(len(params))]
+        predict_moments_grid(self._trees, messages, X_scaled, out, params,
+                             int(self.n_quadrature))
         K = len(self._trees)
-        mean = out[:, 0] / K
-        within = np.maximum(out[:, 1] - out[:, 2], 0.0) / K
-        spread = (np.maximum(out[:, 2] - K * mean * mean, 0.0) / (K - 1) if K > 1
-                  else np.zeros_like(mean))
-        return mean, within, spread
+        result = []
+        for sums in out:
+            mean = sums[:, 0] / K
+            within = np.maximum(sums[:, 1] - sums[:, 2], 0.0) / K
+            spread = (np.maximum(sums[:, 2] - K * mean * mean, 0.0) / (K - 1) if K > 1
+                      else np.zeros_like(mean))
+            result.append((mean, within, spread))
+        return result
 
     def _empirical_bayes(self, mean, var):
         """Hyperparameters of the current data.
