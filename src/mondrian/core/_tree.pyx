@@ -60,11 +60,11 @@ _COMPACT_READ_VERSIONS = (1, 2)
 
 # Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
 # the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
-# Wide data raise it to BOX_MIN_SAMPLES_PER_FEATURE * n_features (at most BOX_POINTS_MAX): a
-# stored box is 16 D bytes for K or more points, so with K >= D the boxes of a tree take at
-# most 32 bytes per point whatever D (usps, D = 256: 210 of a 280 MB model at K = 32).
+# Wider data raise it to BOX_MIN_SAMPLES_PER_FEATURE * n_features (at most BOX_POINTS_MAX): a
+# stored box is 16 D bytes for K or more points, so with K >= 2 D the boxes of a tree take at
+# most 16 bytes per point whatever D (usps, D = 256: 210 of a 280 MB model at K = 32).
 BOX_MIN_SAMPLES = 32
-BOX_MIN_SAMPLES_PER_FEATURE = 1.0
+BOX_MIN_SAMPLES_PER_FEATURE = 2.0
 
 
 def default_box_min_samples(n_features):
