@@ -1,6 +1,7 @@
 """Structural checks shared by the property and unit tests of the tree core."""
 
 import _thread
+import contextlib
 import signal
 import threading
 
@@ -227,3 +228,16 @@ def run_interrupted(call, delay):
     finally:
         signal.signal(signal.SIGINT, previous)
     return hit
+
+
+@contextlib.contextmanager
+def box_min_samples(k):
+    """Trees made inside get ``box_min_samples=k`` by default (whatever their width)."""
+    from mondrian.core import _tree
+
+    old = _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE
+    _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = k, 0.0
+    try:
+        yield
+    finally:
+        _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old

@@ -9,7 +9,6 @@ classifier, the regressor, the kernel and the lifetime paths. K = 2 puts small n
 everywhere (every leaf with one point), K = 32 is the default.
 """
 
-import contextlib
 import copy
 import pickle
 
@@ -19,25 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core import _tree
 from mondrian.core._tree import MondrianTree
 from mondrian.core._walk import walk_path
 from mondrian.core.merging import feature_range, merge_forests
 from mondrian.density.estimator import MondrianForestDensity
 from mondrian.kernel.ridge import MondrianKernelFeatures, MondrianKernelRidge
 
+from _checks import box_min_samples
+
 pytestmark = pytest.mark.exact
-
-
-@contextlib.contextmanager
-def _box_min_samples(k):
-    """Trees made inside get ``box_min_samples=k`` by default (whatever their width)."""
-    old = _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE
-    _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = k, 0.0
-    try:
-        yield
-    finally:
-        _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old
 
 
 def _awkward_data(seed, n=300, d=5):
@@ -77,9 +66,9 @@ def _same_trees(a, b):
 
 
 def _fit_both(make, fit, k):
-    with _box_min_samples(0):
+    with box_min_samples(0):
         full = fit(make())
-    with _box_min_samples(k):
+    with box_min_samples(k):
         lean = fit(make())
     _check_lean(lean, k)
     _check_lean(full, 0)
@@ -102,9 +91,9 @@ def test_classifier_batch_and_online(k, global_random_seed):
     def make():
         return MondrianForestClassifier(n_estimators=3, random_state=global_random_seed)
 
-    with _box_min_samples(0):
+    with box_min_samples(0):
         full = make().fit(X[:120], y[:120])
-    with _box_min_samples(k):
+    with box_min_samples(k):
         lean = make().fit(X[:120], y[:120])
     _same(full.predict_proba(X_test), lean.predict_proba(X_test))
     _same(full.predict_proba(X_test[:3]), lean.predict_proba(X_test[:3]))  # untabled rows
@@ -209,7 +198,7 @@ def test_pickle_merge_prune(global_random_seed):
     scaling = feature_range(X)
     shards = []
     for kk in (0, k):
-        with _box_min_samples(kk):
+        with box_min_samples(kk):
             shards.append([
                 MondrianForestClassifier(n_estimators=2, feature_scaling=scaling,
                                          random_state=global_random_seed + s).fit(X[a:b], y[a:b])
@@ -234,7 +223,7 @@ def test_density_keeps_every_cell():
 
 def test_memory_usage_counts_the_stored_boxes():
     X, y = _awkward_data(0)
-    with _box_min_samples(8):
+    with box_min_samples(8):
         model = MondrianForestClassifier(n_estimators=2, random_state=0).fit(X, y)
     usage = model.memory_usage_
     D = X.shape[1]

@@ -11,7 +11,6 @@ widening, pickles, merges, pruning, undo rollbacks and integer sample weights. K
 almost every node rebuild its row, K = 32 is the default.
 """
 
-import contextlib
 import copy
 import pickle
 
@@ -21,25 +20,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian import MondrianForestClassifier
-from mondrian.core import _tree
 from mondrian.core._tree import MondrianTree
 from mondrian.core.merging import feature_range, merge_forests
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 
+from _checks import box_min_samples
+
 pytestmark = pytest.mark.exact
 
 KS = [2, 4, 32]
-
-
-@contextlib.contextmanager
-def _box_min_samples(k):
-    """Trees made inside get ``box_min_samples=k`` by default (whatever their width)."""
-    old = _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE
-    _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = k, 0.0
-    try:
-        yield
-    finally:
-        _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old
 
 
 def _data(seed, n=300, d=4, n_classes=3):
@@ -65,9 +54,9 @@ def _model(seed, lean, **params):
 
 def _pair(seed, k, fit, **params):
     """The same model with every row stored (K = 0, no lean values), and lean with K."""
-    with _box_min_samples(0):
+    with box_min_samples(0):
         full = fit(_model(seed, False, **params))
-    with _box_min_samples(k):
+    with box_min_samples(k):
         lean = fit(_model(seed, True, **params))
     return full, lean
 
@@ -204,7 +193,7 @@ def test_pickles_copies_merges_and_prunes(global_random_seed):
     scaling = feature_range(X)
     shards = []
     for kk, flag in ((0, False), (k, True)):
-        with _box_min_samples(kk):
+        with box_min_samples(kk):
             shards.append([
                 _model(global_random_seed + s, flag, feature_scaling=scaling).fit(X[a:b], y[a:b])
                 for s, (a, b) in enumerate([(0, 150), (150, 300)])
@@ -217,7 +206,7 @@ def test_pickles_copies_merges_and_prunes(global_random_seed):
 def test_full_state_of_an_old_build_loads():
     # A version 2 state (one row per node) loads into a tree that stores every row.
     X, y = _data(5)
-    with _box_min_samples(4):
+    with box_min_samples(4):
         full = _model(5, False).fit(X, y)
     tree = full._trees[0]
     cls, args, state = tree.__reduce__()
@@ -294,7 +283,7 @@ def test_undo_rollback_restores_rows_and_widening(global_random_seed):
 
 def test_estimator_rollback_is_bit_identical(global_random_seed):
     X, y = _data(global_random_seed)
-    with _box_min_samples(4):
+    with box_min_samples(4):
         model = _model(global_random_seed, True).fit(X[:100], y[:100])
     state = pickle.dumps(model)
     values = [t.value_array.tobytes() for t in model._trees]
@@ -340,7 +329,7 @@ def test_property_lean_rows_equal_full_rows(seed, n, d, k, chunks, lifetime):
 
 def test_compact_state_needs_no_attached_rows_and_shifted_trees_refuse():
     X, y = _data(7)
-    with _box_min_samples(4):
+    with box_min_samples(4):
         model = _model(7, True).fit(X, y)
     store, tree = model._store, model._trees[0]
     cls, args, state = tree.__reduce__()

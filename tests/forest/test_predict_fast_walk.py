@@ -12,7 +12,6 @@ per-row path of the classifier (which also give the same bits as each other) and
 regressor.
 """
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -20,22 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core import _tree
 from mondrian.core._walk import walk_path
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
 from mondrian.forest._hnsp import predict_proba_trees
 
+from _checks import box_min_samples
+
 pytestmark = pytest.mark.exact
-
-
-@contextlib.contextmanager
-def _box_min_samples(k):
-    old = _tree.BOX_MIN_SAMPLES
-    _tree.BOX_MIN_SAMPLES = k
-    try:
-        yield
-    finally:
-        _tree.BOX_MIN_SAMPLES = old
 
 
 def _data(seed, n, d):
@@ -74,7 +64,7 @@ def _proba(model, S, lifetime, plain, rows_at_once):
        lifetime=st.sampled_from([None, 0.3, 2.0]), online=st.booleans())
 def test_classifier_fast_walk_is_the_plain_walk(seed, k, counts, lifetime, online):
     X, y = _data(seed, 160, 5)
-    with _box_min_samples(k):
+    with box_min_samples(k):
         model = MondrianForestClassifier(n_estimators=3, random_state=seed,
                                          branch_off_counts=counts)
         if online:
@@ -113,7 +103,7 @@ def _moments(model, params, S, lifetime, plain, rows_at_once):
 def test_regressor_fast_walk_is_the_plain_walk(seed, k, hierarchical, lifetime, online):
     X, y = _data(seed, 160, 4)
     target = X[:, 0] + np.sin(3 * X[:, 3]) + 0.1 * y
-    with _box_min_samples(k):
+    with box_min_samples(k):
         model = MondrianForestRegressor(n_estimators=2, random_state=seed)
         if online:
             for i in range(0, 160, 40):
@@ -131,7 +121,7 @@ def test_regressor_fast_walk_is_the_plain_walk(seed, k, hierarchical, lifetime, 
 def test_eta_never_decreases_down_a_path(global_random_seed):
     """The invariant behind the shortcut, on the plain walk: boxes nest along every path."""
     X, y = _data(global_random_seed, 200, 5)
-    with _box_min_samples(2):
+    with box_min_samples(2):
         model = MondrianForestClassifier(n_estimators=2, random_state=global_random_seed)
         model.partial_fit(X[:100], y[:100], classes=[0, 1, 2])
         model.partial_fit(X[100:], y[100:])

@@ -135,6 +135,7 @@ cdef class MondrianTree:
     cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
     cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
                            float64_t* out) noexcept nogil
+    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil

@@ -522,13 +522,27 @@ cdef class MondrianTree:
         n = subtree_points(self, node, points, BOX_POINTS_MAX)
         points_row(rows, S, points, n, out)
 
+    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil:
+        """Write every node id to ``queue`` (``node_count`` entries) breadth first from the
+        root, so that each parent comes before its children; return their number."""
+        cdef intp_t head = 0, tail = 1, j
+        queue[0] = 0
+        while head < tail:
+            j = queue[head]
+            head += 1
+            if self.nodes[j].left_child != TREE_LEAF:
+                queue[tail] = self.nodes[j].left_child
+                queue[tail + 1] = self.nodes[j].right_child
+                tail += 2
+        return tail
+
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil:
         """Every node's statistics row into ``out`` (``node_count`` rows of
         ``value_stride``, stored column layout; ``queue``: scratch of ``node_count``): the
         stored rows copied, the others from the attached rows (leaves from their lists, then
         sums of the children). For readers of many rows (the counterpart of
         :meth:`_all_boxes`). Writes nothing to the tree."""
-        cdef intp_t S = self.value_stride, n = self.node_count, head = 0, tail = 1, j, k, c
+        cdef intp_t S = self.value_stride, n = self.node_count, tail, j, k, c
         cdef intp_t lc, i
         cdef bint ordered = True
         cdef float64_t* val
@@ -548,17 +562,7 @@ cdef class MondrianTree:
                     self.nodes[j].left_child <= j or self.nodes[j].right_child <= j):
                 ordered = False
                 break
-        if ordered:
-            tail = n
-        else:
-            queue[0] = 0
-            while head < tail:
-                j = queue[head]
-                head += 1
-                if self.nodes[j].left_child != TREE_LEAF:
-                    queue[tail] = self.nodes[j].left_child
-                    queue[tail + 1] = self.nodes[j].right_child
-                    tail += 2
+        tail = n if ordered else self._breadth_first(queue)
         for k in range(tail - 1, -1, -1):
             j = k if ordered else queue[k]
             if ordered and j >= ROW_PREFETCH_AHEAD:
@@ -595,7 +599,7 @@ cdef class MondrianTree:
         of ``node_count``): the stored ones copied, the others from the attached points
         (leaves from their lists, then unions of the children). For readers of many rows, who
         then walk every row as on a tree storing every box. Writes nothing to the tree."""
-        cdef intp_t D = self.n_features, n = self.node_count, head = 0, tail = 1, j, k, d
+        cdef intp_t D = self.n_features, n = self.node_count, tail, j, k, d
         cdef intp_t lc, i
         cdef float64_t* lo
         cdef float64_t* hi
@@ -603,14 +607,7 @@ cdef class MondrianTree:
         cdef const float64_t* right
         if n == 0:
             return 0
-        queue[0] = 0
-        while head < tail:  # breadth first: parents before children
-            j = queue[head]
-            head += 1
-            if self.nodes[j].left_child != TREE_LEAF:
-                queue[tail] = self.nodes[j].left_child
-                queue[tail + 1] = self.nodes[j].right_child
-                tail += 2
+        tail = self._breadth_first(queue)
         for k in range(tail - 1, -1, -1):
             j = queue[k]
             lo = out + 2 * D * j
