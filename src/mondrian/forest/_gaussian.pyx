@@ -34,7 +34,6 @@ from mondrian.core._walk cimport (
     reserve,
     walk_etas,
     walk_next,
-    walk_start,
     walk_start_boxes,
     walk_start_path,
 )
@@ -155,76 +154,24 @@ cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
                        intp_t n_quadrature, const float64_t* boxes, float64_t* box,
                        float64_t* moments, bint squared_mean, bint plain) noexcept nogil:
     """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]`` (and the
-    square of its mean to ``moments[2]`` when ``squared_mean``). Eta comes from the leaf
-    upward (``walk_etas``, with its ``boxes``, every node's or NULL, and ``box``) unless ``plain``
-    (every node's, on the way down)."""
-    cdef intp_t j, q, top = 0, depth = 0
-    cdef intp_t path[WALK_DEPTH_MAX]
-    cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef float64_t weight, u, t, a, b, cav_mean = h.mean0, cav_var = 0.0, m, v
-    cdef float64_t q_var = 0.0  # only read by the hierarchical model, which sets it
-    cdef float64_t mean_sum = 0.0, second_sum = 0.0, post_mean, post_var
-    cdef float64_t psi_end = _psi(h, h.lifetime)
-    # Independent leaves: reading (posterior of the mean) of the deepest labelled node so far.
-    cdef float64_t read_mean = h.mean0, read_var = h.prior_var
-    cdef WalkStep step
-    if not plain:
-        depth = walk_etas(tree, x, h.lifetime, boxes, box, path, etas, &top)
-    if depth > 0:
-        # The outside messages chain from the root: start there, with the etas found.
-        walk_start_path(&step, tree, x, h.lifetime, path, etas, top, 0)
-    else:
-        walk_start(&step, tree, x, h.lifetime)
-    while True:
-        j = step.node
-        if not h.hierarchical and tree.value[3 * j] > 0.0:
-            _leaf_message(tree, j, h, &m, &v)
-            _product(h.mean0, h.prior_var, m, v, &read_mean, &read_var)
-        if step.p > 0.0:
-            weight = step.reach * step.p
-            if weight > 0.0:
-                if h.hierarchical:
-                    # Integrate the branching time over the truncated exponential with a
-                    # midpoint rule in probability (exact as n_quadrature grows); its mass
-                    # on the edge is p.
-                    for q in range(n_quadrature):
-                        u = (q + 0.5) / n_quadrature
-                        t = step.tau_parent - log1p(-u * step.p) / step.eta
-                        a = _psi(h, t) - _psi(h, step.tau_parent)
-                        b = _psi(h, step.tau) - _psi(h, t)
-                        _product(cav_mean, cav_var + a, msg_mean[j], msg_var[j] + b, &m, &v)
-                        v += psi_end - _psi(h, t) + h.noise
-                        mean_sum += weight / n_quadrature * m
-                        second_sum += weight / n_quadrature * (v + m * m)
-                else:
-                    # A fresh cell holding no stored point: the prior.
-                    mean_sum += weight * h.mean0
-                    second_sum += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
-            if step.survival <= 0.0:
-                break
-        if h.hierarchical:
-            q_var = cav_var + _psi(h, step.tau) - _psi(h, step.tau_parent)
-        if step.is_leaf:
-            if h.hierarchical:
-                _product(cav_mean, q_var, msg_mean[j], msg_var[j], &post_mean, &post_var)
-                post_var += h.noise
-                mean_sum += step.survival * post_mean
-                second_sum += step.survival * (post_var + post_mean * post_mean)
-            else:
-                mean_sum += step.survival * read_mean
-                second_sum += step.survival * (read_var + h.noise + read_mean * read_mean)
-            break
-        walk_next(&step, tree, x, h.lifetime)
-        if h.hierarchical:
-            # Outside distribution of mu at the new node: the parent's Q times the sibling's
-            # message (step.tau_parent is the parent's time now).
-            _product(cav_mean, q_var, msg_mean[step.sibling],
-                     msg_var[step.sibling] + _psi(h, node_time(tree, step.sibling, h.lifetime))
-                     - _psi(h, step.tau_parent), &cav_mean, &cav_var)
-    moments[0] += mean_sum
-    moments[1] += second_sum
+    square of its mean to ``moments[2]`` when ``squared_mean``): :func:`_predict_row_grid` at
+    the one prior ``h``. Eta comes from the leaf upward (``walk_etas``, with its ``boxes``,
+    every node's or NULL, and ``box``) unless ``plain`` (every node's, on the way down)."""
+    cdef float64_t state[10]
+    cdef float64_t sums[3]
+    cdef float64_t* means[1]
+    cdef float64_t* variances[1]
+    means[0] = <float64_t*> msg_mean
+    variances[0] = <float64_t*> msg_var
+    sums[0] = 0.0
+    sums[1] = 0.0
+    sums[2] = 0.0
+    _predict_row_grid(tree, h, 1, x, means, variances, n_quadrature, boxes, box, plain, state,
+                      sums, 3)
+    moments[0] += sums[0]
+    moments[1] += sums[1]
     if squared_mean:
-        moments[2] += mean_sum * mean_sum
+        moments[2] += sums[2]
 
 
 @cython.final
@@ -486,13 +433,19 @@ cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept n
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
                             float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
-                            const float64_t* boxes, float64_t* state, float64_t* moments,
+                            const float64_t* boxes, float64_t* box, bint plain,
+                            float64_t* state, float64_t* moments,
                             intp_t stride) noexcept nogil:
-    """``_predict_row`` (with the squared mean) at the ``P`` priors ``hs``, which share their
-    rate, prior mean and lifetime: one walk and one set of clock exponentials for all of them,
-    then for each prior the same operations in the same order, so the same bits. ``state``
-    holds 10 P floats of scratch; prior ``k`` adds to ``moments[k stride : k stride + 3]``."""
-    cdef intp_t j, q, k
+    """The tree's predictive at ``x`` under the ``P`` priors ``hs``, which share their rate,
+    prior mean and lifetime: one walk and one set of clock exponentials for all of them, then
+    for each prior its own operations, in the same order whatever ``P`` (so one call per prior
+    gives the same bits). Prior ``k`` adds its predictive mean, second moment and squared mean
+    to ``moments[k stride : k stride + 3]``. ``state`` holds 10 P floats of scratch. Eta comes
+    from the leaf upward (``walk_etas``, with ``boxes``, every node's or NULL, and ``box``, 2 D
+    floats) unless ``plain`` (every node's, on the way down)."""
+    cdef intp_t j, q, k, top = 0, depth = 0
+    cdef intp_t path[WALK_DEPTH_MAX]
+    cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t weight, w, u, t, m, v, a, b, psi_t, psi_sibling, psi_above
     cdef float64_t d_t, d_parent, d_node, d_end, d_sibling
     cdef float64_t* cav_mean = state
@@ -520,7 +473,13 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     d_end = _clock_denominator(rate, lifetime)
     for k in range(P):
         psi_end[k] = hs[k].sigma2 / d_end
-    walk_start_boxes(&step, tree, x, lifetime, boxes)
+    if not plain:
+        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
+    if depth > 0:
+        # The outside messages chain from the root: start there, with the etas found.
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, 0)
+    else:
+        walk_start_boxes(&step, tree, x, lifetime, boxes)
     d_parent = _clock_denominator(rate, step.tau_parent)
     while True:
         j = step.node
@@ -660,7 +619,9 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     mean_ptrs = np.empty(P, dtype=np.uintp)
     var_ptrs = np.empty(P, dtype=np.uintp)
     state_arr = np.empty(10 * P)
+    box_arr = np.empty(2 * X.shape[1] + 1)  # walk_etas' box of a small node
     cdef Hyper* hs = <Hyper*> <size_t> hs_arr.ctypes.data
+    cdef float64_t* box = <float64_t*> <size_t> box_arr.ctypes.data
     cdef float64_t** msg_means = <float64_t**> <size_t> mean_ptrs.ctypes.data
     cdef float64_t** msg_vars = <float64_t**> <size_t> var_ptrs.ctypes.data
     cdef float64_t* state = <float64_t*> <size_t> state_arr.ctypes.data
@@ -697,7 +658,7 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                 queue = NULL
             for i in range(n):
                 _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
-                                  boxes, state, moments + 3 * i, 3 * n)
+                                  boxes, box, False, state, moments + 3 * i, 3 * n)
             free(boxes)
             boxes = NULL
 
