@@ -21,7 +21,7 @@ O(depth) per point once they are computed (O(nodes) per tree).
 
 cimport cython
 from libc.math cimport INFINITY, exp, log, log1p, M_PI
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -598,6 +598,8 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     cdef const float64_t[::1] view
     cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
+    cdef size_t boxes_size = 0, queue_size = 0
+    cdef bint every_box
     cdef GaussianPrior prior
     if P == 0:
         return
@@ -626,41 +628,38 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     cdef float64_t** msg_vars = <float64_t**> <size_t> var_ptrs.ctypes.data
     cdef float64_t* state = <float64_t*> <size_t> state_arr.ctypes.data
     cdef float64_t* moments = &out[0, 0, 0]
-    for m in range(len(trees)):
-        tree = trees[m]
-        lam = read_lifetime(tree, None)
-        for k in range(P):
-            prior = params[k]
-            hs[k] = prior.at(lam)
-            # (the arrays stay alive in ``messages`` while their pointers are read)
-            for side in range(2):
-                view = messages[k][m][side]
-                if view.shape[0] != tree.node_count:
-                    raise ValueError("stale messages: the tree changed since they were "
-                                     "computed")
-                if side == 0:
-                    msg_means[k] = <float64_t*> &view[0]
-                else:
-                    msg_vars[k] = <float64_t*> &view[0]
-        with nogil:
-            # Lean boxes and many rows: every box once per tree, as predict_moments_trees.
-            if tree.box_min_samples > 0 and n * 16 >= tree.node_count:
-                boxes = <float64_t*> malloc(2 * tree.node_count * tree.n_features
-                                            * sizeof(float64_t))
-                queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
-                if boxes == NULL or queue == NULL:
-                    free(boxes)
-                    free(queue)
-                    with gil:
-                        raise MemoryError()
-                tree._all_boxes(boxes, queue)
-                free(queue)
-                queue = NULL
-            for i in range(n):
-                _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
-                                  boxes, box, False, state, moments + 3 * i, 3 * n)
-            free(boxes)
-            boxes = NULL
+    try:
+        for m in range(len(trees)):
+            tree = trees[m]
+            lam = read_lifetime(tree, None)
+            for k in range(P):
+                prior = params[k]
+                hs[k] = prior.at(lam)
+                # (the arrays stay alive in ``messages`` while their pointers are read)
+                for side in range(2):
+                    view = messages[k][m][side]
+                    if view.shape[0] != tree.node_count:
+                        raise ValueError("stale messages: the tree changed since they were "
+                                         "computed")
+                    if side == 0:
+                        msg_means[k] = <float64_t*> &view[0]
+                    else:
+                        msg_vars[k] = <float64_t*> &view[0]
+            with nogil:
+                # Lean boxes and many rows: every box once per call, as predict_moments_trees.
+                every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
+                if every_box:
+                    reserve(<void**> &boxes, &boxes_size,
+                            2 * tree.node_count * tree.n_features * sizeof(float64_t))
+                    reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
+                    tree._all_boxes(boxes, queue)
+                for i in range(n):
+                    _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
+                                      boxes if every_box else NULL, box, False, state,
+                                      moments + 3 * i, 3 * n)
+    finally:
+        free(queue)
+        free(boxes)
 
 
 def upward_messages_grid(MondrianTree tree, list params):
