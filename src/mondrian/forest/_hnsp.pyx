@@ -120,8 +120,10 @@ cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* 
     if first[0] != NULL and second[0] != NULL:
         return
     if step.n_points < 0:
-        # Above the frontier (the node stores its box, so its row). The child on x's side
-        # first: stored, or summed from its points, gathered into the step.
+        # No points gathered yet: above the frontier (the node stores its box, so its row),
+        # or a small root reached by the leaf-first walk, which gathers nothing (its row is
+        # then NULL below and the far child is summed). The child on x's side first: stored,
+        # or summed from its points, gathered into the step.
         if child_toward(tree, j, x) == lc:
             near, far, far_node = first, second, rc
             near_out, far_out = scratch, scratch + S
