@@ -34,6 +34,25 @@ TREE_ARRAYS = (*NODE_ARRAYS, "lower_bounds", "upper_bounds", "value")
 ROUNDING_ULPS = 8
 
 
+# The node records of state versions 2 and 3 (56 bytes: a 32-bit paused flag and a zero
+# padding word), in which fingerprints of earlier implementations were taken.
+NODE56_DTYPE = np.dtype([
+    ("threshold", np.float64), ("split_time", np.float64), ("n_node_samples", np.intp),
+    ("first_sample", np.intp), ("parent", np.int32), ("left_child", np.int32),
+    ("right_child", np.int32), ("feature", np.int32), ("paused", np.int32),
+    ("reserved", np.int32),
+])
+
+
+def node_records_56(nodes):
+    """``nodes`` (``MondrianTree.nodes_array``, paused flags decoded) in the 56-byte layout."""
+    out = np.zeros(nodes.shape[0], dtype=NODE56_DTYPE)
+    for name in NODE56_DTYPE.names:
+        if name != "reserved":
+            out[name] = nodes[name]
+    return out
+
+
 def rounding_tolerance(est, X):
     """Per-feature slack for original-unit boxes and thresholds (0 without scaling)."""
     if getattr(est, "feature_scaling", None) is None or ROUNDING_ULPS == 0:
@@ -123,6 +142,7 @@ def check_tree_invariants(est, X, y):
     assert np.all(feature[leaf] == TREE_UNDEFINED)
     assert np.all(threshold[leaf] == TREE_UNDEFINED)
     assert np.all((feature[internal] >= 0) & (feature[internal] < n_features))
+    assert s["paused"].dtype == bool  # (the core keeps it in a leaf's feature: never shown)
     assert not np.any(s["paused"][internal]), "an internal node is paused"
 
     # boxes: non-empty, nested, and separated by the split of the parent. A cut lies in

@@ -146,7 +146,7 @@ def test_memory_usage_breakdown(global_random_seed):
     assert usage["box_slots"] == n_nodes * 4
     # lean values: the rows of the nodes with a stored box only
     assert usage["value"] == sum(t.box_count for t in trees) * K * 8
-    assert usage["nodes"] == n_nodes * trees[0].nodes_array.itemsize
+    assert usage["nodes"] == n_nodes * trees[0]._raw_nodes().itemsize  # the stored records
     assert usage["store_X"] == model._store.X.nbytes
     parts = ("nodes", "box_slots", "bounds", "value", "sample_next", "store_X", "store_rows")
     assert usage["total"] == sum(usage[k] for k in parts)

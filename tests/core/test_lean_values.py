@@ -24,7 +24,7 @@ from mondrian.core._tree import MondrianTree
 from mondrian.core.merging import feature_range, merge_forests
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 
-from _checks import box_min_samples
+from _checks import box_min_samples, node_records_56
 
 pytestmark = pytest.mark.exact
 
@@ -170,11 +170,12 @@ def test_pickles_copies_merges_and_prunes(global_random_seed):
     for other in (pickle.loads(pickle.dumps(lean)), copy.deepcopy(lean)):
         _check_lean(other, k)
         _same_models(full, other, X_test)
-    # Whole tree states (version 3: rows by box slot) round trip.
+    # Whole tree states (rows by box slot: version 3, or 4 with lean_values) round trip.
     store = lean._store
     for tree, reference in zip(lean._trees, full._trees, strict=True):
         cls, args, state = tree.__reduce__()
-        assert state["version"] == 3 and state["value"].shape[0] == tree.box_count
+        assert state["version"] == 4 and state["lean_values"]
+        assert state["value"].shape[0] == tree.box_count
         loaded = cls(*args)
         loaded.__setstate__(state)
         with pytest.raises(ValueError, match="attach_points"):
@@ -210,7 +211,8 @@ def test_full_state_of_an_old_build_loads():
         full = _model(5, False).fit(X, y)
     tree = full._trees[0]
     cls, args, state = tree.__reduce__()
-    assert state["version"] == 2
+    assert state["version"] == 4 and not state.pop("lean_values")
+    state = dict(state, version=2, nodes=node_records_56(tree.nodes_array))  # as saved then
     loaded = cls(*args[:7])  # (old builds: seven arguments)
     loaded.__setstate__(state)
     assert not loaded.lean_values

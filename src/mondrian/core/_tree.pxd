@@ -9,12 +9,18 @@ cdef enum:
     # Sentinels of the node array, as in scikit-learn's trees.
     TREE_LEAF = -1
     TREE_UNDEFINED = -2
+    # `feature` of a paused leaf (regrows once its pause rule stops holding); the other
+    # leaves have TREE_UNDEFINED. Internal to the core: the read-only views (nodes_array,
+    # MondrianTreeStructure) report TREE_UNDEFINED for every leaf and a separate `paused`.
+    TREE_PAUSED = -3
 
 cdef struct Node:
-    # Packed to 56 bytes without padding: the 8-byte fields first, then the 32-bit ones. Node
+    # Packed to 48 bytes without padding: the 8-byte fields first, then the 32-bit ones. Node
     # ids and features fit 32 bits (_new_node refuses the 2**31 - 1st node); store indices
     # and counts stay intp_t (a long stream passes 2**31 points). Multiply an int32 field
     # in intp_t (cast it) when it indexes a buffer: `value + <intp_t>nd.left_child * S`.
+    # The paused flag of a leaf is its `feature` (TREE_PAUSED): every reader of `feature`
+    # reads internal nodes only, and a cut (_split, extension) or _reset_leaf overwrites it.
     float64_t threshold     # split location, TREE_UNDEFINED for leaves
     float64_t split_time    # tau: birth time of the cut; the lifetime for leaves (may be +inf)
     intp_t n_node_samples   # number of training points below the node
@@ -22,9 +28,12 @@ cdef struct Node:
     int32_t parent          # id of the parent node, TREE_LEAF (-1) for the root
     int32_t left_child      # id of the left child (points with x[feature] <= threshold), or -1
     int32_t right_child     # id of the right child, or -1
-    int32_t feature         # split dimension, TREE_UNDEFINED (-2) for leaves
-    int32_t paused          # 1 for a paused leaf (regrows once its pause rule stops holding)
-    int32_t reserved        # always 0 (keeps the struct free of uninitialised padding)
+    int32_t feature         # split dimension; leaves: TREE_UNDEFINED, or TREE_PAUSED if paused
+
+
+cdef inline bint node_paused(const Node* nd) noexcept nogil:
+    """Whether ``nd`` is a paused leaf."""
+    return nd.feature == TREE_PAUSED
 
 
 cdef struct StackRecord:

@@ -48,11 +48,12 @@ cdef intp_t ROW_PREFETCH_AHEAD = 16
 
 # Version of the whole pickled state of a MondrianTree (__getstate__): 1 kept a box for every
 # node; 2 (lean boxes) keeps the stored boxes, and the read columns when they are not the stored
-# ones (a classifier that met classes online). Both load.
-TREE_STATE_VERSION = 2
-# Version 3: version 2 with lean values (statistics rows by box slot); saved only by trees
-# with lean values, so that the others stay readable by builds without them.
-TREE_STATE_LEAN_VERSION = 3
+# ones (a classifier that met classes online); 3 is 2 with lean values (statistics rows by box
+# slot). Versions 1 to 3 hold node records with a `paused` field (56 bytes, or 72 before the
+# struct was packed); 4 holds the 48-byte records (a paused leaf's flag in its `feature`) and
+# says whether its values are lean. All load; a later version is refused.
+TREE_STATE_VERSION = 4
+_TREE_READ_VERSIONS = (1, 2, 3, 4)
 # Version of the compact state (compact_state / from_compact_state): 1, or 2 with a "columns"
 # entry (builds without read columns refuse those clearly). Both load.
 COMPACT_STATE_VERSION = 1
@@ -76,8 +77,13 @@ def default_box_min_samples(n_features):
 
 
 cdef Node _dummy_node
+# The raw node records, as stored (and pickled): `feature` is TREE_PAUSED on paused leaves.
 NODE_DTYPE = np.asarray(<Node[:1]>(&_dummy_node)).dtype
 assert NODE_DTYPE.itemsize == sizeof(Node)
+# The records the read-only views give (nodes_array): the raw fields with `feature`
+# TREE_UNDEFINED on every leaf, as in scikit-learn, and the paused flag as a bool `paused`.
+NODE_VIEW_DTYPE = np.dtype([(name, NODE_DTYPE[name]) for name in NODE_DTYPE.names]
+                           + [("paused", np.bool_)])
 # Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
 cdef intp_t MAX_NODES = 2147483647
 
@@ -96,27 +102,47 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
     return 0
 
 
-def _as_node_dtype(nodes):
+def _as_node_dtype(nodes, bint legacy):
     """``nodes`` as a contiguous array of ``NODE_DTYPE``, converted field by field (by name:
-    ``astype`` between structured dtypes goes by position). Reads the 72-byte layout saved
-    before the packed struct (intp ids, other field order) and other byte orders; fields it
-    lacks (``reserved``) are zero."""
+    ``astype`` between structured dtypes goes by position), in any byte order. ``legacy``:
+    the records of states before version 4 (56 bytes, or 72 with intp ids and another field
+    order), with a ``paused`` field (0 or 1, leaves only) that goes into the leaf's
+    ``feature`` (``TREE_PAUSED``); their other fields are copied as they are."""
     nodes = np.asarray(nodes)
-    if nodes.dtype == NODE_DTYPE:
+    if nodes.dtype == NODE_DTYPE and not legacy:
         return np.ascontiguousarray(nodes)
     names = nodes.dtype.names or ()
-    missing = [name for name in NODE_DTYPE.names if name not in names and name != "reserved"]
+    wanted = NODE_DTYPE.names + (("paused",) if legacy else ())
+    missing = [name for name in wanted if name not in names]
     if nodes.ndim != 1 or missing:
         raise ValueError(f"inconsistent MondrianTree state: node fields {missing} missing")
     out = np.zeros(nodes.shape[0], dtype=NODE_DTYPE)
     for name in NODE_DTYPE.names:
-        if name in names:
-            if (name in ("parent", "left_child", "right_child", "feature", "paused")
-                    and nodes.shape[0]
-                    and not -2 <= nodes[name].min() <= nodes[name].max() < MAX_NODES):
-                raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
-                                 "out of the 32-bit range")
-            out[name] = nodes[name]
+        lowest = TREE_UNDEFINED if legacy or name != "feature" else TREE_PAUSED
+        if (name in ("parent", "left_child", "right_child", "feature")
+                and nodes.shape[0]
+                and not lowest <= nodes[name].min() <= nodes[name].max() < MAX_NODES):
+            raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
+                             "out of the 32-bit range")
+        out[name] = nodes[name]
+    if legacy and nodes.shape[0]:
+        paused = np.asarray(nodes["paused"])
+        if not np.isin(paused, (0, 1)).all() or (
+                paused.astype(bool) & (out["left_child"] != TREE_LEAF)).any():
+            raise ValueError("inconsistent MondrianTree state: node field 'paused' is not "
+                             "0 or 1 on leaves and 0 on internal nodes")
+        out["feature"][paused.astype(bool)] = TREE_PAUSED
+    return out
+
+
+def _node_view(raw):
+    """The ``NODE_VIEW_DTYPE`` records of the ``NODE_DTYPE`` records ``raw``."""
+    out = np.empty(raw.shape[0], dtype=NODE_VIEW_DTYPE)
+    for name in NODE_DTYPE.names:
+        out[name] = raw[name]
+    paused = out["paused"]
+    np.equal(raw["feature"], TREE_PAUSED, out=paused)
+    out["feature"][paused] = TREE_UNDEFINED
     return out
 
 
@@ -431,8 +457,6 @@ cdef class MondrianTree:
         nd.split_time = self.lifetime
         nd.n_node_samples = 0
         nd.first_sample = TREE_LEAF
-        nd.paused = 0
-        nd.reserved = 0
         self.box_slot[node] = -1
         if self.box_min_samples == 0:
             self._new_box(node)  # every node has its box, in slot == node id
@@ -888,7 +912,6 @@ cdef class MondrianTree:
         nd.threshold = TREE_UNDEFINED
         nd.split_time = self.lifetime
         nd.first_sample = TREE_LEAF
-        nd.paused = 0
 
     cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
                        float64_t split_time) except -1 nogil:
@@ -976,7 +999,7 @@ cdef class MondrianTree:
 
             linear_dim = _side_lengths(lo, hi, sides, D)
             if linear_dim <= 0.0 or self._should_pause(j, val):
-                self.nodes[j].paused = 1
+                self.nodes[j].feature = TREE_PAUSED
                 self._make_leaf_list(j, idx, rec.start, rec.end)
                 continue
             t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
@@ -1042,7 +1065,7 @@ cdef class MondrianTree:
             count = rec.end - rec.start
             self._log_node(j)  # every write below to a node that existed goes through here
 
-            if self.nodes[j].paused:
+            if node_paused(&self.nodes[j]):
                 # Never cut above a paused leaf: absorb the points, regrow if un-paused.
                 had_box = self.box_slot[j] >= 0
                 val = self.value + S * j
@@ -1180,10 +1203,9 @@ cdef class MondrianTree:
                     for k in range(rec.start, rec.end):
                         _add_row(val, rows + idx[k] * S, S)
                 self.nodes[j].n_node_samples += count
-                self.nodes[j].feature = cut_dim
+                self.nodes[j].feature = cut_dim  # (never a paused leaf: those absorb points)
                 self.nodes[j].threshold = threshold
                 self.nodes[j].split_time = t
-                self.nodes[j].paused = 0
                 self.nodes[j].first_sample = TREE_LEAF
                 if lower:
                     self.nodes[j].left_child = fresh
@@ -1538,11 +1560,12 @@ cdef class MondrianTree:
             # A leaf of the pruned tree: every stored point below j, in one list.
             out.nodes[new].left_child = TREE_LEAF
             out.nodes[new].right_child = TREE_LEAF
-            out.nodes[new].feature = TREE_UNDEFINED
             out.nodes[new].threshold = TREE_UNDEFINED
             out.nodes[new].split_time = lifetime
             if self.nodes[j].left_child != TREE_LEAF:
-                out.nodes[new].paused = 0  # a dropped cut: the leaf expired at `lifetime`
+                # A dropped cut: the leaf expired at `lifetime`, not paused (a kept leaf
+                # keeps its feature, TREE_PAUSED if it is paused).
+                out.nodes[new].feature = TREE_UNDEFINED
             out.nodes[new].first_sample = TREE_LEAF
             last = TREE_LEAF
             for i in self._subtree_samples(j):
@@ -1631,7 +1654,13 @@ cdef class MondrianTree:
 
     @property
     def nodes_array(self):
-        """Copy of the node structs as a structured array of dtype ``NODE_DTYPE``."""
+        """Copy of the nodes as a structured array of dtype ``NODE_VIEW_DTYPE``: the fields
+        of the node structs, ``feature`` ``TREE_UNDEFINED`` (-2) on every leaf, and a bool
+        ``paused`` (the struct keeps it in the leaf's ``feature``)."""
+        return _node_view(self._raw_nodes())
+
+    def _raw_nodes(self):
+        """Copy of the node structs as they are stored, dtype ``NODE_DTYPE``."""
         out = np.empty(self.node_count, dtype=NODE_DTYPE)
         if self.node_count:
             memcpy(cnp.PyArray_DATA(out), self.nodes, self.node_count * sizeof(Node))
@@ -2028,7 +2057,9 @@ cdef class MondrianTree:
         nodes["right_child"][leaf] = TREE_LEAF
         nodes["left_child"][internal] = children[:, 0]
         nodes["right_child"][internal] = children[:, 1]
-        nodes["feature"][leaf] = TREE_UNDEFINED
+        paused = np.unpackbits(np.asarray(state["paused"], dtype=np.uint8),
+                               count=n_leaves).astype(bool)
+        nodes["feature"][leaf] = np.where(paused, TREE_PAUSED, TREE_UNDEFINED)
         nodes["feature"][internal] = state["feature"]
         nodes["threshold"][leaf] = TREE_UNDEFINED
         nodes["threshold"][internal] = state["threshold"]
@@ -2037,9 +2068,6 @@ cdef class MondrianTree:
         nodes["split_time"][internal] = state["split_time"]
         nodes["first_sample"][internal] = TREE_LEAF
         nodes["first_sample"][leaf] = state["first_sample"]
-        nodes["paused"][internal] = 0
-        nodes["paused"][leaf] = np.unpackbits(np.asarray(state["paused"], dtype=np.uint8),
-                                              count=n_leaves)
         nodes["parent"] = TREE_LEAF
         nodes["n_node_samples"] = 0
         sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
@@ -2106,8 +2134,9 @@ cdef class MondrianTree:
             memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
                    self.n_samples_seen * sizeof(intp_t))
         state = {
-            "version": TREE_STATE_LEAN_VERSION if self.lean_values else TREE_STATE_VERSION,
-            "nodes": self.nodes_array,
+            "version": TREE_STATE_VERSION,
+            "lean_values": bool(self.lean_values),
+            "nodes": self._raw_nodes(),
             "box_min_samples": self.box_min_samples,
             "box_slot": self.box_slots,
             "boxes": self.stored_boxes,
@@ -2123,18 +2152,20 @@ cdef class MondrianTree:
     def __setstate__(self, state):
         """Whole state (no points attached: see :meth:`attach_points`). Version 1 (a box for
         every node, before lean boxes) loads; its small nodes' boxes are dropped. The state
-        decides whether the statistics rows are lean (version 3) or one per node."""
+        decides whether the statistics rows are lean (version 3, or 4 with ``lean_values``)
+        or one per node. Versions before 4 hold the older node records (converted)."""
         version = state.get("version")
-        if version not in (1, TREE_STATE_VERSION, TREE_STATE_LEAN_VERSION):
+        if version not in _TREE_READ_VERSIONS:
             raise ValueError(
                 f"cannot load a MondrianTree saved with state version {version}; "
-                f"this build reads versions 1, {TREE_STATE_VERSION} and "
-                f"{TREE_STATE_LEAN_VERSION}"
+                f"this build reads versions {_TREE_READ_VERSIONS} (a newer version of the "
+                "package saved it?)"
             )
         if self.node_count or self.box_count:
             raise ValueError("__setstate__ needs a fresh MondrianTree")
-        self.lean_values = version == TREE_STATE_LEAN_VERSION
-        nodes = _as_node_dtype(state["nodes"])
+        self.lean_values = (version == 3 or
+                            (version == TREE_STATE_VERSION and bool(state["lean_values"])))
+        nodes = _as_node_dtype(state["nodes"], version < TREE_STATE_VERSION)
         cdef intp_t n = nodes.shape[0], D = self.n_features
         if version == 1:
             boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)
