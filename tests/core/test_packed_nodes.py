@@ -215,6 +215,13 @@ def test_unknown_or_inconsistent_states_are_rejected():
         bad["paused"][node] = flag
         with pytest.raises(ValueError, match="paused"):
             cls(*args).__setstate__(dict(state, nodes=bad, version=2))
+    # A 48-byte record paused (feature TREE_PAUSED) off a leaf.
+    raw = tree._raw_nodes()
+    raw["feature"][0] = TREE_PAUSED
+    with pytest.raises(ValueError, match="paused node is not a leaf"):
+        cls(*args).__setstate__(dict(state, nodes=raw))
+    with pytest.raises(ValueError, match="paused node is not a leaf"):
+        cls(*args).__setstate__(dict(state, nodes=raw.astype(raw.dtype.newbyteorder())))
     # 48-byte records in a state that says it holds the older ones.
     with pytest.raises(ValueError, match="paused"):
         cls(*args).__setstate__(dict(state, version=2))

@@ -110,7 +110,11 @@ def _as_node_dtype(nodes, bint legacy):
     ``feature`` (``TREE_PAUSED``); their other fields are copied as they are."""
     nodes = np.asarray(nodes)
     if nodes.dtype == NODE_DTYPE and not legacy:
-        return np.ascontiguousarray(nodes)
+        out = np.ascontiguousarray(nodes)
+        if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
+            # (the extension would absorb points into an internal node)
+            raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
+        return out
     names = nodes.dtype.names or ()
     wanted = NODE_DTYPE.names + (("paused",) if legacy else ())
     missing = [name for name in wanted if name not in names]
@@ -125,6 +129,8 @@ def _as_node_dtype(nodes, bint legacy):
             raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
                              "out of the 32-bit range")
         out[name] = nodes[name]
+    if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
+        raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
     if legacy and nodes.shape[0]:
         paused = np.asarray(nodes["paused"])
         if not np.isin(paused, (0, 1)).all() or (
