@@ -5,6 +5,7 @@ import copy
 import numbers
 
 import numpy as np
+from scipy.special import chdtri
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -63,6 +64,61 @@ HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
+# Floor of a chosen noise variance from duplicated inputs (see _duplicate_noise_floor): the
+# one-sided lower confidence bound of this level on sigma_y^2.
+NOISE_FLOOR_LEVEL = 0.95
+
+
+def _duplicate_noise_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
+    """Lower confidence bound on the noise variance from rows with identical inputs.
+
+    Rows of ``X`` (the trees' coordinates) that are equal form a group ``g``; no partition
+    separates them, so their targets differ by noise alone and the pooled within-group sum of
+    squares ``S = sum_g sum_i w_i (y_gi - ybar_g)**2`` over ``nu = sum_g (W_g - 1)`` degrees of
+    freedom (``W_g`` the group's total weight; weights are counts: a row of weight ``w`` is
+    ``w`` identical rows) gives the unbiased estimate ``S / nu`` of sigma_y^2, with
+    ``S / sigma_y^2 ~ chi2(nu)`` for Gaussian noise. Returned is the one-sided lower bound
+    ``S / chi2_nu^{-1}(level)``: it exceeds sigma_y^2 with probability ``1 - level`` whatever
+    ``nu``. The estimate itself would exceed it about half of the time (a third for
+    ``nu = 1``, then by a factor above 3.8 one time in 20), and a floor that is too high
+    widens every prediction with nothing above it to correct that. Groups of total weight at
+    most 1 (fractional weights) carry no degree of freedom and are left out. 0 without
+    duplicated inputs (or with equal targets within every group).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    weights : ndarray of shape (n_samples,) or None
+        Counts (None: all 1).
+    level : float
+        Confidence level of the bound.
+
+    Returns
+    -------
+    float
+    """
+    if len(y) < 2:
+        return 0.0
+    _, group = np.unique(X, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = np.bincount(group, w)
+    if len(total) == len(y) and np.all(total <= 1.0):
+        return 0.0  # no duplicated input, no weight above 1: nothing to pool
+    # Deviations from one member of the group (the last): exact zeros for a single row or for
+    # equal targets, and no cancellation against a large common mean.
+    first = np.zeros(len(total), dtype=np.intp)
+    first[group] = np.arange(len(y))
+    d = y - y[first[group]]
+    squares = np.maximum(np.bincount(group, w * d * d)
+                         - np.bincount(group, w * d) ** 2 / np.maximum(total, 1e-300), 0.0)
+    pooled = total > 1.0
+    dof = float(np.sum(total[pooled] - 1.0))
+    sum_squares = float(np.sum(squares[pooled]))
+    if dof <= 0.0 or not sum_squares > 0.0:
+        return 0.0
+    return sum_squares / float(chdtri(dof, 1.0 - level))
 
 
 def _forest_moments(mean, spread, y, n_probe, n_trees):
@@ -336,6 +392,9 @@ class _BaseMondrianRegressor(
         ensemble.trees = [_rescaled_tree(tree, k) for tree in ensemble.trees]
         store = ensemble.store
         store._rows = _rescaled_rows(store._rows, k)
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None and len(choice) > 4:  # the noise floor, in standardised units
+            self._hyper_choice = (*choice[:4], float(np.ldexp(choice[4], -2 * k)))
 
     def _refresh_hyper_choice(self):
         """Re-choose the held-out hyperparameters on every stored point when their number has
@@ -534,20 +593,25 @@ class _BaseMondrianRegressor(
             var = 1.0  # constant targets: any positive scale will do
         return mean, var
 
-    def _params(self, mean, var, noise_share, rate, scale=1.0):
+    def _params(self, mean, var, noise_share, rate, scale=1.0, floor=0.0):
         """The model's hyperparameters at a noise share and rate; ``scale`` multiplies the noise
         and prior variances (the held-out choice's variance scale: it changes no posterior or
-        predictive mean, and every variance of the model by that factor)."""
+        predictive mean, and every variance of the model by that factor). A chosen noise
+        variance never goes below ``floor`` (:func:`_duplicate_noise_floor`, standardised
+        units), before and after the scale; a fixed ``noise_variance`` ignores it."""
         to_std = self._y_scaler.variance_from_units
-        noise = (
-            to_std(self.noise_variance) if self.noise_variance is not None
-            else noise_share * var
-        )
+        fixed = self.noise_variance is not None
+        noise = to_std(self.noise_variance) if fixed else noise_share * var
+        floor = 0.0 if fixed else floor
+        if floor > 0.0:
+            noise = max(noise, floor)
         if self.prior_variance is not None:
             prior = to_std(self.prior_variance)
         else:
             prior = max(var - noise, 1e-3 * var)
         noise, prior = scale * noise, scale * prior
+        if floor > 0.0:
+            noise = max(noise, floor)
         return GaussianPrior(
             mean0=mean,
             noise=noise,
@@ -576,9 +640,14 @@ class _BaseMondrianRegressor(
         of them, randomly ordered by the split; the same predictive as :meth:`predict`). At the
         best one, the scales minimise the negative log-likelihood that a forest of this model's
         number of trees is expected to reach (:func:`_expected_nll`); they change no mean.
-        Returns ``(share, multiplier, variance_scale, spread_scale)``, or None when nothing is
-        to be chosen, for a probe, or for batches smaller than ``MIN_SAMPLES_HELD_OUT`` (the
-        marginal likelihood decides then).
+        When the noise is chosen, its variance never goes below the floor that duplicated
+        inputs give (:func:`_duplicate_noise_floor` of all of ``X``, ``y``): the probe's scoring
+        applies it too, so the choice sees the noise it will get (held-out points that repeat a
+        fit point's input and target no longer pull the noise to the bottom of the grid).
+        Returns ``(share, multiplier, variance_scale, spread_scale, noise_floor)`` (the floor in
+        the standardised units of ``_y_scaler``; choices pickled without it read as floor 0),
+        or None when nothing is to be chosen, for a probe, or for batches smaller than
+        ``MIN_SAMPLES_HELD_OUT`` (the marginal likelihood decides then).
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
@@ -590,6 +659,7 @@ class _BaseMondrianRegressor(
         if not (search_shares or search_rates):
             return None
         rng = check_random_state(self.random_state)
+        floor = _duplicate_noise_floor(X, y, weights) if search_shares else 0.0
         if weights is None:
             weights = np.ones(len(y))
         # The weights follow their rows through the split (a last column of X).
@@ -615,6 +685,8 @@ class _BaseMondrianRegressor(
         probe.fit(X_fit, y_fit, sample_weight=w_fit)
         probe.set_params(noise_variance=noise, sigmoid_rate=self.sigmoid_rate)
         mean, var = probe._base_params()
+        # The floor in the probe's own standardised units (its targets are ours, rescaled).
+        probe_floor = probe._y_scaler.variance_from_units(floor) if floor > 0.0 else 0.0
         base_rate = 1.0 / probe._time_scale(probe._trees)
         y_val = probe._y_scaler.transform(y_val)
         shares = HELD_OUT_NOISE_SHARES if search_shares else [None]
@@ -628,7 +700,8 @@ class _BaseMondrianRegressor(
         for b, multiplier in enumerate(multipliers):
             rate = self._rate(multiplier, base_rate)
             grid = probe._held_out_moments_grid(
-                [probe._params(mean, var, share, rate) for share in shares], X_val)
+                [probe._params(mean, var, share, rate, floor=probe_floor) for share in shares],
+                X_val)
             for a, share_moments in enumerate(grid):
                 # Scored as the probe itself predicts (T = K trees, unit scales: the plain
                 # NLL), or as one of its trees for a single-tree model.
@@ -643,14 +716,15 @@ class _BaseMondrianRegressor(
         share, multiplier = best
         rate = self._rate(multiplier, base_rate)
         rescaled = iter(probe._held_out_moments_grid(
-            [probe._params(mean, var, share, rate, scale) for scale in scales if scale != 1.0],
+            [probe._params(mean, var, share, rate, scale, probe_floor)
+             for scale in scales if scale != 1.0],
             X_val))
         scores = np.array([
             _expected_nll(*(next(rescaled) if scale != 1.0 else kept),
                           y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
-        return (share, multiplier, float(scales[k]), float(spread_scales[j]))
+        return (share, multiplier, float(scales[k]), float(spread_scales[j]), floor)
 
     def _rate(self, multiplier, base_rate):
         """The sigmoid rate: fixed by the user, or a multiple of the inverse median split time."""
@@ -682,8 +756,10 @@ class _BaseMondrianRegressor(
         """Hyperparameters of the current data.
 
         With a held-out choice (see :meth:`_held_out_choice`), its noise share and rate
-        multiplier applied to the current target variance and time scale; otherwise the grid
-        point maximising the trees' marginal likelihood.
+        multiplier applied to the current target variance and time scale, and its noise floor;
+        otherwise the grid point maximising the trees' marginal likelihood, the noise floored
+        by the duplicated inputs among the stored points (:func:`_duplicate_noise_floor`: the
+        marginal likelihood of repeated identical targets favours a tiny noise too).
         """
         trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
         base_rate = 1.0 / self._time_scale(trees)
@@ -691,8 +767,11 @@ class _BaseMondrianRegressor(
         if choice is not None:
             share, multiplier = choice[:2]
             scale = choice[2] if len(choice) > 2 else 1.0  # (models pickled before scales)
-            return self._params(mean, var, share, self._rate(multiplier, base_rate), scale)
+            floor = choice[4] if len(choice) > 4 else 0.0  # (and before the floor)
+            return self._params(mean, var, share, self._rate(multiplier, base_rate), scale,
+                                floor)
         shares = NOISE_SHARES if self.noise_variance is None else [None]
+        floor = self._store_noise_floor() if self.noise_variance is None else 0.0
         if self.sigmoid_rate is not None:
             rates = [self.sigmoid_rate]
         elif self.smoothing == "hierarchical":
@@ -702,11 +781,20 @@ class _BaseMondrianRegressor(
         best, best_score = None, -np.inf
         for share in shares:
             for rate in rates:
-                params = self._params(mean, var, share, rate)
+                params = self._params(mean, var, share, rate, floor=floor)
                 score = sum(upward_messages(tree, params)[2] for tree in trees)
                 if score > best_score:
                     best, best_score = params, score
         return best
+
+    def _store_noise_floor(self):
+        """:func:`_duplicate_noise_floor` of the stored points (trees' coordinates, standardised
+        targets, weights as counts)."""
+        store = self._store
+        rows = store.rows  # (w, w y, w y^2)
+        weights = rows[:, 0]
+        return _duplicate_noise_floor(store.X, rows[:, 1] / weights,
+                                      None if np.all(weights == 1.0) else weights)
 
     def _posterior(self):
         """Current hyperparameters and upward messages of every tree."""
@@ -764,9 +852,11 @@ class _BaseMondrianRegressor(
             # mean (nor the path's mse, which selects the lifetime), and the plain law of total
             # variance is what the path reader sums.
             share, multiplier = choice[:2]
+            floor = choice[4] if len(choice) > 4 else 0.0
             base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
-            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
-            forest._hyper_choice = (share, multiplier, 1.0, 1.0)
+            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate),
+                                  floor=floor)
+            forest._hyper_choice = (share, multiplier, 1.0, 1.0, floor)
         forest.set_params(smoothing="independent")
         forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
 
@@ -882,6 +972,9 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         the predictive: a common scale of the noise and prior variances (it changes no mean)
         and a factor of the spread of the tree means, chosen for the expected log-likelihood
         of the full forest; a fixed ``noise_variance`` or ``prior_variance`` disables this.
+        A chosen noise variance never goes below the 95% lower confidence bound on σ_y² that
+        training rows with identical inputs and different targets give (their pooled
+        within-group variance; 0 without duplicated inputs), in the held-out scoring too.
     prior_variance : float, default=None
         Prior variance of a leaf mean (σ²/2 in the hierarchical model). ``None`` uses the
         target variance minus the noise variance.
