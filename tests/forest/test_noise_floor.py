@@ -108,24 +108,52 @@ def test_chosen_noise_respects_the_floor(monkeypatch):
 
 
 def test_held_out_scoring_sees_the_floor(monkeypatch):
-    """Every prior the probe scores (shares, then variance scales) has its noise at or above
-    the floor, in the probe's units: the choice is made on the noise the model will get."""
+    """Every predictive the probe scores (shares, then variance scales) has the noise
+    max(chosen, floor), the floor in the probe's units: the choice is made on the predictive
+    the model will have, the posteriors (messages) on the chosen noise."""
     X, y = _duplicated()
-    seen = []
-    grid = MondrianForestRegressor._held_out_moments_grid
+    calls, scored = [], []
+    grid, predict = MondrianForestRegressor._held_out_moments_grid, regressor.predict_moments_grid
 
-    def spy(self, params, X_scaled):
-        seen.append((self._y_scaler, [p.noise for p in params]))
-        return grid(self, params, X_scaled)
+    def spy_grid(self, params, X_scaled, floor=0.0):
+        calls.append((self._y_scaler, floor, [p.noise for p in params]))
+        return grid(self, params, X_scaled, floor)
 
-    monkeypatch.setattr(MondrianForestRegressor, "_held_out_moments_grid", spy)
+    def spy_predict(trees, messages, X_scaled, out, params, *args):
+        scored.append([p.noise for p in params])
+        return predict(trees, messages, X_scaled, out, params, *args)
+
+    monkeypatch.setattr(MondrianForestRegressor, "_held_out_moments_grid", spy_grid)
+    monkeypatch.setattr(regressor, "predict_moments_grid", spy_predict)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     floor = model._hyper_choice[4]
-    assert floor > 0 and len(seen) == len(regressor.HELD_OUT_RATE_MULTIPLIERS) + 1
-    for scaler, noises in seen:
-        assert min(noises) >= scaler.variance_from_units(floor) * (1 - 1e-12)
-    assert any(min(noises) <= scaler.variance_from_units(floor) * (1 + 1e-12)
-               for scaler, noises in seen)  # it binds
+    assert floor > 0 and len(calls) == len(regressor.HELD_OUT_RATE_MULTIPLIERS) + 1
+    binds = False
+    for (scaler, probe_floor, chosen), noises in zip(calls, scored, strict=True):
+        assert probe_floor == scaler.variance_from_units(floor)
+        assert noises == [max(n, probe_floor) for n in chosen]
+        binds |= min(chosen) < probe_floor
+    assert binds
+
+
+def test_floor_changes_no_mean():
+    """The floor acts on the predictive's noise only: the same choice without it gives the
+    same means, and smaller or equal standard deviations."""
+    X, y = _duplicated()
+    model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
+    assert model._hyper_choice[4] > 0
+    Xt = np.vstack([X[:100], np.random.RandomState(1).uniform(-0.5, 1.5, size=(50, 2))])
+    mean, std = model.predict(Xt, return_std=True)
+    hyper = model.hyperparameters_
+    free = pickle.loads(pickle.dumps(model))
+    free._hyper_choice = (*free._hyper_choice[:4], 0.0)
+    free._version += 1
+    mean0, std0 = free.predict(Xt, return_std=True)
+    np.testing.assert_array_equal(mean, mean0)
+    assert np.all(std >= std0) and np.any(std > std0)
+    assert free.hyperparameters_["noise_variance"] < hyper["noise_floor"]
+    assert hyper["noise_variance"] == hyper["noise_floor"]
+    assert model.log_marginal_likelihood() == free.log_marginal_likelihood()
 
 
 def test_marginal_likelihood_path_respects_the_floor(monkeypatch):

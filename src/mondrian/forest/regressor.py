@@ -64,7 +64,7 @@ HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
-# Floor of a chosen noise variance from duplicated inputs (see _duplicate_noise_floor): the
+# Floor of the predictive's noise from duplicated inputs (see _duplicate_noise_floor): the
 # one-sided lower confidence bound of this level on sigma_y^2.
 NOISE_FLOOR_LEVEL = 0.95
 
@@ -119,6 +119,16 @@ def _duplicate_noise_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
     if dof <= 0.0 or not sum_squares > 0.0:
         return 0.0
     return sum_squares / float(chdtri(dof, 1.0 - level))
+
+
+def _floored(params, floor):
+    """``params`` for prediction: the noise added to every predictive variance raised to
+    ``floor`` (the posteriors, computed with ``params``, and so every mean, stay as they are)."""
+    if not params.noise < floor:
+        return params
+    return GaussianPrior(mean0=params.mean0, noise=floor, prior_var=params.prior_var,
+                         sigma2=params.sigma2, rate=params.rate,
+                         hierarchical=params.hierarchical)
 
 
 def _forest_moments(mean, spread, y, n_probe, n_trees):
@@ -299,9 +309,12 @@ def _rescaled_tree(tree, k):
 class _PosteriorCache:
     """Upward messages and hyperparameters for the current data (recomputed when stale)."""
 
+    smoothing = None  # (caches pickled before the noise floor: their params are both)
+
     def __init__(self):
         self.version = -1
-        self.params = None
+        self.params = None  # of the predictive
+        self.smoothing = None  # of the posteriors (params but for a floored noise)
         self.messages = None
         self.log_ml = None
 
@@ -593,25 +606,20 @@ class _BaseMondrianRegressor(
             var = 1.0  # constant targets: any positive scale will do
         return mean, var
 
-    def _params(self, mean, var, noise_share, rate, scale=1.0, floor=0.0):
+    def _params(self, mean, var, noise_share, rate, scale=1.0):
         """The model's hyperparameters at a noise share and rate; ``scale`` multiplies the noise
         and prior variances (the held-out choice's variance scale: it changes no posterior or
-        predictive mean, and every variance of the model by that factor). A chosen noise
-        variance never goes below ``floor`` (:func:`_duplicate_noise_floor`, standardised
-        units), before and after the scale; a fixed ``noise_variance`` ignores it."""
+        predictive mean, and every variance of the model by that factor)."""
         to_std = self._y_scaler.variance_from_units
-        fixed = self.noise_variance is not None
-        noise = to_std(self.noise_variance) if fixed else noise_share * var
-        floor = 0.0 if fixed else floor
-        if floor > 0.0:
-            noise = max(noise, floor)
+        noise = (
+            to_std(self.noise_variance) if self.noise_variance is not None
+            else noise_share * var
+        )
         if self.prior_variance is not None:
             prior = to_std(self.prior_variance)
         else:
             prior = max(var - noise, 1e-3 * var)
         noise, prior = scale * noise, scale * prior
-        if floor > 0.0:
-            noise = max(noise, floor)
         return GaussianPrior(
             mean0=mean,
             noise=noise,
@@ -640,10 +648,11 @@ class _BaseMondrianRegressor(
         of them, randomly ordered by the split; the same predictive as :meth:`predict`). At the
         best one, the scales minimise the negative log-likelihood that a forest of this model's
         number of trees is expected to reach (:func:`_expected_nll`); they change no mean.
-        When the noise is chosen, its variance never goes below the floor that duplicated
-        inputs give (:func:`_duplicate_noise_floor` of all of ``X``, ``y``): the probe's scoring
-        applies it too, so the choice sees the noise it will get (held-out points that repeat a
-        fit point's input and target no longer pull the noise to the bottom of the grid).
+        When the noise is chosen, the noise of the predictive never goes below the floor that
+        duplicated inputs give (:func:`_duplicate_noise_floor` of all of ``X``, ``y``; see
+        :func:`_floored`): the probe's scoring applies it too, so the choice sees the predictive
+        it will get (held-out points that repeat a fit point's input and target no longer
+        reward a tiny noise without bound).
         Returns ``(share, multiplier, variance_scale, spread_scale, noise_floor)`` (the floor in
         the standardised units of ``_y_scaler``; choices pickled without it read as floor 0),
         or None when nothing is to be chosen, for a probe, or for batches smaller than
@@ -700,8 +709,7 @@ class _BaseMondrianRegressor(
         for b, multiplier in enumerate(multipliers):
             rate = self._rate(multiplier, base_rate)
             grid = probe._held_out_moments_grid(
-                [probe._params(mean, var, share, rate, floor=probe_floor) for share in shares],
-                X_val)
+                [probe._params(mean, var, share, rate) for share in shares], X_val, probe_floor)
             for a, share_moments in enumerate(grid):
                 # Scored as the probe itself predicts (T = K trees, unit scales: the plain
                 # NLL), or as one of its trees for a single-tree model.
@@ -716,9 +724,8 @@ class _BaseMondrianRegressor(
         share, multiplier = best
         rate = self._rate(multiplier, base_rate)
         rescaled = iter(probe._held_out_moments_grid(
-            [probe._params(mean, var, share, rate, scale, probe_floor)
-             for scale in scales if scale != 1.0],
-            X_val))
+            [probe._params(mean, var, share, rate, scale) for scale in scales if scale != 1.0],
+            X_val, probe_floor))
         scores = np.array([
             _expected_nll(*(next(rescaled) if scale != 1.0 else kept),
                           y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
@@ -732,16 +739,17 @@ class _BaseMondrianRegressor(
             return self.sigmoid_rate
         return (1.0 if multiplier is None else multiplier) * base_rate
 
-    def _held_out_moments_grid(self, params, X_scaled):
+    def _held_out_moments_grid(self, params, X_scaled, floor=0.0):
         """At each prior of ``params`` (one rate): the trees' mean prediction, their mean
         predictive variance and the unbiased variance of their means (a list of triples of
-        arrays of shape (n_points,)), in one pass of ``predict_moments_grid``."""
+        arrays of shape (n_points,)), in one pass of ``predict_moments_grid``; the predictive
+        noise floored by ``floor`` (:func:`_floored`)."""
         out = np.zeros((len(params), X_scaled.shape[0], 3))
         per_tree = [upward_messages_grid(tree, params) for tree in self._trees]
         messages = [[(means[k], variances[k]) for means, variances in per_tree]
                     for k in range(len(params))]
-        predict_moments_grid(self._trees, messages, X_scaled, out, params,
-                             int(self.n_quadrature))
+        predict_moments_grid(self._trees, messages, X_scaled, out,
+                             [_floored(p, floor) for p in params], int(self.n_quadrature))
         K = len(self._trees)
         result = []
         for sums in out:
@@ -756,10 +764,9 @@ class _BaseMondrianRegressor(
         """Hyperparameters of the current data.
 
         With a held-out choice (see :meth:`_held_out_choice`), its noise share and rate
-        multiplier applied to the current target variance and time scale, and its noise floor;
-        otherwise the grid point maximising the trees' marginal likelihood, the noise floored
-        by the duplicated inputs among the stored points (:func:`_duplicate_noise_floor`: the
-        marginal likelihood of repeated identical targets favours a tiny noise too).
+        multiplier applied to the current target variance and time scale; otherwise the grid
+        point maximising the trees' marginal likelihood. (The posteriors' hyperparameters: the
+        predictive's noise is floored by :meth:`_noise_floor`.)
         """
         trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
         base_rate = 1.0 / self._time_scale(trees)
@@ -767,11 +774,8 @@ class _BaseMondrianRegressor(
         if choice is not None:
             share, multiplier = choice[:2]
             scale = choice[2] if len(choice) > 2 else 1.0  # (models pickled before scales)
-            floor = choice[4] if len(choice) > 4 else 0.0  # (and before the floor)
-            return self._params(mean, var, share, self._rate(multiplier, base_rate), scale,
-                                floor)
+            return self._params(mean, var, share, self._rate(multiplier, base_rate), scale)
         shares = NOISE_SHARES if self.noise_variance is None else [None]
-        floor = self._store_noise_floor() if self.noise_variance is None else 0.0
         if self.sigmoid_rate is not None:
             rates = [self.sigmoid_rate]
         elif self.smoothing == "hierarchical":
@@ -781,11 +785,22 @@ class _BaseMondrianRegressor(
         best, best_score = None, -np.inf
         for share in shares:
             for rate in rates:
-                params = self._params(mean, var, share, rate, floor=floor)
+                params = self._params(mean, var, share, rate)
                 score = sum(upward_messages(tree, params)[2] for tree in trees)
                 if score > best_score:
                     best, best_score = params, score
         return best
+
+    def _noise_floor(self):
+        """Floor of the predictive's noise (standardised units): that of the held-out choice
+        (0 for choices pickled without it), or without a choice that of the stored points;
+        0 for a fixed ``noise_variance``."""
+        if self.noise_variance is not None:
+            return 0.0
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None:
+            return choice[4] if len(choice) > 4 else 0.0
+        return self._store_noise_floor()
 
     def _store_noise_floor(self):
         """:func:`_duplicate_noise_floor` of the stored points (trees' coordinates, standardised
@@ -797,19 +812,23 @@ class _BaseMondrianRegressor(
                                       None if np.all(weights == 1.0) else weights)
 
     def _posterior(self):
-        """Current hyperparameters and upward messages of every tree."""
+        """Current hyperparameters and upward messages of every tree: ``smoothing`` those of
+        the posteriors, ``params`` those of the predictive (its noise floored)."""
         cache = self._posterior_cache
         if cache.version != self._version:
             mean, var = self._base_params()
             frozen = self.__dict__.get("_frozen_prior")
             if frozen is None:
-                cache.params = self._empirical_bayes(mean, var)
+                smoothing = self._empirical_bayes(mean, var)
+                floor = self._noise_floor()
             else:  # a lifetime-path copy (see _path_copy_setup)
-                mean0, noise, prior, rate = frozen
-                cache.params = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
-                                             sigma2=2.0 * prior, rate=rate,
-                                             hierarchical=self.smoothing == "hierarchical")
-            results = [upward_messages(tree, cache.params) for tree in self._trees]
+                mean0, noise, prior, rate = frozen[:4]
+                floor = frozen[4] if len(frozen) > 4 else 0.0
+                smoothing = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
+                                          sigma2=2.0 * prior, rate=rate,
+                                          hierarchical=self.smoothing == "hierarchical")
+            cache.smoothing, cache.params = smoothing, _floored(smoothing, floor)
+            results = [upward_messages(tree, smoothing) for tree in self._trees]
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = float(np.mean([r[2] for r in results]))
             cache.version = self._version
@@ -819,7 +838,9 @@ class _BaseMondrianRegressor(
     def hyperparameters_(self):
         """The hyperparameters in use, in the units of ``y``.
 
-        ``noise_variance`` (σ_y²), ``prior_variance`` (prior variance of a leaf mean),
+        ``noise_variance`` (σ_y² of the predictive), ``noise_floor`` (its lower bound from
+        duplicated inputs, 0 without; the posteriors use the chosen noise below it, see the
+        user guide), ``prior_variance`` (prior variance of a leaf mean),
         ``sigmoid_rate`` (γ of the variance clock ψ(t) = 2·prior_variance·sigmoid(γ t)),
         ``prior_mean`` and ``spread_scale`` (factor of the spread of the trees' means in the
         forest's predictive variance, chosen on held-out points; 1 is the law of total
@@ -830,6 +851,7 @@ class _BaseMondrianRegressor(
         y_map = self._y_scaler
         return {
             "noise_variance": float(y_map.variance_to_units(params.noise)),
+            "noise_floor": float(y_map.variance_to_units(self._noise_floor())),
             "prior_variance": float(y_map.variance_to_units(params.prior_var)),
             "sigmoid_rate": params.rate,
             "prior_mean": float(y_map.inverse(params.mean0)),
@@ -844,7 +866,8 @@ class _BaseMondrianRegressor(
     def _path_copy_setup(self, forest):
         # Read the leaves independently, with this forest's hyperparameters frozen. They pass
         # in standardised units: in units of y a variance may overflow (targets of 1e300).
-        params = self._posterior().params
+        cache = self._posterior()
+        params, floor = cache.smoothing or cache.params, self._noise_floor()
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None and len(choice) > 2:
             # The path reads the model before its calibration (variance and spread scales 1):
@@ -852,13 +875,11 @@ class _BaseMondrianRegressor(
             # mean (nor the path's mse, which selects the lifetime), and the plain law of total
             # variance is what the path reader sums.
             share, multiplier = choice[:2]
-            floor = choice[4] if len(choice) > 4 else 0.0
             base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
-            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate),
-                                  floor=floor)
+            params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
             forest._hyper_choice = (share, multiplier, 1.0, 1.0, floor)
         forest.set_params(smoothing="independent")
-        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
+        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate, floor)
 
     def _path_targets(self, X, y):
         y = np.asarray(y, dtype=np.float64)
@@ -869,7 +890,8 @@ class _BaseMondrianRegressor(
         return self._y_scaler.transform(y)
 
     def _path_reader(self, y_std):
-        params = self._posterior().params
+        cache = self._posterior()
+        params = cache.smoothing or cache.params  # the leaves' posteriors
         means, variances = [], []
         for tree in self._trees:
             value = tree.value_array
@@ -882,7 +904,7 @@ class _BaseMondrianRegressor(
             inherit_unlabelled(tree, reading, (value[:, 0] > 0).astype(np.uint8))
             means.append(reading[:, 0].copy())
             variances.append(reading[:, 1].copy())
-        return GaussianLeafReader(means, variances, y_std, params.noise)
+        return GaussianLeafReader(means, variances, y_std, cache.params.noise)
 
     def _path_units(self, metrics):
         y_map = self._y_scaler
@@ -972,9 +994,10 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         the predictive: a common scale of the noise and prior variances (it changes no mean)
         and a factor of the spread of the tree means, chosen for the expected log-likelihood
         of the full forest; a fixed ``noise_variance`` or ``prior_variance`` disables this.
-        A chosen noise variance never goes below the 95% lower confidence bound on σ_y² that
-        training rows with identical inputs and different targets give (their pooled
-        within-group variance; 0 without duplicated inputs), in the held-out scoring too.
+        The noise of the predictive never goes below the 95% lower confidence bound on σ_y²
+        that training rows with identical inputs and different targets give (their pooled
+        within-group variance; 0 without duplicated inputs), in the held-out scoring too; the
+        posteriors, and so the means, keep the chosen noise.
     prior_variance : float, default=None
         Prior variance of a leaf mean (σ²/2 in the hierarchical model). ``None`` uses the
         target variance minus the noise variance.
