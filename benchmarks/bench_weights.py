@@ -67,11 +67,12 @@ def _tree_moments(forest, X, floor):
 
 
 class JointSearchRegressor(MondrianForestRegressor):
-    """The candidate search of session 6 (not the default; benchmarks/results/weights.md):
-    map and power chosen together, then the simplest candidate within one paired standard
-    error of the best (``choose_weights(joint_map=True, simplest=True)``), and from
-    ``LAPLACE_MIN_ROWS`` rows the powers of the ARD Laplace lifetimes competing with the
-    extra-trees ones. ``--methods auto_joint`` (20-tree probes), ``auto_joint10`` (10)."""
+    """The candidate search of session 6, the regressor's ``feature_weights="auto"`` since
+    session 7 (benchmarks/results/weights.md; this class now repeats it): map and power chosen
+    together, then the simplest candidate within one paired standard error of the best
+    (``choose_weights(joint_map=True, simplest=True)``), and from ``LAPLACE_MIN_ROWS`` rows the
+    powers of the ARD Laplace lifetimes competing with the extra-trees ones. ``--methods
+    auto_joint`` (20-tree probes), ``auto_joint10`` (10)."""
 
     LAPLACE_MIN_ROWS = 2000
 

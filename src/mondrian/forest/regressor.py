@@ -23,7 +23,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
 from mondrian.forest._gaussian import (
     GaussianPrior,
     predict_moments_grid,
@@ -62,6 +62,13 @@ MIN_SAMPLES_HELD_OUT = 50
 # means in the forest's variance (c = d = 1: the model as before, law of total variance).
 HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
+# feature_weights="auto" of the regressors: every power probed under both maps, the simplest
+# candidate within one paired standard error of the best, and from this many rows the powers
+# of the ARD Laplace lifetimes competing with those of the extra trees (benchmarks/results/
+# weights.md, 2026-11-23 noise floor: mean RMSE / RF 1.103 -> 1.053 over the 8 UCI sets, NLL
+# better than RF on the same 4, mean fit / RF 0.95 -> 1.45).
+WEIGHTS_LAPLACE_MIN_ROWS = 2000
+
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
 # Floor of the predictive's noise from duplicated inputs (see _duplicate_noise_floor): the
@@ -432,6 +439,19 @@ class _BaseMondrianRegressor(
             self._store.X, y_std, self.lifetime_,
             None if np.all(weights == 1.0) else np.ascontiguousarray(weights))
         self._hyper_n = n
+
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
+        """``feature_weights="auto"``: the joint search of the regressors (see
+        ``WEIGHTS_LAPLACE_MIN_ROWS``); a named method keeps the search of every model."""
+        if self.feature_weights != "auto":
+            return super()._search_weights(X, y, method, quantile, sample_weight)
+        n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+        if n_rows >= WEIGHTS_LAPLACE_MIN_ROWS:
+            method = (method, "laplace_ard")
+        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
+                              self.validation_fraction, quantile=quantile,
+                              refine=self._weights_refine, sample_weight=sample_weight,
+                              joint_map=True, simplest=True)
 
     def _weights_probe(self, weights):
         # The probes compare powers of the weights with one another: they skip the held-out
@@ -981,7 +1001,12 @@ _LIFETIME_DOC = """    lifetime : float or "auto", default=np.inf
         kept in ``lifetime_path_``). Later online updates keep that lifetime.
 """
 
-_REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, default="hierarchical"
+_REGRESSOR_DOC_PARAMS = """\
+        For the regressors, ``"auto"`` probes every power under both maps (min-max, and the
+        per-feature quantile map in front of it), keeps the simplest candidate that the best
+        does not beat by one paired standard error, and from 2000 rows lets the powers of the
+        ARD Laplace lifetimes (``"laplace_ard"``) compete with those of the extra trees.
+    smoothing : {"hierarchical", "independent"}, default="hierarchical"
         ``"hierarchical"``: node means form a Gaussian random walk down the tree whose
         variance grows with split time through ``ψ(t) = σ² sigmoid(γ t)`` (LRT 2016); posteriors by
         exact belief propagation. ``"independent"``: each leaf mean has its own Gaussian prior.
