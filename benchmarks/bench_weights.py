@@ -613,6 +613,11 @@ with 20-tree probes, joint with 10): RMSE / RF, NLL - RF, fit / RF.
   the duplicated validation rows, and picks better rates and scales.
 - Plain MF (no weights) changed with the floor on concrete (1.615 -> 1.540 of RF) and protein
   (1.079 -> 1.051); its mean fit / RF is 0.37-0.40 now (0.95 in session 6; faster kernels).
+- The online table above was re-run (`bench_weights.py online --datasets concrete,energy,yacht
+  --splits 3`): concrete without weights, online NLL 6.801 -> 3.458 (its stream's re-choices
+  had chased the duplicated rows too); with "auto", energy 0.961 -> 0.666 and yacht 1.370 ->
+  1.182, concrete 3.228 -> 3.284 (RMSE 6.70 -> 6.95 online against 4.91 batch: a stream
+  chooses its weights on its first 256 rows, the batch on all of them).
 
 ### Tried in session 6 (2026-11-23): the regression search ("auto" unchanged)
 
