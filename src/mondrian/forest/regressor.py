@@ -113,11 +113,11 @@ def _duplicate_noise_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
     total = np.bincount(group, w)
     if len(total) == len(y) and np.all(total <= 1.0):
         return 0.0  # no duplicated input, no weight above 1: nothing to pool
-    # Deviations from one member of the group (the last): exact zeros for a single row or for
+    # Deviations from one member of the group: exact zeros for a single row or for
     # equal targets, and no cancellation against a large common mean.
-    first = np.zeros(len(total), dtype=np.intp)
-    first[group] = np.arange(len(y))
-    d = y - y[first[group]]
+    member = np.zeros(len(total), dtype=np.intp)
+    member[group] = np.arange(len(y))  # one row of each group
+    d = y - y[member[group]]
     squares = np.maximum(np.bincount(group, w * d * d)
                          - np.bincount(group, w * d) ** 2 / np.maximum(total, 1e-300), 0.0)
     pooled = total > 1.0
