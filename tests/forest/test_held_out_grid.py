@@ -14,6 +14,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest.regressor import _floored
 
 
 def _data(n=400, seed=5):
@@ -69,14 +70,16 @@ def test_grid_kernels_refuse_priors_of_different_rates():
         predict_moments_grid([tree], messages[:1], X[:2], np.zeros((1, 3, 3)), priors[:1])
 
 
-def _one_call_per_prior(self, params, X_scaled):
-    """The held-out moments as before the grid kernels: one prediction per prior."""
+def _one_call_per_prior(self, params, X_scaled, floor=0.0):
+    """The held-out moments as before the grid kernels: one prediction per prior (its noise
+    floored for the predictive, as the regressor does)."""
     K = len(self._trees)
     result = []
     for p in params:
         out = np.zeros((X_scaled.shape[0], 3))
         messages = [upward_messages(tree, p)[:2] for tree in self._trees]
-        predict_moments_trees(self._trees, messages, X_scaled, out, p, int(self.n_quadrature))
+        predict_moments_trees(self._trees, messages, X_scaled, out, _floored(p, floor),
+                              int(self.n_quadrature))
         mean = out[:, 0] / K
         within = np.maximum(out[:, 1] - out[:, 2], 0.0) / K
         spread = (np.maximum(out[:, 2] - K * mean * mean, 0.0) / (K - 1) if K > 1

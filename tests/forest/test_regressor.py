@@ -252,15 +252,16 @@ def test_held_out_choice_of_the_hyperparameters():
     X = rng.uniform(size=(300, 2))
     y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=300)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
-    share, multiplier, scale, spread = model._hyper_choice
+    share, multiplier, scale, spread, floor = model._hyper_choice
     assert share in HELD_OUT_NOISE_SHARES and multiplier in HELD_OUT_RATE_MULTIPLIERS
+    assert floor == 0.0  # no duplicated input (see test_noise_floor)
     again = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     assert again._hyper_choice == model._hyper_choice
     hyper = model.hyperparameters_
     assert np.isclose(hyper["noise_variance"], scale * share * np.var(y), rtol=1e-9)
     # The noise share is applied to the target variance of all the data seen so far.
     model.partial_fit(X[:50] + 0.01, 2 * y[:50])
-    assert model._hyper_choice == (share, multiplier, scale, spread)
+    assert model._hyper_choice == (share, multiplier, scale, spread, floor)
     n, s1, s2 = model._y_sums
     var_std = s2 / n - (s1 / n) ** 2
     expected = scale * share * var_std * model._y_scaler.scale ** 2

@@ -126,7 +126,8 @@ def test_spread_scale_is_linear_in_the_between_tree_variance():
 def test_held_out_choice_holds_the_scales():
     X, y = _data()
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
-    share, multiplier, scale, spread = model._hyper_choice
+    share, multiplier, scale, spread, floor = model._hyper_choice
+    assert floor == 0.0  # no duplicated input
     assert share in HELD_OUT_NOISE_SHARES and multiplier in HELD_OUT_RATE_MULTIPLIERS
     assert scale in HELD_OUT_VARIANCE_SCALES and spread in HELD_OUT_SPREAD_SCALES
     again = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
@@ -134,7 +135,7 @@ def test_held_out_choice_holds_the_scales():
     # A fixed prior variance: the variances are the user's, no scale is chosen.
     fixed = MondrianForestRegressor(n_estimators=6, prior_variance=0.5,
                                     random_state=0).fit(X, y)
-    assert fixed._hyper_choice[2:] == (1.0, 1.0)
+    assert fixed._hyper_choice[2:4] == (1.0, 1.0)
     # The scales change no mean: the means are those of the unit scales.
     unit = _with_choice(MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y),
                         (share, multiplier, 1.0, 1.0))

@@ -5,6 +5,7 @@ import copy
 import numbers
 
 import numpy as np
+from scipy.special import chdtri
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -22,7 +23,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
 from mondrian.forest._gaussian import (
     GaussianPrior,
     predict_moments_grid,
@@ -61,8 +62,80 @@ MIN_SAMPLES_HELD_OUT = 50
 # means in the forest's variance (c = d = 1: the model as before, law of total variance).
 HELD_OUT_VARIANCE_SCALES = np.geomspace(0.125, 4.0, 16)
 HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
+# feature_weights="auto" of the regressors: every power probed under both maps, the simplest
+# candidate within one paired standard error of the best, and from this many rows the powers
+# of the ARD Laplace lifetimes competing with those of the extra trees (benchmarks/results/
+# weights.md, 2026-11-23 noise floor: mean RMSE / RF 1.103 -> 1.053 over the 8 UCI sets, NLL
+# better than RF on the same 4, mean fit / RF 0.95 -> 1.45).
+WEIGHTS_LAPLACE_MIN_ROWS = 2000
+
 # An online regressor re-chooses them once its stored points grew by this factor.
 HYPER_REFRESH_GROWTH = 1.25
+# Floor of the predictive's noise from duplicated inputs (see _duplicate_noise_floor): the
+# one-sided lower confidence bound of this level on sigma_y^2.
+NOISE_FLOOR_LEVEL = 0.95
+
+
+def _duplicate_noise_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
+    """Lower confidence bound on the noise variance from rows with identical inputs.
+
+    Rows of ``X`` (the trees' coordinates) that are equal form a group ``g``; no partition
+    separates them, so their targets differ by noise alone and the pooled within-group sum of
+    squares ``S = sum_g sum_i w_i (y_gi - ybar_g)**2`` over ``nu = sum_g (W_g - 1)`` degrees of
+    freedom (``W_g`` the group's total weight; weights are counts: a row of weight ``w`` is
+    ``w`` identical rows) gives the unbiased estimate ``S / nu`` of sigma_y^2, with
+    ``S / sigma_y^2 ~ chi2(nu)`` for Gaussian noise. Returned is the one-sided lower bound
+    ``S / chi2_nu^{-1}(level)``: it exceeds sigma_y^2 with probability ``1 - level`` whatever
+    ``nu``. The estimate itself would exceed it about half of the time (a third for
+    ``nu = 1``, then by a factor above 3.8 one time in 20), and a floor that is too high
+    widens every prediction with nothing above it to correct that. Groups of total weight at
+    most 1 (fractional weights) carry no degree of freedom and are left out. 0 without
+    duplicated inputs (or with equal targets within every group).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    weights : ndarray of shape (n_samples,) or None
+        Counts (None: all 1).
+    level : float
+        Confidence level of the bound.
+
+    Returns
+    -------
+    float
+    """
+    if len(y) < 2:
+        return 0.0
+    _, group = np.unique(X, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = np.bincount(group, w)
+    if len(total) == len(y) and np.all(total <= 1.0):
+        return 0.0  # no duplicated input, no weight above 1: nothing to pool
+    # Deviations from one member of the group: exact zeros for a single row or for
+    # equal targets, and no cancellation against a large common mean.
+    member = np.zeros(len(total), dtype=np.intp)
+    member[group] = np.arange(len(y))  # one row of each group
+    d = y - y[member[group]]
+    squares = np.maximum(np.bincount(group, w * d * d)
+                         - np.bincount(group, w * d) ** 2 / np.maximum(total, 1e-300), 0.0)
+    pooled = total > 1.0
+    dof = float(np.sum(total[pooled] - 1.0))
+    sum_squares = float(np.sum(squares[pooled]))
+    if dof <= 0.0 or not sum_squares > 0.0:
+        return 0.0
+    return sum_squares / float(chdtri(dof, 1.0 - level))
+
+
+def _floored(params, floor):
+    """``params`` for prediction: the noise added to every predictive variance raised to
+    ``floor`` (the posteriors, computed with ``params``, and so every mean, stay as they are)."""
+    if not params.noise < floor:
+        return params
+    return GaussianPrior(mean0=params.mean0, noise=floor, prior_var=params.prior_var,
+                         sigma2=params.sigma2, rate=params.rate,
+                         hierarchical=params.hierarchical)
 
 
 def _forest_moments(mean, spread, y, n_probe, n_trees):
@@ -243,9 +316,12 @@ def _rescaled_tree(tree, k):
 class _PosteriorCache:
     """Upward messages and hyperparameters for the current data (recomputed when stale)."""
 
+    smoothing = None  # (caches pickled before the noise floor: their params are both)
+
     def __init__(self):
         self.version = -1
-        self.params = None
+        self.params = None  # of the predictive
+        self.smoothing = None  # of the posteriors (params but for a floored noise)
         self.messages = None
         self.log_ml = None
 
@@ -336,6 +412,9 @@ class _BaseMondrianRegressor(
         ensemble.trees = [_rescaled_tree(tree, k) for tree in ensemble.trees]
         store = ensemble.store
         store._rows = _rescaled_rows(store._rows, k)
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None and len(choice) > 4:  # the noise floor, in standardised units
+            self._hyper_choice = (*choice[:4], float(np.ldexp(choice[4], -2 * k)))
 
     def _refresh_hyper_choice(self):
         """Re-choose the held-out hyperparameters on every stored point when their number has
@@ -360,6 +439,19 @@ class _BaseMondrianRegressor(
             self._store.X, y_std, self.lifetime_,
             None if np.all(weights == 1.0) else np.ascontiguousarray(weights))
         self._hyper_n = n
+
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
+        """``feature_weights="auto"``: the joint search of the regressors (see
+        ``WEIGHTS_LAPLACE_MIN_ROWS``); a named method keeps the search of every model."""
+        if self.feature_weights != "auto":
+            return super()._search_weights(X, y, method, quantile, sample_weight)
+        n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+        if n_rows >= WEIGHTS_LAPLACE_MIN_ROWS:
+            method = (method, "laplace_ard")
+        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
+                              self.validation_fraction, quantile=quantile,
+                              refine=self._weights_refine, sample_weight=sample_weight,
+                              joint_map=True, simplest=True)
 
     def _weights_probe(self, weights):
         # The probes compare powers of the weights with one another: they skip the held-out
@@ -576,9 +668,15 @@ class _BaseMondrianRegressor(
         of them, randomly ordered by the split; the same predictive as :meth:`predict`). At the
         best one, the scales minimise the negative log-likelihood that a forest of this model's
         number of trees is expected to reach (:func:`_expected_nll`); they change no mean.
-        Returns ``(share, multiplier, variance_scale, spread_scale)``, or None when nothing is
-        to be chosen, for a probe, or for batches smaller than ``MIN_SAMPLES_HELD_OUT`` (the
-        marginal likelihood decides then).
+        When the noise is chosen, the noise of the predictive never goes below the floor that
+        duplicated inputs give (:func:`_duplicate_noise_floor` of all of ``X``, ``y``; see
+        :func:`_floored`): the probe's scoring applies it too, so the choice sees the predictive
+        it will get (held-out points that repeat a fit point's input and target no longer
+        reward a tiny noise without bound).
+        Returns ``(share, multiplier, variance_scale, spread_scale, noise_floor)`` (the floor in
+        the standardised units of ``_y_scaler``; choices pickled without it read as floor 0),
+        or None when nothing is to be chosen, for a probe, or for batches smaller than
+        ``MIN_SAMPLES_HELD_OUT`` (the marginal likelihood decides then).
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
@@ -590,6 +688,7 @@ class _BaseMondrianRegressor(
         if not (search_shares or search_rates):
             return None
         rng = check_random_state(self.random_state)
+        floor = _duplicate_noise_floor(X, y, weights) if search_shares else 0.0
         if weights is None:
             weights = np.ones(len(y))
         # The weights follow their rows through the split (a last column of X).
@@ -615,6 +714,8 @@ class _BaseMondrianRegressor(
         probe.fit(X_fit, y_fit, sample_weight=w_fit)
         probe.set_params(noise_variance=noise, sigmoid_rate=self.sigmoid_rate)
         mean, var = probe._base_params()
+        # The floor in the probe's own standardised units (its targets are ours, rescaled).
+        probe_floor = probe._y_scaler.variance_from_units(floor) if floor > 0.0 else 0.0
         base_rate = 1.0 / probe._time_scale(probe._trees)
         y_val = probe._y_scaler.transform(y_val)
         shares = HELD_OUT_NOISE_SHARES if search_shares else [None]
@@ -628,7 +729,7 @@ class _BaseMondrianRegressor(
         for b, multiplier in enumerate(multipliers):
             rate = self._rate(multiplier, base_rate)
             grid = probe._held_out_moments_grid(
-                [probe._params(mean, var, share, rate) for share in shares], X_val)
+                [probe._params(mean, var, share, rate) for share in shares], X_val, probe_floor)
             for a, share_moments in enumerate(grid):
                 # Scored as the probe itself predicts (T = K trees, unit scales: the plain
                 # NLL), or as one of its trees for a single-tree model.
@@ -644,13 +745,13 @@ class _BaseMondrianRegressor(
         rate = self._rate(multiplier, base_rate)
         rescaled = iter(probe._held_out_moments_grid(
             [probe._params(mean, var, share, rate, scale) for scale in scales if scale != 1.0],
-            X_val))
+            X_val, probe_floor))
         scores = np.array([
             _expected_nll(*(next(rescaled) if scale != 1.0 else kept),
                           y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
-        return (share, multiplier, float(scales[k]), float(spread_scales[j]))
+        return (share, multiplier, float(scales[k]), float(spread_scales[j]), floor)
 
     def _rate(self, multiplier, base_rate):
         """The sigmoid rate: fixed by the user, or a multiple of the inverse median split time."""
@@ -658,16 +759,17 @@ class _BaseMondrianRegressor(
             return self.sigmoid_rate
         return (1.0 if multiplier is None else multiplier) * base_rate
 
-    def _held_out_moments_grid(self, params, X_scaled):
+    def _held_out_moments_grid(self, params, X_scaled, floor=0.0):
         """At each prior of ``params`` (one rate): the trees' mean prediction, their mean
         predictive variance and the unbiased variance of their means (a list of triples of
-        arrays of shape (n_points,)), in one pass of ``predict_moments_grid``."""
+        arrays of shape (n_points,)), in one pass of ``predict_moments_grid``; the predictive
+        noise floored by ``floor`` (:func:`_floored`)."""
         out = np.zeros((len(params), X_scaled.shape[0], 3))
         per_tree = [upward_messages_grid(tree, params) for tree in self._trees]
         messages = [[(means[k], variances[k]) for means, variances in per_tree]
                     for k in range(len(params))]
-        predict_moments_grid(self._trees, messages, X_scaled, out, params,
-                             int(self.n_quadrature))
+        predict_moments_grid(self._trees, messages, X_scaled, out,
+                             [_floored(p, floor) for p in params], int(self.n_quadrature))
         K = len(self._trees)
         result = []
         for sums in out:
@@ -683,7 +785,8 @@ class _BaseMondrianRegressor(
 
         With a held-out choice (see :meth:`_held_out_choice`), its noise share and rate
         multiplier applied to the current target variance and time scale; otherwise the grid
-        point maximising the trees' marginal likelihood.
+        point maximising the trees' marginal likelihood. (The posteriors' hyperparameters: the
+        predictive's noise is floored by :meth:`_noise_floor`.)
         """
         trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
         base_rate = 1.0 / self._time_scale(trees)
@@ -708,20 +811,44 @@ class _BaseMondrianRegressor(
                     best, best_score = params, score
         return best
 
+    def _noise_floor(self):
+        """Floor of the predictive's noise (standardised units): that of the held-out choice
+        (0 for choices pickled without it), or without a choice that of the stored points;
+        0 for a fixed ``noise_variance``."""
+        if self.noise_variance is not None:
+            return 0.0
+        choice = getattr(self, "_hyper_choice", None)
+        if choice is not None:
+            return choice[4] if len(choice) > 4 else 0.0
+        return self._store_noise_floor()
+
+    def _store_noise_floor(self):
+        """:func:`_duplicate_noise_floor` of the stored points (trees' coordinates, standardised
+        targets, weights as counts)."""
+        store = self._store
+        rows = store.rows  # (w, w y, w y^2)
+        weights = rows[:, 0]
+        return _duplicate_noise_floor(store.X, rows[:, 1] / weights,
+                                      None if np.all(weights == 1.0) else weights)
+
     def _posterior(self):
-        """Current hyperparameters and upward messages of every tree."""
+        """Current hyperparameters and upward messages of every tree: ``smoothing`` those of
+        the posteriors, ``params`` those of the predictive (its noise floored)."""
         cache = self._posterior_cache
         if cache.version != self._version:
             mean, var = self._base_params()
             frozen = self.__dict__.get("_frozen_prior")
             if frozen is None:
-                cache.params = self._empirical_bayes(mean, var)
+                smoothing = self._empirical_bayes(mean, var)
+                floor = self._noise_floor()
             else:  # a lifetime-path copy (see _path_copy_setup)
-                mean0, noise, prior, rate = frozen
-                cache.params = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
-                                             sigma2=2.0 * prior, rate=rate,
-                                             hierarchical=self.smoothing == "hierarchical")
-            results = [upward_messages(tree, cache.params) for tree in self._trees]
+                mean0, noise, prior, rate = frozen[:4]
+                floor = frozen[4] if len(frozen) > 4 else 0.0
+                smoothing = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
+                                          sigma2=2.0 * prior, rate=rate,
+                                          hierarchical=self.smoothing == "hierarchical")
+            cache.smoothing, cache.params = smoothing, _floored(smoothing, floor)
+            results = [upward_messages(tree, smoothing) for tree in self._trees]
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = float(np.mean([r[2] for r in results]))
             cache.version = self._version
@@ -731,7 +858,9 @@ class _BaseMondrianRegressor(
     def hyperparameters_(self):
         """The hyperparameters in use, in the units of ``y``.
 
-        ``noise_variance`` (σ_y²), ``prior_variance`` (prior variance of a leaf mean),
+        ``noise_variance`` (σ_y² of the predictive), ``noise_floor`` (its lower bound from
+        duplicated inputs, 0 without; the posteriors use the chosen noise below it, see the
+        user guide), ``prior_variance`` (prior variance of a leaf mean),
         ``sigmoid_rate`` (γ of the variance clock ψ(t) = 2·prior_variance·sigmoid(γ t)),
         ``prior_mean`` and ``spread_scale`` (factor of the spread of the trees' means in the
         forest's predictive variance, chosen on held-out points; 1 is the law of total
@@ -742,6 +871,7 @@ class _BaseMondrianRegressor(
         y_map = self._y_scaler
         return {
             "noise_variance": float(y_map.variance_to_units(params.noise)),
+            "noise_floor": float(y_map.variance_to_units(self._noise_floor())),
             "prior_variance": float(y_map.variance_to_units(params.prior_var)),
             "sigmoid_rate": params.rate,
             "prior_mean": float(y_map.inverse(params.mean0)),
@@ -756,7 +886,8 @@ class _BaseMondrianRegressor(
     def _path_copy_setup(self, forest):
         # Read the leaves independently, with this forest's hyperparameters frozen. They pass
         # in standardised units: in units of y a variance may overflow (targets of 1e300).
-        params = self._posterior().params
+        cache = self._posterior()
+        params, floor = cache.smoothing or cache.params, self._noise_floor()
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None and len(choice) > 2:
             # The path reads the model before its calibration (variance and spread scales 1):
@@ -766,9 +897,9 @@ class _BaseMondrianRegressor(
             share, multiplier = choice[:2]
             base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
             params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
-            forest._hyper_choice = (share, multiplier, 1.0, 1.0)
+            forest._hyper_choice = (share, multiplier, 1.0, 1.0, floor)
         forest.set_params(smoothing="independent")
-        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate)
+        forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate, floor)
 
     def _path_targets(self, X, y):
         y = np.asarray(y, dtype=np.float64)
@@ -779,7 +910,8 @@ class _BaseMondrianRegressor(
         return self._y_scaler.transform(y)
 
     def _path_reader(self, y_std):
-        params = self._posterior().params
+        cache = self._posterior()
+        params = cache.smoothing or cache.params  # the leaves' posteriors
         means, variances = [], []
         for tree in self._trees:
             value = tree.value_array
@@ -792,7 +924,7 @@ class _BaseMondrianRegressor(
             inherit_unlabelled(tree, reading, (value[:, 0] > 0).astype(np.uint8))
             means.append(reading[:, 0].copy())
             variances.append(reading[:, 1].copy())
-        return GaussianLeafReader(means, variances, y_std, params.noise)
+        return GaussianLeafReader(means, variances, y_std, cache.params.noise)
 
     def _path_units(self, metrics):
         y_map = self._y_scaler
@@ -869,7 +1001,12 @@ _LIFETIME_DOC = """    lifetime : float or "auto", default=np.inf
         kept in ``lifetime_path_``). Later online updates keep that lifetime.
 """
 
-_REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, default="hierarchical"
+_REGRESSOR_DOC_PARAMS = """\
+        For the regressors, ``"auto"`` probes every power under both maps (min-max, and the
+        per-feature quantile map in front of it), keeps the simplest candidate that the best
+        does not beat by one paired standard error, and from 2000 rows lets the powers of the
+        ARD Laplace lifetimes (``"laplace_ard"``) compete with those of the extra trees.
+    smoothing : {"hierarchical", "independent"}, default="hierarchical"
         ``"hierarchical"``: node means form a Gaussian random walk down the tree whose
         variance grows with split time through ``ψ(t) = σ² sigmoid(γ t)`` (LRT 2016); posteriors by
         exact belief propagation. ``"independent"``: each leaf mean has its own Gaussian prior.
@@ -882,6 +1019,10 @@ _REGRESSOR_DOC_PARAMS = """    smoothing : {"hierarchical", "independent"}, defa
         the predictive: a common scale of the noise and prior variances (it changes no mean)
         and a factor of the spread of the tree means, chosen for the expected log-likelihood
         of the full forest; a fixed ``noise_variance`` or ``prior_variance`` disables this.
+        The noise of the predictive never goes below the 95% lower confidence bound on σ_y²
+        that training rows with identical inputs and different targets give (their pooled
+        within-group variance; 0 without duplicated inputs), in the held-out scoring too; the
+        posteriors, and so the means, keep the chosen noise.
     prior_variance : float, default=None
         Prior variance of a leaf mean (σ²/2 in the hierarchical model). ``None`` uses the
         target variance minus the noise variance.

@@ -1,0 +1,42 @@
+"""feature_weights="auto" of the regressors (issue 12): the joint map-and-power search with the
+one-standard-error rule, and the ARD Laplace lifetimes competing from WEIGHTS_LAPLACE_MIN_ROWS
+rows; a named method and the classifier keep the search of every model."""
+
+import numpy as np
+
+import mondrian.forest.regressor as regressor
+from mondrian import MondrianForestClassifier, MondrianForestRegressor
+from mondrian.core.relevance import choose_weights
+
+
+def _data(n=300, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(size=(n, 4))
+    return X, np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_auto_is_the_joint_search(monkeypatch):
+    X, y = _data()
+    model = MondrianForestRegressor(10, feature_weights="auto", random_state=0).fit(X, y)
+    info = model.feature_weights_info_
+    assert {c[0] for c in info["candidates"]} == {"minmax", "quantile"}
+    assert len(info["candidates"]) == 2 * len(info["powers"])  # every power, both maps
+    # The same choice as choose_weights(joint_map=True, simplest=True) with this model's probes.
+    probe = MondrianForestRegressor(10, feature_weights="auto", random_state=0)
+    weights, _, again = choose_weights(X, y, False, probe._weights_score, "extra_trees", 0,
+                                       0.2, quantile=True, joint_map=True, simplest=True)
+    np.testing.assert_array_equal(model.feature_weights_, weights)
+    assert (info["map"], info["power"]) == (again["map"], again["power"])
+    # From WEIGHTS_LAPLACE_MIN_ROWS rows the Laplace lifetimes compete too.
+    assert "laplace_ard" not in {c[1] for c in info["candidates"]}
+    monkeypatch.setattr(regressor, "WEIGHTS_LAPLACE_MIN_ROWS", 200)
+    model = MondrianForestRegressor(10, feature_weights="auto", random_state=0).fit(X, y)
+    assert "laplace_ard" in {c[1] for c in model.feature_weights_info_["candidates"]}
+
+
+def test_named_method_and_classifier_keep_the_plain_search():
+    X, y = _data()
+    named = MondrianForestRegressor(10, feature_weights="extra_trees", random_state=0).fit(X, y)
+    assert named.feature_weights_info_.get("candidates") is None
+    clf = MondrianForestClassifier(10, feature_weights="auto", random_state=0).fit(X, y > 0)
+    assert clf.feature_weights_info_.get("candidates") is None
