@@ -661,14 +661,15 @@ mean over splits (RMSE/RF: the model's, unchanged by any column):
   gap. kin8nm flips only at the test optimum (-0.003), concrete only below the noise floor
   (-0.021; within the floor +0.091). So no held-out choice within these families can flip two
   of the four; at most kin8nm, with a perfect choice.
-- **Where the remaining calibration loss is: the choice of `c`, not the family.** The held-out
-  `c` misses the test-optimal one systematically on kin8nm (3.17 on all 3 splits, test optimum
-  1.26-2.52) and power_plant (0.40-1.26 against 0.125), and erratically on concrete (0.125 /
-  1.59 / 1.59 against 2.52 / 1.0 / 0.125; 185 held-out rows). The probe is fitted on 80% of
-  the rows with 8 trees; `_expected_nll` corrects its squared error for the number of trees but
-  not for the smaller training set, which fits a larger `c` when the final forest's errors are
-  smaller. That bias, worth at most the oracle column (kin8nm 0.008, power_plant 0.053,
-  concrete 0.028 nats), is the lead for a later session; flipping power_plant and protein needs
+- **What is left of the calibration loss is the choice within the family, not its size.** The
+  chosen variance is about right on average (test mean (error / std)^2 0.88 / 1.15 / 0.91 on
+  kin8nm, 1.04 / 0.76 / 0.99 on power_plant, 1.27 / 0.66 / 0.43 on concrete), but its mix of
+  `W` and `B` differs from the test optimum: kin8nm `(c, d)` = (3.17, 1/4 or 1/16) on all three
+  splits against (1.26-2.52, 1/4-1/2); power_plant (0.40-1.26, 1/2-1) against `c` = 1/8 with
+  a small `e` (1/3300-1/700 of var(y)); concrete `c` 0.125 / 1.59 / 1.59 against 2.52 / 1.0 /
+  0.125 (185 held-out rows). Worth at most the oracle column (kin8nm 0.008, power_plant 0.053,
+  concrete 0.028 nats): a less noisy choice (more held-out rows or probe trees, or a paired
+  standard-error rule towards `c = d = 1`) could flip kin8nm alone; power_plant and protein need
   a better mean.
 
 Reproduce (from `benchmarks`, one job at a time; about 3 minutes, protein about 2):
