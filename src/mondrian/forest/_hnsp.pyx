@@ -11,7 +11,7 @@ stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, 
 width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
-from libc.math cimport INFINITY, exp, expm1, fabs, floor
+from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport (
