@@ -125,6 +125,34 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     return out
 
 
+def all_true(flags):
+    """Whether every entry of ``flags`` is true: ``bool(np.all(flags))``, read in place for a
+    1-D bool ndarray (the frozen-features test of every streaming update, without the cost of
+    a NumPy reduction call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> all_true(np.array([True, True])), all_true(np.array([True, False]))
+    (True, False)
+    """
+    cdef cnp.ndarray arr
+    cdef const char* data
+    cdef intp_t n, step, i
+    if type(flags) is not cnp.ndarray:
+        return bool(np.all(flags))
+    arr = <cnp.ndarray> flags
+    if cnp.PyArray_TYPE(arr) != cnp.NPY_BOOL or cnp.PyArray_NDIM(arr) != 1:
+        return bool(np.all(flags))
+    n = cnp.PyArray_DIMS(arr)[0]
+    step = cnp.PyArray_STRIDES(arr)[0]
+    data = <const char*> cnp.PyArray_DATA(arr)
+    for i in range(n):
+        if not data[i * step]:
+            return False
+    return True
+
+
 def begin_undo_trees(list trees, list opened):
     """Open an undo log in every tree of ``trees`` and append to ``opened`` those whose log
     this call opened (a tree whose log was open already is left to its opener).

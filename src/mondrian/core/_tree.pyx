@@ -473,7 +473,10 @@ cdef class MondrianTree:
         if self.box_slot[node] >= 0:
             return self.bounds + 2 * self.n_features * self.box_slot[node]
         n = subtree_points(self, node, points, BOX_POINTS_MAX)
-        points_box(X, self.n_features, points, n, scratch)
+        if n > 0:  # points_box's bits (same order, same tie rule), vectorized
+            mf_rows_box(X, self.n_features, points, n, scratch)
+        else:
+            points_box(X, self.n_features, points, n, scratch)
         return scratch
 
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
