@@ -133,6 +133,7 @@ def all_true(flags):
     Examples
     --------
     >>> import numpy as np
+    >>> from mondrian.core._online import all_true
     >>> all_true(np.array([True, True])), all_true(np.array([True, False]))
     (True, False)
     """
