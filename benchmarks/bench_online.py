@@ -76,6 +76,7 @@ BATCH_FORMATS = {
 }
 RIVER = "river AMFClassifier"
 PROFILE_MODES = ("none", "learn", "both")
+BASELINE_SRC = "MONDRIAN_BENCH_BASELINE_SRC"  # the worker's build (see worker)
 
 
 @dataclass
@@ -198,8 +199,15 @@ def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
     predictions as JSON (the baseline learners' subprocess)."""
     import time
 
+    # The build under test first: importing ``shared`` put this checkout's src ahead of
+    # PYTHONPATH, which would otherwise time this checkout instead of the baseline.
+    src = os.environ.get(BASELINE_SRC)
+    if src:
+        sys.path.insert(0, src)
     import mondrian
 
+    if src and not os.path.abspath(mondrian.__file__).startswith(os.path.abspath(src)):
+        raise RuntimeError(f"mondrian imported from {mondrian.__file__}, not from {src}")
     data = load_letter()
     stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
                                 np.arange(data.n_classes))
@@ -240,6 +248,7 @@ def baseline_learner(src: str, loop: str, n_estimators: int, seed: int) -> Strea
     """A mondrian loop timed in a subprocess that imports mondrian from ``src``."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(src), here]))
+    env[BASELINE_SRC] = os.path.abspath(src)
 
     def timed(stream: Stream):
         command = [sys.executable, os.path.abspath(__file__), "--worker", loop,
