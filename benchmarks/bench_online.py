@@ -31,6 +31,15 @@ with the other learners, so a before/after comparison and its ratios to river co
 on a loaded machine.
 
 A full run writes its report to ``benchmarks/results/online.md`` (``--output`` elsewhere).
+
+``--profile MODE`` runs one untimed loop over the first ``--n`` rows for an instruction-count
+profiler (deterministic on a shared machine): ``none`` learns the first two rows only (the
+setup to subtract), ``learn`` then ``learn_one`` on every row, ``both`` ``predict_one`` and
+``learn_one`` on every row (``both - learn`` is ``predict_one``; it does not change the model)::
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=cg.both.out \
+        python benchmarks/bench_online.py --parts stream --n 2000 --profile both
+    callgrind_annotate cg.both.out | head -40
 """
 
 from __future__ import annotations
@@ -66,6 +75,8 @@ BATCH_FORMATS = {
     "test accuracy": ".4f",
 }
 RIVER = "river AMFClassifier"
+PROFILE_MODES = ("none", "learn", "both")
+BASELINE_SRC = "MONDRIAN_BENCH_BASELINE_SRC"  # the worker's build (see worker)
 
 
 @dataclass
@@ -188,8 +199,15 @@ def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
     predictions as JSON (the baseline learners' subprocess)."""
     import time
 
+    # The build under test first: importing ``shared`` put this checkout's src ahead of
+    # PYTHONPATH, which would otherwise time this checkout instead of the baseline.
+    src = os.environ.get(BASELINE_SRC)
+    if src:
+        sys.path.insert(0, src)
     import mondrian
 
+    if src and not os.path.abspath(mondrian.__file__).startswith(os.path.abspath(src)):
+        raise RuntimeError(f"mondrian imported from {mondrian.__file__}, not from {src}")
     data = load_letter()
     stream = Stream.from_arrays(data.X_train[:n], data.y_train[:n], data.feature_names,
                                 np.arange(data.n_classes))
@@ -205,10 +223,32 @@ def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
     print(json.dumps({"seconds": seconds, "preds": preds.tolist()}))
 
 
+def profile_loop(mode: str, n: int, n_estimators: int, seed: int) -> None:
+    """The stream loop of ``--profile`` (see the module docstring), untimed; prints the number
+    of correct predictions (``both``) so that runs can be checked against each other."""
+    import mondrian
+
+    data = load_letter()
+    X = np.ascontiguousarray(data.X_train[:n], dtype=np.float64)
+    labels = [int(v) for v in data.y_train[:n]]
+    model = mondrian.MondrianForestClassifier(n_estimators=n_estimators, n_jobs=1,
+                                              random_state=seed)
+    model.learn_one(X[0], labels[0])
+    model.learn_one(X[1], labels[1])
+    correct = 0
+    if mode != "none":
+        for i in range(2, n):
+            if mode == "both":
+                correct += model.predict_one(X[i]) == labels[i]
+            model.learn_one(X[i], labels[i])
+    print(f"profile {mode}: {n} rows, {correct} correct predictions")
+
+
 def baseline_learner(src: str, loop: str, n_estimators: int, seed: int) -> StreamLearner:
     """A mondrian loop timed in a subprocess that imports mondrian from ``src``."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(src), here]))
+    env[BASELINE_SRC] = os.path.abspath(src)
 
     def timed(stream: Stream):
         command = [sys.executable, os.path.abspath(__file__), "--worker", loop,
@@ -474,6 +514,10 @@ def parse(argv=None):
                              "repeated (e.g. the build before a change and the current one)")
     parser.add_argument("--worker", default=None, choices=sorted(MONDRIAN_LOOPS),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--profile", default=None, choices=PROFILE_MODES,
+                        help="run one untimed loop over the first --n rows for a profiler "
+                             "(none: setup only; learn: learn_one; both: predict_one + "
+                             "learn_one) and exit")
     add_output_options(parser, "online.md", plots=False)
     args = parse_args(parser, argv)
     args.parts = parse_list(args.parts, PARTS)
@@ -486,6 +530,9 @@ def main(argv=None) -> None:
     require_datasets()
     if args.worker:
         worker(args.worker, args.n, args.stream_trees, args.seed)
+        return
+    if args.profile:
+        profile_loop(args.profile, args.n, args.stream_trees, args.seed)
         return
     data = load_letter()
     report = Report()

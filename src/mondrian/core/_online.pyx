@@ -19,9 +19,28 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 
 import numpy as np
 
+cimport numpy as cnp
 
-def scale_row(const float64_t[:] x, const float64_t[::1] offset, const float64_t[::1] scale,
-              weights, float64_t limit, bint clip):
+cnp.import_array()
+
+
+cdef const float64_t* _floats(object a, intp_t n, intp_t* step) except? NULL:
+    """The data of ``a``, a float64 ndarray of shape ``(n,)`` whose stride is a multiple of 8
+    bytes (its step in floats goes to ``step[0]``), read in place: no memoryview object per
+    call. NULL when ``a`` is anything else (the caller converts it)."""
+    cdef cnp.ndarray arr
+    if type(a) is not cnp.ndarray:
+        return NULL
+    arr = <cnp.ndarray> a
+    if (cnp.PyArray_TYPE(arr) != cnp.NPY_FLOAT64 or cnp.PyArray_NDIM(arr) != 1
+            or cnp.PyArray_DIMS(arr)[0] != n or not cnp.PyArray_ISALIGNED(arr)
+            or cnp.PyArray_STRIDES(arr)[0] % <intp_t>sizeof(float64_t) != 0):
+        return NULL
+    step[0] = cnp.PyArray_STRIDES(arr)[0] // <intp_t>sizeof(float64_t)
+    return <const float64_t*> cnp.PyArray_DATA(arr)
+
+
+def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     """``x`` mapped to the trees' coordinates, ``(x - offset) / scale * weights``, as a
     ``(1, n_features)`` float64 array; None when the caller's full path must decide.
 
@@ -44,26 +63,56 @@ def scale_row(const float64_t[:] x, const float64_t[::1] offset, const float64_t
         None when ``x`` holds NaN or infinity, or (``clip=False``) a scaled value of
         magnitude ``limit`` or more: the full validation then raises its usual error.
     """
-    cdef intp_t D = x.shape[0], d
-    cdef const float64_t[::1] w
-    cdef bint weighted = weights is not None
+    cdef intp_t D, d, xs = 1, os = 1, ss = 1, ws = 1
+    cdef const float64_t* xp
+    cdef const float64_t* op
+    cdef const float64_t* sp
+    cdef const float64_t* wp = NULL
+    cdef float64_t* outp
     cdef float64_t v
-    if offset.shape[0] != D or scale.shape[0] != D:
-        raise ValueError("x, offset and scale must have the same length")
-    if weighted:
-        w = weights
-        if w.shape[0] != D:
-            raise ValueError("weights must have the length of x")
-    out = np.empty((1, D), dtype=np.float64)
-    cdef float64_t[:, ::1] o = out
+    cdef cnp.npy_intp dims[2]
+    # Float64 vectors are read in place (a streaming call pays no memoryview objects); any
+    # other array-like is converted first, with the same checks.
+    x = np.asarray(x, dtype=np.float64) if type(x) is not cnp.ndarray else x
+    if cnp.PyArray_NDIM(<cnp.ndarray> x) != 1:
+        raise ValueError("x must be one row (a 1-D array)")
+    D = cnp.PyArray_DIMS(<cnp.ndarray> x)[0]
+    xp = _floats(x, D, &xs)
+    if xp == NULL:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        xp = _floats(x, D, &xs)
+    op = _floats(offset, D, &os)
+    if op == NULL:
+        offset = np.ascontiguousarray(offset, dtype=np.float64)
+        if offset.shape != (D,):
+            raise ValueError("x, offset and scale must have the same length")
+        op = _floats(offset, D, &os)
+    sp = _floats(scale, D, &ss)
+    if sp == NULL:
+        scale = np.ascontiguousarray(scale, dtype=np.float64)
+        if scale.shape != (D,):
+            raise ValueError("x, offset and scale must have the same length")
+        sp = _floats(scale, D, &ss)
+    if weights is not None:
+        wp = _floats(weights, D, &ws)
+        if wp == NULL:
+            weights = np.ascontiguousarray(weights, dtype=np.float64)
+            if weights.shape != (D,):
+                raise ValueError("weights must have the length of x")
+            wp = _floats(weights, D, &ws)
+    dims[0] = 1
+    dims[1] = D
+    out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_FLOAT64, 0)
+    outp = <float64_t*> cnp.PyArray_DATA(<cnp.ndarray> out)
     for d in range(D):
-        if not isfinite(x[d]):
+        v = xp[d * xs]
+        if not isfinite(v):
             return None
         # FeatureScaler._scaled: subtract, divide, then multiply by the weight (each step
         # rounded to float64, as NumPy's elementwise operations do).
-        v = (x[d] - offset[d]) / scale[d]
-        if weighted:
-            v = v * w[d]
+        v = (v - op[d * os]) / sp[d * ss]
+        if wp != NULL:
+            v = v * wp[d * ws]
         if clip:
             # np.clip(v, -limit, limit): NaN stays NaN.
             if v < -limit:
@@ -72,8 +121,37 @@ def scale_row(const float64_t[:] x, const float64_t[::1] offset, const float64_t
                 v = limit
         elif not fabs(v) < limit:
             return None
-        o[0, d] = v
+        outp[d] = v
     return out
+
+
+def all_true(flags):
+    """Whether every entry of ``flags`` is true: ``bool(np.all(flags))``, read in place for a
+    1-D bool ndarray (the frozen-features test of every streaming update, without the cost of
+    a NumPy reduction call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian.core._online import all_true
+    >>> all_true(np.array([True, True])), all_true(np.array([True, False]))
+    (True, False)
+    """
+    cdef cnp.ndarray arr
+    cdef const char* data
+    cdef intp_t n, step, i
+    if type(flags) is not cnp.ndarray:
+        return bool(np.all(flags))
+    arr = <cnp.ndarray> flags
+    if cnp.PyArray_TYPE(arr) != cnp.NPY_BOOL or cnp.PyArray_NDIM(arr) != 1:
+        return bool(np.all(flags))
+    n = cnp.PyArray_DIMS(arr)[0]
+    step = cnp.PyArray_STRIDES(arr)[0]
+    data = <const char*> cnp.PyArray_DATA(arr)
+    for i in range(n):
+        if not data[i * step]:
+            return False
+    return True
 
 
 def begin_undo_trees(list trees, list opened):

@@ -503,7 +503,10 @@ cdef class MondrianTree:
         if self.box_slot[node] >= 0:
             return self.bounds + 2 * self.n_features * self.box_slot[node]
         n = subtree_points(self, node, points, BOX_POINTS_MAX)
-        points_box(X, self.n_features, points, n, scratch)
+        if n > 0:  # points_box's bits (same order, same tie rule), vectorized
+            mf_rows_box(X, self.n_features, points, n, scratch)
+        else:
+            points_box(X, self.n_features, points, n, scratch)
         return scratch
 
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
@@ -2242,10 +2245,11 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             raise ValueError("the trees do not match the store")
     if rows.shape[1] > 0:
         rows_ptr = &rows[0, 0]
-    owner = X.base
+    owner = X.base  # (each .base makes an object: once per call, not per tree)
+    rows_owner = rows.base
     for tree in trees:
         tree._attach(owner, &X[0, 0], X.shape[0])
-        tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
+        tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], rows.shape[1])
         for k in range(n):
             work[k] = indices[k]
         with nogil:

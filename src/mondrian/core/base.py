@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from mondrian.core import relevance
-from mondrian.core._online import scale_row
+from mondrian.core._online import all_true, scale_row
 from mondrian.core._tree import NODE_DTYPE, MondrianTree
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
 from mondrian.core.feature_map import (
@@ -559,7 +559,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
             return False
         feature_map = ensemble.feature_map
         if (feature_map.n_seen < feature_map.warm_up or feature_map.frozen is None
-                or feature_map.knots is not None or not feature_map.frozen.all()):
+                or feature_map.knots is not None or not all_true(feature_map.frozen)):
             return False
         if self._n_trees() != len(ensemble.trees):
             return False

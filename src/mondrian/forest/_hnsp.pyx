@@ -11,7 +11,7 @@ stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, 
 width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
-from libc.math cimport INFINITY, exp, expm1, fabs, floor
+from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
 
 from mondrian.core._tree cimport (
@@ -47,6 +47,71 @@ cdef extern from *:
     """
     void MONDRIAN_PREFETCH(const void* p) noexcept nogil
 
+cdef extern from *:
+    """
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #endif
+    /* Whether every a[c], c < S, is an integer of magnitude below 2**52: t = |a[c]| passes
+       when t < 2**52 and (t + 2**52) - 2**52 == t (the sum rounds t to an integer, so the
+       difference is t exactly when t is one; NaN and infinity fail t < 2**52). Two entries
+       per instruction with SSE2 (GCC does not vectorize the scalar form); the same answer
+       either way. */
+    static int mf_integers(const double *a, Py_ssize_t S) {
+        const double big = 4503599627370496.0;
+        Py_ssize_t c = 0;
+        int ok = 1;
+    #if defined(__SSE2__) || defined(_M_X64)
+        const __m128d vbig = _mm_set1_pd(big);
+        const __m128d sign = _mm_set1_pd(-0.0);
+        __m128d all = _mm_cmpeq_pd(vbig, vbig);
+        for (; c + 2 <= S; c += 2) {
+            __m128d t = _mm_andnot_pd(sign, _mm_loadu_pd(a + c));
+            __m128d r = _mm_sub_pd(_mm_add_pd(t, vbig), vbig);
+            all = _mm_and_pd(all, _mm_and_pd(_mm_cmplt_pd(t, vbig), _mm_cmpeq_pd(r, t)));
+        }
+        ok = _mm_movemask_pd(all) == 3;
+    #endif
+        for (; c < S; c++) {
+            double t = a[c] < 0.0 ? -a[c] : a[c];
+            ok &= (t < big) & ((t + big) - big == t);
+        }
+        return ok;
+    }
+    """
+    bint mf_integers(const float64_t* a, intp_t S) noexcept nogil
+
+cdef extern from *:
+    """
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #endif
+    /* g[k] = (a c[k] - b min(c[k], 1)) + e p[k] for k < K (the posterior of _posterior):
+       the same IEEE operations in the same order per entry, two entries per instruction
+       with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
+       unvectorized. */
+    static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
+                             const double *p, double *g) {
+        Py_ssize_t k = 0;
+    #if defined(__SSE2__) || defined(_M_X64)
+        const __m128d va = _mm_set1_pd(a), vb = _mm_set1_pd(b), ve = _mm_set1_pd(e);
+        const __m128d one = _mm_set1_pd(1.0);
+        for (; k + 2 <= K; k += 2) {
+            __m128d ck = _mm_loadu_pd(c + k);
+            __m128d t = _mm_min_pd(ck, one);
+            __m128d v = _mm_sub_pd(_mm_mul_pd(va, ck), _mm_mul_pd(vb, t));
+            _mm_storeu_pd(g + k, _mm_add_pd(v, _mm_mul_pd(ve, _mm_loadu_pd(p + k))));
+        }
+    #endif
+        for (; k < K; k++) {
+            double t = c[k] < 1.0 ? c[k] : 1.0;
+            g[k] = a * c[k] - b * t + e * p[k];
+        }
+    }
+    """
+    void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
+                      const float64_t* p, float64_t* g) noexcept nogil
+
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes; tabulating reads every node once).
 cdef intp_t TABLE_ROWS_PER_NODE = 16
@@ -62,88 +127,104 @@ cdef inline float64_t _table(float64_t count) noexcept nogil:
     return count if count < 1.0 else 1.0
 
 
-cdef inline intp_t near_node(MondrianTree tree, intp_t j, intp_t far_node) noexcept nogil:
-    """The child of ``j`` that is not ``far_node``."""
-    if tree.nodes[j].left_child == far_node:
-        return tree.nodes[j].right_child
-    return tree.nodes[j].left_child
-
-
 cdef inline bint _exact_difference(const float64_t* a, const float64_t* b, intp_t S,
-                                   float64_t* out) noexcept nogil:
+                                   bint a_known, float64_t* out) noexcept nogil:
     """``out = a - b`` when every entry of ``a`` and ``b`` is an integer of magnitude below
-    2**53 (then exact: the bits of the sum of the integers it stands for); False, ``out``
-    unspecified, otherwise."""
+    2**52 (then exact: the bits of the sum of the integers it stands for); False, ``out``
+    unspecified, otherwise. ``a_known``: ``a`` passed ``mf_integers`` already (a path's
+    stored rows are each the minuend of one step and the subtrahend of the step above)."""
     cdef intp_t c
+    if not mf_integers(b, S) or not (a_known or mf_integers(a, S)):
+        return False
     for c in range(S):
-        if not (a[c] == floor(a[c]) and b[c] == floor(b[c])
-                and fabs(a[c]) < 9007199254740992.0 and fabs(b[c]) < 9007199254740992.0):
-            return False
         out[c] = a[c] - b[c]
     return True
 
 
-cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* x,
-                            float64_t* scratch, const float64_t** first,
-                            const float64_t** second) noexcept nogil:
+cdef inline const float64_t* _step_rows(MondrianTree tree, WalkStep* step, const float64_t* x,
+                                        intp_t toward, const float64_t* own, bint* exact,
+                                        float64_t* out_a, float64_t* out_b,
+                                        const float64_t** first,
+                                        const float64_t** second) noexcept nogil:
     """The statistics rows :func:`_node_counts` reads at ``step``: the node's own row at a
     leaf (``first``), its children's rows at an internal node (``first``, ``second``).
+    Returns the row of the child ``toward`` (the next step's node; any value at a leaf), for
+    the next step's ``own``.
 
-    Stored rows are read in place; the others (lean values) are summed into ``scratch`` (2
-    rows): below the frontier of stored boxes the step holds the node's points, which the
-    node's cut splits between its children; above it, a child without a row has fewer than
-    ``box_min_samples`` points, gathered from its subtree (into the step for the child on
-    the side of ``x``: the walk's next step reads the same points, gathered once)."""
+    Stored rows are read in place; the others (lean values) are summed into ``out_a`` and
+    ``out_b`` (one row each, neither holding ``own``): below the frontier of stored boxes the
+    step holds the node's points, which the node's cut splits between its children; above it,
+    a child without a row has fewer than ``box_min_samples`` points, gathered from its subtree
+    (into the step for the child on the side of ``x``: the walk's next step reads the same
+    points, gathered once). ``own`` is the node's row when the previous step found it (else
+    NULL): a leaf reads it instead of summing its points again, and below the frontier only
+    the smaller side is summed, the other being ``own`` minus it when that difference is
+    exact (integer counts); fractional rows are summed as without ``own``, so every row has
+    the bits of the sum of its points in subtree order either way. ``exact[0]``: on entry,
+    whether ``own`` passed ``mf_integers``; on exit, whether the returned row did."""
     cdef intp_t S = tree.value_stride, D = tree.n_features, k, n_left = 0, n_right = 0
     cdef intp_t j = step.node, lc, rc, f, far_node
     cdef float64_t t
     cdef const float64_t** near
     cdef const float64_t** far
-    cdef const float64_t* own
+    cdef const float64_t* stored
     cdef float64_t* near_out
     cdef float64_t* far_out
+    cdef intp_t* small_points
+    cdef intp_t* large_points
+    cdef intp_t n_small, n_large
+    cdef float64_t* small_out
+    cdef float64_t* large_out
     cdef intp_t left_points[BOX_POINTS_MAX]
     cdef intp_t right_points[BOX_POINTS_MAX]
     if step.is_leaf:
         first[0] = stored_row(tree, j)
         if first[0] == NULL:
-            if step.n_points >= 0:
-                points_row(tree.rows_ptr, S, step.points, step.n_points, scratch)
-                first[0] = scratch
+            if own != NULL:
+                first[0] = own
+            elif step.n_points >= 0:
+                points_row(tree.rows_ptr, S, step.points, step.n_points, out_a)
+                first[0] = out_a
             else:
-                first[0] = node_row(tree, j, scratch)
-        return
+                first[0] = node_row(tree, j, out_a)
+        exact[0] = False
+        return first[0]
     lc = tree.nodes[j].left_child
     rc = tree.nodes[j].right_child
     first[0] = stored_row(tree, lc)
     second[0] = stored_row(tree, rc)
     if first[0] != NULL and second[0] != NULL:
-        return
+        exact[0] = False
+        return first[0] if toward == lc else second[0]
     if step.n_points < 0:
         # No points gathered yet: above the frontier (the node stores its box, so its row),
         # or a small root reached by the leaf-first walk, which gathers nothing (its row is
         # then NULL below and the far child is summed). The child on x's side first: stored,
         # or summed from its points, gathered into the step.
-        if child_toward(tree, j, x) == lc:
+        if toward == lc:
             near, far, far_node = first, second, rc
-            near_out, far_out = scratch, scratch + S
         else:
             near, far, far_node = second, first, lc
-            near_out, far_out = scratch + S, scratch
+        near_out, far_out = out_a, out_b
         if near[0] == NULL:
-            step.n_points = subtree_points(tree, near_node(tree, j, far_node), step.points,
-                                           BOX_POINTS_MAX)
+            step.n_points = subtree_points(tree, toward, step.points, BOX_POINTS_MAX)
             points_row(tree.rows_ptr, S, step.points, step.n_points, near_out)
             near[0] = near_out
         if far[0] == NULL:
             # The other child: the node's row minus the near child's when every entry is an
             # integer (class counts: the exact difference, so the bits of the sum of its
             # points, without gathering them); else summed from its points.
-            own = stored_row(tree, j)
-            if own == NULL or not _exact_difference(own, near[0], S, far_out):
+            stored = stored_row(tree, j)
+            if stored == NULL or not _exact_difference(
+                    stored, near[0], S, exact[0] and stored == own, far_out):
                 node_row(tree, far_node, far_out)
+                exact[0] = False
+            else:
+                exact[0] = True  # (near[0] passed)
             far[0] = far_out
-        return
+        else:
+            exact[0] = False
+        return near[0]
     # (neither child stores a row: the node stores none either)
     f = tree.nodes[j].feature
     t = tree.nodes[j].threshold
@@ -154,10 +235,21 @@ cdef inline void _step_rows(MondrianTree tree, WalkStep* step, const float64_t* 
         else:
             right_points[n_right] = step.points[k]
             n_right += 1
-    points_row(tree.rows_ptr, S, left_points, n_left, scratch)
-    points_row(tree.rows_ptr, S, right_points, n_right, scratch + S)
-    first[0] = scratch
-    second[0] = scratch + S
+    first[0] = out_a
+    second[0] = out_b
+    if n_left <= n_right:
+        small_points, n_small, small_out = left_points, n_left, out_a
+        large_points, n_large, large_out = right_points, n_right, out_b
+    else:
+        small_points, n_small, small_out = right_points, n_right, out_b
+        large_points, n_large, large_out = left_points, n_left, out_a
+    points_row(tree.rows_ptr, S, small_points, n_small, small_out)
+    if own == NULL or not _exact_difference(own, small_out, S, exact[0], large_out):
+        points_row(tree.rows_ptr, S, large_points, n_large, large_out)
+        exact[0] = False
+    else:
+        exact[0] = small_out == (first[0] if toward == lc else second[0])
+    return first[0] if toward == lc else second[0]
 
 
 cdef inline void _node_counts(MondrianTree tree, const float64_t* val_left,
@@ -190,13 +282,12 @@ cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const fl
                             float64_t n_cust, float64_t n_tab, const float64_t* g_parent,
                             float64_t* g) noexcept nogil:
     """G_j = (c - d tab + d T G_parent) / n, with the node's discount d."""
-    cdef intp_t k
     cdef float64_t discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
     cdef float64_t a = 1.0 / n_cust
     cdef float64_t b = discount / n_cust
     cdef float64_t c = discount * n_tab / n_cust
-    for k in range(K):
-        g[k] = a * counts[k] - b * _table(counts[k]) + c * g_parent[k]
+    # g[k] = a * counts[k] - b * _table(counts[k]) + c * g_parent[k], vectorized
+    mf_posterior(K, a, b, c, counts, g_parent, g)
 
 
 cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint strict,
@@ -251,18 +342,26 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                        float64_t* out) noexcept nogil:
     """Add the tree's predictive distribution at ``x`` to ``out`` (length K).
 
-    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K, ``rows`` of two
-    statistics rows (``2 * value_stride``), ``box`` of 2 D. Eta comes from the leaf upward
-    (``walk_etas``) unless ``plain`` (every node's, on the way down).
+    ``g_parent``, ``g`` and ``counts`` are scratch buffers of length K, ``rows`` of three
+    statistics rows (``3 * value_stride``), ``box`` of 2 D. Eta comes from the leaf upward
+    (``walk_etas``) and each step hands the row of the child toward ``x`` to the next
+    (:func:`_step_rows`) unless ``plain`` (every node's eta on the way down, every row
+    without a stored one summed from its points: the reference of the tests).
     """
-    cdef intp_t K = tree.n_columns, j, k, child = 0, top = 0, depth = 0
+    cdef intp_t K = tree.n_columns, S = tree.value_stride, j, k, child = 0, top = 0, depth = 0
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t* tmp
+    cdef float64_t* slot[3]
     cdef float64_t n_cust, n_tab
     cdef const float64_t* first = NULL
     cdef const float64_t* second = NULL
+    cdef const float64_t* own = NULL
+    cdef bint exact = False
     cdef WalkStep step
+    slot[0] = rows
+    slot[1] = rows + S
+    slot[2] = rows + 2 * S
 
     for k in range(K):
         g_parent[k] = 1.0 / K
@@ -281,7 +380,21 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         if not step.is_leaf:
             child = child_toward(tree, j, x)
             _prefetch(&tree.nodes[child], sizeof(Node))
-        _step_rows(tree, &step, x, rows, &first, &second)
+        # The two scratch rows that do not hold this node's row (own, found at the previous
+        # step, stays readable while its children's rows are written).
+        if own == slot[0]:
+            tmp = slot[0]
+            slot[0] = slot[2]
+            slot[2] = tmp
+        elif own == slot[1]:
+            tmp = slot[1]
+            slot[1] = slot[2]
+            slot[2] = tmp
+        if plain:
+            own = NULL
+            exact = False
+        own = _step_rows(tree, &step, x, child, own, &exact, slot[0], slot[1], &first,
+                         &second)
         _node_counts(tree, first, second, step.is_leaf, counts, &n_cust, &n_tab)
         if step.p > 0.0:
             _add_branch_off(&step, K, gamma, strict, counts, n_cust, n_tab, g_parent, out)
@@ -461,7 +574,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
-                    reserve(<void**> &buf, &buf_size, (3 * K + 2 * S) * sizeof(float64_t))
+                    reserve(<void**> &buf, &buf_size, (3 * K + 3 * S) * sizeof(float64_t))
                     for i in range(n):
                         _predict_row(tree, &X[i, 0], gamma, strict, lam, plain_walk, buf,
                                      buf + K, buf + 2 * K, buf + 3 * K, box, &out[i, 0])
