@@ -51,10 +51,16 @@ cdef struct Hyper:
     bint hierarchical     # hierarchical (True) or independent leaves (False)
 
 
-cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
+cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
+    """``1 + exp(-rate t)`` (1 at ``t = inf``): ``psi(t) = sigma2 / _clock_denominator(rate, t)``,
+    so every prior of one rate shares it."""
     if t == INFINITY:
-        return h.sigma2
-    return h.sigma2 / (1.0 + exp(-h.rate * t))
+        return 1.0
+    return 1.0 + exp(-rate * t)
+
+
+cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
+    return h.sigma2 / _clock_denominator(h.rate, t)
 
 
 cdef inline float64_t _log_normal(float64_t x, float64_t mean, float64_t var) noexcept nogil:
@@ -76,23 +82,29 @@ cdef inline void _product(float64_t ma, float64_t va, float64_t mb, float64_t vb
     m[0] = (ma * vb + mb * va) / total
 
 
-cdef float64_t _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
-                             float64_t* mean, float64_t* var) noexcept nogil:
-    """Likelihood message of a leaf's data about its mean; returns its log normaliser."""
+cdef void _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
+                        float64_t* mean, float64_t* var) noexcept nogil:
+    """Likelihood message of a leaf's data about its mean (flat without labels)."""
     cdef float64_t n = tree.value[3 * j]
-    cdef float64_t sy = tree.value[3 * j + 1]
-    cdef float64_t syy = tree.value[3 * j + 2]
-    cdef float64_t scatter
     if n <= 0.0:
         mean[0] = 0.0
         var[0] = INFINITY
+        return
+    mean[0] = tree.value[3 * j + 1] / n
+    var[0] = h.noise / n
+
+
+cdef float64_t _leaf_log_normaliser(MondrianTree tree, intp_t j, const Hyper* h) noexcept nogil:
+    """Log of ``C`` in ``prod_i N(y_i; mu, noise) = C N(ybar; mu, noise / n)`` (0 without
+    labels): the leaf's share of the log marginal likelihood beyond its message."""
+    cdef float64_t n = tree.value[3 * j]
+    cdef float64_t sy = tree.value[3 * j + 1]
+    cdef float64_t scatter
+    if n <= 0.0:
         return 0.0
-    scatter = syy - sy * sy / n
+    scatter = tree.value[3 * j + 2] - sy * sy / n
     if scatter < 0.0:
         scatter = 0.0
-    mean[0] = sy / n
-    var[0] = h.noise / n
-    # prod_i N(y_i; mu, noise) = C * N(ybar; mu, noise / n)
     return (-0.5 * (n - 1.0) * log(2.0 * M_PI * h.noise) - 0.5 * log(n)
             - 0.5 * scatter / h.noise)
 
@@ -113,40 +125,66 @@ cdef intp_t _pruned_preorder(MondrianTree tree, float64_t lifetime,
     return count
 
 
-cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
-                       float64_t* msg_mean, float64_t* msg_var) noexcept nogil:
-    """Fill the likelihood messages L_j of every node of the pruned tree.
+cdef void _upward(MondrianTree tree, const Hyper* hs, intp_t P, intp_t* order,
+                  float64_t* msg_mean, float64_t* msg_var, intp_t stride,
+                  float64_t* log_ml) noexcept nogil:
+    """Fill the likelihood messages L_j of every node of the pruned tree under the ``P`` priors
+    ``hs``, which share their rate, lifetime and model: prior ``k``'s go to
+    ``msg_mean[k stride + j]`` and ``msg_var[k stride + j]``, with one set of clock
+    exponentials for all the priors and, per prior, the same operations whatever ``P`` (one
+    call per prior gives the same bits).
 
-    ``order`` receives the nodes in pre-order. Returns the log marginal likelihood of all the
-    targets under the model.
+    ``order`` receives the nodes in pre-order. Unless ``log_ml`` is NULL, ``log_ml[k]`` gets
+    the log marginal likelihood of all the targets under prior ``k``.
     """
-    cdef intp_t count = _pruned_preorder(tree, h.lifetime, order), j, k, left, right
-    cdef float64_t log_ml = 0.0, va, vb, tau
-    for k in range(count - 1, -1, -1):
-        j = order[k]
-        if is_leaf_at(tree, j, h.lifetime):
-            log_ml += _leaf_message(tree, j, h, &msg_mean[j], &msg_var[j])
+    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
+    cdef bint hierarchical = hs[0].hierarchical
+    cdef intp_t count = _pruned_preorder(tree, lifetime, order), j, c, k, left, right
+    cdef float64_t va, vb, d_left, d_right, d_node
+    cdef float64_t* mm
+    cdef float64_t* mv
+    if log_ml != NULL:
+        for k in range(P):
+            log_ml[k] = 0.0
+    for c in range(count - 1, -1, -1):
+        j = order[c]
+        if is_leaf_at(tree, j, lifetime):
+            for k in range(P):
+                _leaf_message(tree, j, &hs[k], &msg_mean[k * stride + j],
+                              &msg_var[k * stride + j])
+                if log_ml != NULL:
+                    log_ml[k] += _leaf_log_normaliser(tree, j, &hs[k])
             continue
-        if not h.hierarchical:
+        if not hierarchical:
             continue
         left = tree.nodes[j].left_child
         right = tree.nodes[j].right_child
-        tau = tree.nodes[j].split_time
-        va = msg_var[left] + _psi(h, node_time(tree, left, h.lifetime)) - _psi(h, tau)
-        vb = msg_var[right] + _psi(h, node_time(tree, right, h.lifetime)) - _psi(h, tau)
-        if va < INFINITY and vb < INFINITY:
-            log_ml += _log_normal(msg_mean[left], msg_mean[right], va + vb)
-        _product(msg_mean[left], va, msg_mean[right], vb, &msg_mean[j], &msg_var[j])
-    if h.hierarchical:
-        va = msg_var[0] + _psi(h, node_time(tree, 0, h.lifetime)) - _psi(h, 0.0)
-        if va < INFINITY:
-            log_ml += _log_normal(msg_mean[0], h.mean0, va)
-    else:
-        for k in range(count):
-            j = order[k]
-            if is_leaf_at(tree, j, h.lifetime) and msg_var[j] < INFINITY:
-                log_ml += _log_normal(msg_mean[j], h.mean0, msg_var[j] + h.prior_var)
-    return log_ml
+        d_left = _clock_denominator(rate, node_time(tree, left, lifetime))
+        d_right = _clock_denominator(rate, node_time(tree, right, lifetime))
+        d_node = _clock_denominator(rate, tree.nodes[j].split_time)
+        for k in range(P):
+            mm = msg_mean + k * stride
+            mv = msg_var + k * stride
+            va = mv[left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
+            vb = mv[right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
+            if log_ml != NULL and va < INFINITY and vb < INFINITY:
+                log_ml[k] += _log_normal(mm[left], mm[right], va + vb)
+            _product(mm[left], va, mm[right], vb, &mm[j], &mv[j])
+    if log_ml == NULL:
+        return
+    for k in range(P):
+        mm = msg_mean + k * stride
+        mv = msg_var + k * stride
+        if hierarchical:
+            # The root's edge from the virtual node at mean0, psi(0) above it.
+            va = mv[0] + _psi(&hs[k], node_time(tree, 0, lifetime)) - _psi(&hs[k], 0.0)
+            if va < INFINITY:
+                log_ml[k] += _log_normal(mm[0], hs[k].mean0, va)
+        else:
+            for c in range(count):
+                j = order[c]
+                if is_leaf_at(tree, j, lifetime) and mv[j] < INFINITY:
+                    log_ml[k] += _log_normal(mm[j], hs[k].mean0, mv[j] + hs[k].prior_var)
 
 
 cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
@@ -257,6 +295,9 @@ cdef class GaussianPrior:
 def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=None):
     """Likelihood messages of every node and the log marginal likelihood of the targets.
 
+    The one-prior case of :func:`upward_messages_grid` (the same recursion, the same bits)
+    plus the log marginal likelihood.
+
     Parameters
     ----------
     tree : MondrianTree
@@ -283,7 +324,7 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
     cdef intp_t[::1] od = order
     cdef float64_t log_ml
     with nogil:
-        log_ml = _upward(tree, &h, &od[0], &mm[0], &mv[0])
+        _upward(tree, &h, 1, &od[0], &mm[0], &mv[0], 0, &log_ml)
     return msg_mean, msg_var, log_ml
 
 
@@ -422,14 +463,6 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
 
 
 # ---------------------------------------------------------------------- held-out grid
-
-cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
-    """``1 + exp(-rate t)``: ``_psi(h, t) == h.sigma2 / _clock_denominator(h.rate, t)`` bit for
-    bit (1 at ``t = inf``), shared by every prior of one rate."""
-    if t == INFINITY:
-        return 1.0
-    return 1.0 + exp(-rate * t)
-
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
                             float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
@@ -695,7 +728,7 @@ def upward_messages_grid(MondrianTree tree, list params):
     """
     if tree.value_stride != 3:
         raise ValueError("regression trees carry (1, y, y**2) statistics")
-    cdef intp_t P = len(params), N = tree.node_count, k, c, j, left, right, count
+    cdef intp_t P = len(params), N = tree.node_count, k
     cdef float64_t lam = read_lifetime(tree, None)
     cdef GaussianPrior prior
     msg_mean = np.zeros((P, N))
@@ -715,32 +748,6 @@ def upward_messages_grid(MondrianTree tree, list params):
     cdef intp_t[::1] od = order
     cdef float64_t[:, ::1] mm = msg_mean
     cdef float64_t[:, ::1] mv = msg_var
-    cdef float64_t rate = hs[0].rate, d_left, d_right, d_node, n, va, vb
-    cdef bint hierarchical = hs[0].hierarchical
     with nogil:
-        count = _pruned_preorder(tree, lam, &od[0])
-        for c in range(count - 1, -1, -1):
-            j = od[c]
-            if is_leaf_at(tree, j, lam):
-                # _leaf_message's mean and variance (its log normaliser is not needed)
-                n = tree.value[3 * j]
-                for k in range(P):
-                    if n <= 0.0:
-                        mm[k, j] = 0.0
-                        mv[k, j] = INFINITY
-                    else:
-                        mm[k, j] = tree.value[3 * j + 1] / n
-                        mv[k, j] = hs[k].noise / n
-                continue
-            if not hierarchical:
-                continue
-            left = tree.nodes[j].left_child
-            right = tree.nodes[j].right_child
-            d_left = _clock_denominator(rate, node_time(tree, left, lam))
-            d_right = _clock_denominator(rate, node_time(tree, right, lam))
-            d_node = _clock_denominator(rate, tree.nodes[j].split_time)
-            for k in range(P):
-                va = mv[k, left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
-                vb = mv[k, right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
-                _product(mm[k, left], va, mm[k, right], vb, &mm[k, j], &mv[k, j])
+        _upward(tree, hs, P, &od[0], &mm[0, 0], &mv[0, 0], N, NULL)
     return msg_mean, msg_var
