@@ -365,7 +365,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             variances[0] = <float64_t*> &mv[0]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
-                _outer_reserve(&o, tree.node_count, 1)
+                _outer_reserve(&o, tree.node_count, 1, n_quadrature)
                 # Lean boxes and many rows: every box once per call, in this call's scratch
                 # (the rows then read a few each); few rows: grown per row (walk_etas).
                 every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
@@ -374,7 +374,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                             2 * tree.node_count * tree.n_features * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
                     tree._all_boxes(boxes, queue)
-                _outer_begin(&o, &h, 1)
+                _outer_begin(&o, &h, 1, n_quadrature)
                 for i in range(n):
                     _predict_row_grid(tree, &h, 1, &X[i, 0], means, variances, n_quadrature,
                                       boxes if every_box else NULL, box, plain_walk, &o, sums,
@@ -460,7 +460,8 @@ cdef struct Outer:
     intp_t n_filled
     float64_t* rec         # node j, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (j P + k)]
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
-    size_t known_size, filled_size, rec_size, psi_end_size
+    float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
+    size_t known_size, filled_size, rec_size, psi_end_size, u_size
 
 
 cdef enum:
@@ -476,7 +477,8 @@ cdef enum:
     OUTER_FIELDS = 4
 
 
-cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P) except -1 nogil:
+cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P,
+                        intp_t n_quadrature) except -1 nogil:
     """Size ``o`` for a tree of ``node_count`` nodes (``o`` zeroed before its first use;
     ``_outer_free`` when done)."""
     cdef size_t n = <size_t> node_count
@@ -491,6 +493,7 @@ cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P) except -1 nogil:
     reserve(<void**> &o.filled, &o.filled_size, n * sizeof(intp_t))
     reserve(<void**> &o.rec, &o.rec_size, OUTER_FIELDS * n * P * sizeof(float64_t))
     reserve(<void**> &o.psi_end, &o.psi_end_size, P * sizeof(float64_t))
+    reserve(<void**> &o.u, &o.u_size, n_quadrature * sizeof(float64_t))
     return 0
 
 
@@ -499,15 +502,19 @@ cdef void _outer_free(Outer* o) noexcept nogil:
     free(o.filled)
     free(o.rec)
     free(o.psi_end)
+    free(o.u)
 
 
-cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P) noexcept nogil:
+cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
+                       intp_t n_quadrature) noexcept nogil:
     """Start a tree (every flag is 0)."""
     cdef float64_t d_end = _clock_denominator(hs[0].rate, hs[0].lifetime)
     cdef intp_t k
     o.n_filled = 0
     for k in range(P):
         o.psi_end[k] = hs[k].sigma2 / d_end
+    for k in range(n_quadrature):
+        o.u[k] = (k + 0.5) / n_quadrature
 
 
 cdef void _outer_end(Outer* o) noexcept nogil:
@@ -598,7 +605,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     cdef intp_t j, q, k, i, top = 0, depth = 0, parent
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef float64_t weight, w, u, t, m, v, a, b, psi_t, d_t
+    cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
     cdef float64_t* mean_sum = sums
     cdef float64_t* second_sum = sums + P
     cdef const float64_t* r
@@ -633,8 +640,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
                 if hierarchical:
                     w = weight / n_quadrature
                     for q in range(n_quadrature):
-                        u = (q + 0.5) / n_quadrature
-                        t = step.tau_parent - log1p(-u * step.p) / step.eta
+                        t = step.tau_parent - log1p(-o.u[q] * step.p) / step.eta
                         d_t = _clock_denominator(rate, t)
                         for k in range(P):
                             psi_t = hs[k].sigma2 / d_t
@@ -776,7 +782,7 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                     else:
                         msg_vars[k] = <float64_t*> &view[0]
             with nogil:
-                _outer_reserve(&o, tree.node_count, P)
+                _outer_reserve(&o, tree.node_count, P, n_quadrature)
                 # Lean boxes and many rows: every box once per call, as predict_moments_trees.
                 every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
                 if every_box:
@@ -784,7 +790,7 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                             2 * tree.node_count * tree.n_features * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
                     tree._all_boxes(boxes, queue)
-                _outer_begin(&o, hs, P)
+                _outer_begin(&o, hs, P, n_quadrature)
                 for i in range(n):
                     _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
                                       boxes if every_box else NULL, box, False, &o, state,
