@@ -7,7 +7,7 @@ gives a row the same bits whatever the other rows of the call."""
 import numpy as np
 import pytest
 
-from mondrian import MondrianTreeRegressor
+from mondrian import MondrianForestRegressor, MondrianTreeRegressor
 from mondrian.core._tree import MondrianTree
 from mondrian.forest._gaussian import (
     GaussianPrior,
@@ -195,11 +195,13 @@ def test_predictive_matches_reference_walk(smoothing, lifetime, plain_walk):
 @pytest.mark.parametrize("smoothing", ["hierarchical", "independent"])
 @pytest.mark.parametrize("lifetime", [None, 0.8])
 def test_a_row_predicts_the_same_bits_whatever_the_rows_around_it(smoothing, lifetime):
-    """The node records are filled on the first row's path that needs them: a row alone, in
-    a batch, or in another order gives the same bits."""
-    est, X = _fitted_tree(smoothing, np.inf, seed=3)
+    """The node records are filled on the first row's path that needs them, per tree and
+    call: a row alone, in a batch, or in another order, and a tree alone or after others,
+    gives the same bits."""
+    _, X = _fitted_tree(smoothing, np.inf, seed=3)
     X = np.vstack([X, X[:5]])
-    trees = est._trees
+    trees = MondrianForestRegressor(n_estimators=3, smoothing=smoothing, feature_scaling=None,
+                                    random_state=3).fit(X, np.sin(4 * X[:, 0]))._trees
     prior = _priors(smoothing == "hierarchical", 1.3)[1]
     messages = [upward_messages(tree, prior, lifetime)[:2] for tree in trees]
 
@@ -214,3 +216,7 @@ def test_a_row_predicts_the_same_bits_whatever_the_rows_around_it(smoothing, lif
     assert np.array_equal(moments(X[order]), batch[order])
     alone = np.vstack([moments(X[i : i + 1]) for i in range(len(X))])
     assert np.array_equal(alone, batch)
+    one_by_one = np.zeros_like(batch)
+    for tree, pair in zip(trees, messages, strict=True):
+        predict_moments_trees([tree], [pair], X, one_by_one, prior, 4, lifetime)
+    assert np.array_equal(one_by_one, batch)
