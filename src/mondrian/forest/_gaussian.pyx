@@ -16,7 +16,10 @@ The count is a statistic of its own because a tree may also hold unlabelled poin
 validation points of a lifetime path); a node without labels sends no message (infinite
 variance).
 Upward messages are kept per node in arrays owned by the estimator, so prediction is
-O(depth) per point once they are computed (O(nodes) per tree).
+O(depth) per point once they are computed (O(nodes) per tree). A prediction call also keeps,
+per tree, what a node contributes whatever the test point (its outside message, the variance
+clock at its time), filled on first use: below the root, a row then computes only on the
+nodes where it may branch off (eta > 0) and at its leaf.
 """
 
 cimport cython
@@ -533,7 +536,8 @@ cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
 cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
                       float64_t** msg_vars, Outer* o, intp_t j, intp_t parent) noexcept nogil:
     """Fill the record of node ``j`` from its ``parent``'s (filled; -1 at the root: the virtual
-    node above it), with the arithmetic of the walk down from the root, so the same bits."""
+    node above it): the same arithmetic whichever row needs it first, so a row's bits do not
+    depend on the other rows of the call."""
     cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
     cdef float64_t* r = o.rec + OUTER_FIELDS * P * j
     cdef const float64_t* up = o.rec + OUTER_FIELDS * P * (parent if parent >= 0 else j)
