@@ -368,7 +368,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             variances[0] = <float64_t*> &mv[0]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
-                _outer_reserve(&o, tree.node_count, 1, n_quadrature)
+                _outer_reserve(&o, tree.node_count, 1, n_quadrature, n)
                 every_box = _every_box(tree, n)
                 if every_box:
                     reserve(<void**> &boxes, &boxes_size,
@@ -455,11 +455,13 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
 cdef struct Outer:
     # What the predictive of a tree needs at a node besides the test point's walk, for the P
     # priors of a call: the same for every row, so found once per node per call (lazily, on the
-    # paths of the rows) instead of once per row on every node of its path.
-    unsigned char* known   # node_count flags; all 0 between trees
+    # paths of the rows) instead of once per row on every node of its path. A call of one row
+    # keeps (``memo`` False) only the records of the node and its parent, in two slots by depth.
+    bint memo              # records by node (many rows) or by depth parity (one row)
+    unsigned char* known   # node_count flags; all 0 between trees (memo)
     intp_t* filled         # the nodes flagged so far (to clear them for the next tree)
     intp_t n_filled
-    float64_t* rec         # node j, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (j P + k)]
+    float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
     size_t known_size, filled_size, rec_size, psi_end_size, u_size
@@ -492,12 +494,15 @@ cdef inline bint _every_box(MondrianTree tree, intp_t n_rows) noexcept nogil:
     return tree.box_min_samples > 0 and n_rows * EVERY_BOX_NODES >= tree.node_count
 
 
-cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P,
-                        intp_t n_quadrature) except -1 nogil:
-    """Size ``o`` for a tree of ``node_count`` nodes (``o`` zeroed before its first use;
-    ``_outer_free`` when done)."""
+cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadrature,
+                        intp_t n_rows) except -1 nogil:
+    """Size ``o`` for a tree of ``node_count`` nodes and a call of ``n_rows`` rows (``o``
+    zeroed before its first use; ``_outer_free`` when done)."""
     cdef size_t n = <size_t> node_count
-    if n > o.known_size:  # the flags start at 0 (they are cleared per tree after that)
+    o.memo = n_rows > 1
+    if not o.memo:
+        n = 2
+    elif n > o.known_size:  # the flags start at 0 (they are cleared per tree after that)
         free(o.known)
         o.known_size = 0
         o.known = <unsigned char*> calloc(n, 1)
@@ -532,6 +537,16 @@ cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
         o.u[k] = (k + 0.5) / n_quadrature
 
 
+cdef inline float64_t* _record(Outer* o, intp_t P, intp_t j, intp_t depth) noexcept nogil:
+    """The record of node ``j`` at ``depth`` on the row's path."""
+    return o.rec + OUTER_FIELDS * P * (j if o.memo else depth & 1)
+
+
+cdef inline bint _known(const Outer* o, intp_t j) noexcept nogil:
+    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path)."""
+    return o.memo and o.known[j]
+
+
 cdef void _outer_end(Outer* o) noexcept nogil:
     """Clear the flags of the tree done (O(nodes filled), not O(node_count))."""
     cdef intp_t i
@@ -546,13 +561,14 @@ cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
 
 
 cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
-                      float64_t** msg_vars, Outer* o, intp_t j, intp_t parent) noexcept nogil:
-    """Fill the record of node ``j`` from its ``parent``'s (filled; -1 at the root: the virtual
-    node above it): the same arithmetic whichever row needs it first, so a row's bits do not
-    depend on the other rows of the call."""
+                      float64_t** msg_vars, Outer* o, intp_t j, intp_t depth,
+                      intp_t parent) noexcept nogil:
+    """Fill the record of node ``j`` at ``depth`` from its ``parent``'s (filled; -1 at the
+    root: the virtual node above it): the same arithmetic whichever row needs it first, so a
+    row's bits do not depend on the other rows of the call."""
     cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
-    cdef float64_t* r = o.rec + OUTER_FIELDS * P * j
-    cdef const float64_t* up = o.rec + OUTER_FIELDS * P * (parent if parent >= 0 else j)
+    cdef float64_t* r = _record(o, P, j, depth)
+    cdef const float64_t* up = _record(o, P, parent if parent >= 0 else j, depth - 1)
     cdef float64_t d_node, d_above, d_sibling, m, v
     cdef intp_t k, sibling
     cdef const Hyper* h
@@ -579,7 +595,7 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
                 r[OUT_PSI_PARENT] = up[OUT_PSI]
                 r += OUTER_FIELDS
                 up += OUTER_FIELDS
-        r = o.rec + OUTER_FIELDS * P * j
+        r = _record(o, P, j, depth)
         for k in range(P):
             r[OUT_PSI] = hs[k].sigma2 / d_node
             r += OUTER_FIELDS
@@ -597,9 +613,10 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
                 r[OUT_VAR] = up[OUT_VAR]
             r += OUTER_FIELDS
             up += OUTER_FIELDS
-    o.known[j] = 1
-    o.filled[o.n_filled] = j
-    o.n_filled += 1
+    if o.memo:
+        o.known[j] = 1
+        o.filled[o.n_filled] = j
+        o.n_filled += 1
 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
@@ -637,19 +654,19 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     if depth > 0:
         # The records of the path down to top: the deepest known one, then down from it.
         i = top
-        while i >= 0 and not o.known[path[i]]:
+        while i >= 0 and not _known(o, path[i]):
             i -= 1
         for i in range(i + 1, top + 1):
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, path[i],
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, path[i], i,
                         path[i - 1] if i > 0 else -1)
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
     else:
         walk_start_boxes(&step, tree, x, lifetime, boxes)
-        if not o.known[0]:
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, 0, -1)
+        if not _known(o, 0):
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, 0, 0, -1)
     while True:
         j = step.node
-        r = o.rec + OUTER_FIELDS * P * j
+        r = _record(o, P, j, step.depth)
         if step.p > 0.0:
             weight = step.reach * step.p
             if weight > 0.0:
@@ -690,8 +707,8 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             break
         parent = j
         walk_next(&step, tree, x, lifetime)
-        if not o.known[step.node]:
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, step.node, parent)
+        if not _known(o, step.node):
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, step.node, step.depth, parent)
     for k in range(P):
         moments[k * stride] += mean_sum[k]
         moments[k * stride + 1] += second_sum[k]
@@ -798,7 +815,7 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                     else:
                         msg_vars[k] = <float64_t*> &view[0]
             with nogil:
-                _outer_reserve(&o, tree.node_count, P, n_quadrature)
+                _outer_reserve(&o, tree.node_count, P, n_quadrature, n)
                 every_box = _every_box(tree, n)
                 if every_box:
                     reserve(<void**> &boxes, &boxes_size,
