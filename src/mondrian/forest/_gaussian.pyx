@@ -16,12 +16,16 @@ The count is a statistic of its own because a tree may also hold unlabelled poin
 validation points of a lifetime path); a node without labels sends no message (infinite
 variance).
 Upward messages are kept per node in arrays owned by the estimator, so prediction is
-O(depth) per point once they are computed (O(nodes) per tree).
+O(depth) per point once they are computed (O(nodes) per tree). A prediction call also keeps,
+per tree, what a node contributes whatever the test point (its outside message, the variance
+clock at its time), filled on first use: below the root, a row then computes only on the
+nodes where it may branch off (eta > 0) and at its leaf.
 """
 
 cimport cython
 from libc.math cimport INFINITY, exp, log, log1p, M_PI
-from libc.stdlib cimport free
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -51,10 +55,16 @@ cdef struct Hyper:
     bint hierarchical     # hierarchical (True) or independent leaves (False)
 
 
-cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
+cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
+    """``1 + exp(-rate t)`` (1 at ``t = inf``): ``psi(t) = sigma2 / _clock_denominator(rate, t)``,
+    so every prior of one rate shares it."""
     if t == INFINITY:
-        return h.sigma2
-    return h.sigma2 / (1.0 + exp(-h.rate * t))
+        return 1.0
+    return 1.0 + exp(-rate * t)
+
+
+cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
+    return h.sigma2 / _clock_denominator(h.rate, t)
 
 
 cdef inline float64_t _log_normal(float64_t x, float64_t mean, float64_t var) noexcept nogil:
@@ -76,23 +86,29 @@ cdef inline void _product(float64_t ma, float64_t va, float64_t mb, float64_t vb
     m[0] = (ma * vb + mb * va) / total
 
 
-cdef float64_t _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
-                             float64_t* mean, float64_t* var) noexcept nogil:
-    """Likelihood message of a leaf's data about its mean; returns its log normaliser."""
+cdef void _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
+                        float64_t* mean, float64_t* var) noexcept nogil:
+    """Likelihood message of a leaf's data about its mean (flat without labels)."""
     cdef float64_t n = tree.value[3 * j]
-    cdef float64_t sy = tree.value[3 * j + 1]
-    cdef float64_t syy = tree.value[3 * j + 2]
-    cdef float64_t scatter
     if n <= 0.0:
         mean[0] = 0.0
         var[0] = INFINITY
+        return
+    mean[0] = tree.value[3 * j + 1] / n
+    var[0] = h.noise / n
+
+
+cdef float64_t _leaf_log_normaliser(MondrianTree tree, intp_t j, const Hyper* h) noexcept nogil:
+    """Log of ``C`` in ``prod_i N(y_i; mu, noise) = C N(ybar; mu, noise / n)`` (0 without
+    labels): the leaf's share of the log marginal likelihood beyond its message."""
+    cdef float64_t n = tree.value[3 * j]
+    cdef float64_t sy = tree.value[3 * j + 1]
+    cdef float64_t scatter
+    if n <= 0.0:
         return 0.0
-    scatter = syy - sy * sy / n
+    scatter = tree.value[3 * j + 2] - sy * sy / n
     if scatter < 0.0:
         scatter = 0.0
-    mean[0] = sy / n
-    var[0] = h.noise / n
-    # prod_i N(y_i; mu, noise) = C * N(ybar; mu, noise / n)
     return (-0.5 * (n - 1.0) * log(2.0 * M_PI * h.noise) - 0.5 * log(n)
             - 0.5 * scatter / h.noise)
 
@@ -113,65 +129,66 @@ cdef intp_t _pruned_preorder(MondrianTree tree, float64_t lifetime,
     return count
 
 
-cdef float64_t _upward(MondrianTree tree, const Hyper* h, intp_t* order,
-                       float64_t* msg_mean, float64_t* msg_var) noexcept nogil:
-    """Fill the likelihood messages L_j of every node of the pruned tree.
+cdef void _upward(MondrianTree tree, const Hyper* hs, intp_t P, intp_t* order,
+                  float64_t* msg_mean, float64_t* msg_var, intp_t stride,
+                  float64_t* log_ml) noexcept nogil:
+    """Fill the likelihood messages L_j of every node of the pruned tree under the ``P`` priors
+    ``hs``, which share their rate, lifetime and model: prior ``k``'s go to
+    ``msg_mean[k stride + j]`` and ``msg_var[k stride + j]``, with one set of clock
+    exponentials for all the priors and, per prior, the same operations whatever ``P`` (one
+    call per prior gives the same bits).
 
-    ``order`` receives the nodes in pre-order. Returns the log marginal likelihood of all the
-    targets under the model.
+    ``order`` receives the nodes in pre-order. Unless ``log_ml`` is NULL, ``log_ml[k]`` gets
+    the log marginal likelihood of all the targets under prior ``k``.
     """
-    cdef intp_t count = _pruned_preorder(tree, h.lifetime, order), j, k, left, right
-    cdef float64_t log_ml = 0.0, va, vb, tau
-    for k in range(count - 1, -1, -1):
-        j = order[k]
-        if is_leaf_at(tree, j, h.lifetime):
-            log_ml += _leaf_message(tree, j, h, &msg_mean[j], &msg_var[j])
+    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
+    cdef bint hierarchical = hs[0].hierarchical
+    cdef intp_t count = _pruned_preorder(tree, lifetime, order), j, c, k, left, right
+    cdef float64_t va, vb, d_left, d_right, d_node
+    cdef float64_t* mm
+    cdef float64_t* mv
+    if log_ml != NULL:
+        for k in range(P):
+            log_ml[k] = 0.0
+    for c in range(count - 1, -1, -1):
+        j = order[c]
+        if is_leaf_at(tree, j, lifetime):
+            for k in range(P):
+                _leaf_message(tree, j, &hs[k], &msg_mean[k * stride + j],
+                              &msg_var[k * stride + j])
+                if log_ml != NULL:
+                    log_ml[k] += _leaf_log_normaliser(tree, j, &hs[k])
             continue
-        if not h.hierarchical:
+        if not hierarchical:
             continue
         left = tree.nodes[j].left_child
         right = tree.nodes[j].right_child
-        tau = tree.nodes[j].split_time
-        va = msg_var[left] + _psi(h, node_time(tree, left, h.lifetime)) - _psi(h, tau)
-        vb = msg_var[right] + _psi(h, node_time(tree, right, h.lifetime)) - _psi(h, tau)
-        if va < INFINITY and vb < INFINITY:
-            log_ml += _log_normal(msg_mean[left], msg_mean[right], va + vb)
-        _product(msg_mean[left], va, msg_mean[right], vb, &msg_mean[j], &msg_var[j])
-    if h.hierarchical:
-        va = msg_var[0] + _psi(h, node_time(tree, 0, h.lifetime)) - _psi(h, 0.0)
-        if va < INFINITY:
-            log_ml += _log_normal(msg_mean[0], h.mean0, va)
-    else:
-        for k in range(count):
-            j = order[k]
-            if is_leaf_at(tree, j, h.lifetime) and msg_var[j] < INFINITY:
-                log_ml += _log_normal(msg_mean[j], h.mean0, msg_var[j] + h.prior_var)
-    return log_ml
-
-
-cdef void _predict_row(MondrianTree tree, const Hyper* h, const float64_t* x,
-                       const float64_t* msg_mean, const float64_t* msg_var,
-                       intp_t n_quadrature, const float64_t* boxes, float64_t* box,
-                       float64_t* moments, bint squared_mean, bint plain) noexcept nogil:
-    """Add the tree's predictive mean and second moment at ``x`` to ``moments[0:2]`` (and the
-    square of its mean to ``moments[2]`` when ``squared_mean``): :func:`_predict_row_grid` at
-    the one prior ``h``. Eta comes from the leaf upward (``walk_etas``, with its ``boxes``,
-    every node's or NULL, and ``box``) unless ``plain`` (every node's, on the way down)."""
-    cdef float64_t state[10]
-    cdef float64_t sums[3]
-    cdef float64_t* means[1]
-    cdef float64_t* variances[1]
-    means[0] = <float64_t*> msg_mean
-    variances[0] = <float64_t*> msg_var
-    sums[0] = 0.0
-    sums[1] = 0.0
-    sums[2] = 0.0
-    _predict_row_grid(tree, h, 1, x, means, variances, n_quadrature, boxes, box, plain, state,
-                      sums, 3)
-    moments[0] += sums[0]
-    moments[1] += sums[1]
-    if squared_mean:
-        moments[2] += sums[2]
+        d_left = _clock_denominator(rate, node_time(tree, left, lifetime))
+        d_right = _clock_denominator(rate, node_time(tree, right, lifetime))
+        d_node = _clock_denominator(rate, tree.nodes[j].split_time)
+        for k in range(P):
+            mm = msg_mean + k * stride
+            mv = msg_var + k * stride
+            va = mv[left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
+            vb = mv[right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
+            if log_ml != NULL and va < INFINITY and vb < INFINITY:
+                log_ml[k] += _log_normal(mm[left], mm[right], va + vb)
+            _product(mm[left], va, mm[right], vb, &mm[j], &mv[j])
+    if log_ml == NULL:
+        return
+    for k in range(P):
+        mm = msg_mean + k * stride
+        mv = msg_var + k * stride
+        if hierarchical:
+            # The root's edge from the virtual node at mean0, psi(0) above it.
+            va = mv[0] + _psi(&hs[k], node_time(tree, 0, lifetime)) - _psi(&hs[k], 0.0)
+            if va < INFINITY:
+                log_ml[k] += _log_normal(mm[0], hs[k].mean0, va)
+        else:
+            for c in range(count):
+                j = order[c]
+                if is_leaf_at(tree, j, lifetime) and mv[j] < INFINITY:
+                    log_ml[k] += _log_normal(mm[j], hs[k].mean0, mv[j] + hs[k].prior_var)
 
 
 @cython.final
@@ -257,6 +274,9 @@ cdef class GaussianPrior:
 def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=None):
     """Likelihood messages of every node and the log marginal likelihood of the targets.
 
+    The one-prior case of :func:`upward_messages_grid` (the same recursion, the same bits)
+    plus the log marginal likelihood.
+
     Parameters
     ----------
     tree : MondrianTree
@@ -283,7 +303,7 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
     cdef intp_t[::1] od = order
     cdef float64_t log_ml
     with nogil:
-        log_ml = _upward(tree, &h, &od[0], &mm[0], &mv[0])
+        _upward(tree, &h, 1, &od[0], &mm[0], &mv[0], 0, &log_ml)
     return msg_mean, msg_var, log_ml
 
 
@@ -325,6 +345,11 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cdef intp_t* queue = NULL
     cdef size_t box_size = 0, boxes_size = 0, queue_size = 0
     cdef bint every_box
+    cdef Outer o
+    cdef float64_t sums[2]
+    cdef float64_t* means[1]
+    cdef float64_t* variances[1]
+    memset(&o, 0, sizeof(Outer))
     if len(trees) != len(messages):
         raise ValueError("one pair of messages per tree is needed")
     if n_quadrature < 1:
@@ -339,21 +364,25 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             if mm.shape[0] != tree.node_count:
                 raise ValueError("stale messages: the tree changed since they were computed")
             h = params.at(read_lifetime(tree, lifetime))
+            means[0] = <float64_t*> &mm[0]
+            variances[0] = <float64_t*> &mv[0]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
-                # Lean boxes and many rows: every box once per call, in this call's scratch
-                # (the rows then read a few each); few rows: grown per row (walk_etas).
-                every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
+                _outer_reserve(&o, tree.node_count, 1, n_quadrature, n)
+                every_box = _every_box(tree, n)
                 if every_box:
                     reserve(<void**> &boxes, &boxes_size,
                             2 * tree.node_count * tree.n_features * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
                     tree._all_boxes(boxes, queue)
+                _outer_begin(&o, &h, 1, n_quadrature)
                 for i in range(n):
-                    _predict_row(tree, &h, &X[i, 0], &mm[0], &mv[0], n_quadrature,
-                                 boxes if every_box else NULL, box, &out[i, 0],
-                                 squared_mean, plain_walk)
+                    _predict_row_grid(tree, &h, 1, &X[i, 0], means, variances, n_quadrature,
+                                      boxes if every_box else NULL, box, plain_walk, &o, sums,
+                                      &out[i, 0], 0, squared_mean)
+                _outer_end(&o)
     finally:
+        _outer_free(&o)
         free(queue)
         free(boxes)
         free(box)
@@ -421,92 +450,239 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
     return post_mean, post_var
 
 
-# ---------------------------------------------------------------------- held-out grid
+# ---------------------------------------------------------------------- prediction kernel
 
-cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
-    """``1 + exp(-rate t)``: ``_psi(h, t) == h.sigma2 / _clock_denominator(h.rate, t)`` bit for
-    bit (1 at ``t = inf``), shared by every prior of one rate."""
-    if t == INFINITY:
-        return 1.0
-    return 1.0 + exp(-rate * t)
+cdef struct Outer:
+    # What the predictive of a tree needs at a node besides the test point's walk, for the P
+    # priors of a call: the same for every row, so found once per node per call (lazily, on the
+    # paths of the rows) instead of once per row on every node of its path. A call of one row
+    # keeps (``memo`` False) only the records of the node and its parent, in two slots by depth.
+    bint memo              # records by node (many rows) or by depth parity (one row)
+    unsigned char* known   # node_count flags; all 0 between trees (memo)
+    intp_t* filled         # the nodes flagged so far (to clear them for the next tree)
+    intp_t n_filled
+    float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
+    float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
+    float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
+    size_t known_size, filled_size, rec_size, psi_end_size, u_size
+
+
+cdef enum:
+    # A node's record per prior. Hierarchical model: its outside message (the belief about its
+    # mean from everything but its own subtree's data, at the node's parent's time: mean,
+    # variance), psi at its time and at its parent's (the same at its own time: add the
+    # difference, ``_q_var``). The
+    # independent model: the posterior of its deepest labelled ancestor-or-self (mean, variance).
+    OUT_MEAN = 0
+    OUT_VAR = 1
+    OUT_PSI = 2
+    OUT_PSI_PARENT = 3
+    OUTER_FIELDS = 4
+
+
+cdef enum:
+    # A call with at least one row per EVERY_BOX_NODES nodes of a lean tree builds every box
+    # once (MondrianTree._all_boxes, O(nodes D), in the call's scratch); the rows then read a
+    # few each. Fewer rows grow the boxes they need from the stored points (walk_etas). On
+    # kin8nm (14745 nodes, D = 8, 100 trees) the two cost the same CPU time near 400 rows.
+    EVERY_BOX_NODES = 32
+
+
+cdef inline bint _every_box(MondrianTree tree, intp_t n_rows) noexcept nogil:
+    """Whether a call predicting ``n_rows`` rows builds every box of ``tree`` first (the same
+    bits either way)."""
+    return tree.box_min_samples > 0 and n_rows * EVERY_BOX_NODES >= tree.node_count
+
+
+cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadrature,
+                        intp_t n_rows) except -1 nogil:
+    """Size ``o`` for a tree of ``node_count`` nodes and a call of ``n_rows`` rows (``o``
+    zeroed before its first use; ``_outer_free`` when done)."""
+    cdef size_t n = <size_t> node_count
+    o.memo = n_rows > 1
+    if not o.memo:
+        n = 2
+    elif n > o.known_size:  # the flags start at 0 (they are cleared per tree after that)
+        free(o.known)
+        o.known_size = 0
+        o.known = <unsigned char*> calloc(n, 1)
+        if o.known == NULL:
+            with gil:
+                raise MemoryError()
+        o.known_size = n
+    reserve(<void**> &o.filled, &o.filled_size, n * sizeof(intp_t))
+    reserve(<void**> &o.rec, &o.rec_size, OUTER_FIELDS * n * P * sizeof(float64_t))
+    reserve(<void**> &o.psi_end, &o.psi_end_size, P * sizeof(float64_t))
+    reserve(<void**> &o.u, &o.u_size, n_quadrature * sizeof(float64_t))
+    return 0
+
+
+cdef void _outer_free(Outer* o) noexcept nogil:
+    free(o.known)
+    free(o.filled)
+    free(o.rec)
+    free(o.psi_end)
+    free(o.u)
+
+
+cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
+                       intp_t n_quadrature) noexcept nogil:
+    """Start a tree (every flag is 0)."""
+    cdef float64_t d_end = _clock_denominator(hs[0].rate, hs[0].lifetime)
+    cdef intp_t k
+    o.n_filled = 0
+    for k in range(P):
+        o.psi_end[k] = hs[k].sigma2 / d_end
+    for k in range(n_quadrature):
+        o.u[k] = (k + 0.5) / n_quadrature
+
+
+cdef inline float64_t* _record(Outer* o, intp_t P, intp_t j, intp_t depth) noexcept nogil:
+    """The record of node ``j`` at ``depth`` on the row's path."""
+    return o.rec + OUTER_FIELDS * P * (j if o.memo else depth & 1)
+
+
+cdef inline bint _known(const Outer* o, intp_t j) noexcept nogil:
+    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path)."""
+    return o.memo and o.known[j]
+
+
+cdef void _outer_end(Outer* o) noexcept nogil:
+    """Clear the flags of the tree done (O(nodes filled), not O(node_count))."""
+    cdef intp_t i
+    for i in range(o.n_filled):
+        o.known[o.filled[i]] = 0
+    o.n_filled = 0
+
+
+cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
+    """Variance of a node's outside message at the node's own time (a record's)."""
+    return r[OUT_VAR] + r[OUT_PSI] - r[OUT_PSI_PARENT]
+
+
+cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
+                      float64_t** msg_vars, Outer* o, intp_t j, intp_t depth,
+                      intp_t parent) noexcept nogil:
+    """Fill the record of node ``j`` at ``depth`` from its ``parent``'s (filled; -1 at the
+    root: the virtual node above it): the same arithmetic whichever row needs it first, so a
+    row's bits do not depend on the other rows of the call."""
+    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
+    cdef float64_t* r = _record(o, P, j, depth)
+    cdef const float64_t* up = _record(o, P, parent if parent >= 0 else j, depth - 1)
+    cdef float64_t d_node, d_above, d_sibling, m, v
+    cdef intp_t k, sibling
+    cdef const Hyper* h
+    if hs[0].hierarchical:
+        d_node = _clock_denominator(rate, node_time(tree, j, lifetime))
+        if parent < 0:
+            d_above = _clock_denominator(rate, 0.0)
+            for k in range(P):
+                r[OUT_MEAN] = hs[k].mean0
+                r[OUT_VAR] = 0.0
+                r[OUT_PSI_PARENT] = hs[k].sigma2 / d_above
+                r += OUTER_FIELDS
+        else:
+            # The parent's outside message at its own time times its other child's message
+            # carried up to the parent's time.
+            sibling = tree.nodes[parent].left_child
+            if sibling == j:
+                sibling = tree.nodes[parent].right_child
+            d_sibling = _clock_denominator(rate, node_time(tree, sibling, lifetime))
+            for k in range(P):
+                _product(up[OUT_MEAN], _q_var(up), msg_means[k][sibling],
+                         msg_vars[k][sibling] + hs[k].sigma2 / d_sibling - up[OUT_PSI],
+                         &r[OUT_MEAN], &r[OUT_VAR])
+                r[OUT_PSI_PARENT] = up[OUT_PSI]
+                r += OUTER_FIELDS
+                up += OUTER_FIELDS
+        r = _record(o, P, j, depth)
+        for k in range(P):
+            r[OUT_PSI] = hs[k].sigma2 / d_node
+            r += OUTER_FIELDS
+    else:
+        for k in range(P):
+            h = &hs[k]
+            if tree.value[3 * j] > 0.0:
+                _leaf_message(tree, j, h, &m, &v)
+                _product(h.mean0, h.prior_var, m, v, &r[OUT_MEAN], &r[OUT_VAR])
+            elif parent < 0:
+                r[OUT_MEAN] = h.mean0
+                r[OUT_VAR] = h.prior_var
+            else:
+                r[OUT_MEAN] = up[OUT_MEAN]
+                r[OUT_VAR] = up[OUT_VAR]
+            r += OUTER_FIELDS
+            up += OUTER_FIELDS
+    if o.memo:
+        o.known[j] = 1
+        o.filled[o.n_filled] = j
+        o.n_filled += 1
 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
                             float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
-                            const float64_t* boxes, float64_t* box, bint plain,
-                            float64_t* state, float64_t* moments,
-                            intp_t stride) noexcept nogil:
+                            const float64_t* boxes, float64_t* box, bint plain, Outer* o,
+                            float64_t* sums, float64_t* moments, intp_t stride,
+                            bint squared_mean) noexcept nogil:
     """The tree's predictive at ``x`` under the ``P`` priors ``hs``, which share their rate,
-    prior mean and lifetime: one walk and one set of clock exponentials for all of them, then
-    for each prior its own operations, in the same order whatever ``P`` (so one call per prior
-    gives the same bits). Prior ``k`` adds its predictive mean, second moment and squared mean
-    to ``moments[k stride : k stride + 3]``. ``state`` holds 10 P floats of scratch. Eta comes
-    from the leaf upward (``walk_etas``, with ``boxes``, every node's or NULL, and ``box``, 2 D
-    floats) unless ``plain`` (every node's, on the way down)."""
-    cdef intp_t j, q, k, top = 0, depth = 0
+    prior mean, model and lifetime: one walk and one set of clock exponentials for all of
+    them, then for each prior its own operations, in the same order whatever ``P`` (so one call
+    per prior gives the same bits). Prior ``k`` adds its predictive mean and second moment (and
+    squared mean when ``squared_mean``) to ``moments[k stride :]``. ``o``: the node records of
+    this tree and call (``_outer_begin``); ``sums``: 2 P floats of scratch. Eta comes from the
+    leaf upward (``walk_etas``, with ``boxes``, every node's or NULL, and ``box``, 2 D floats)
+    unless ``plain`` (every node's, on the way down).
+
+    The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
+    cannot branch off there and those nodes only pass their records down, read from ``o``."""
+    cdef intp_t j, q, k, i, top = 0, depth = 0, parent
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef float64_t weight, w, u, t, m, v, a, b, psi_t, psi_sibling, psi_above
-    cdef float64_t d_t, d_parent, d_node, d_end, d_sibling
-    cdef float64_t* cav_mean = state
-    cdef float64_t* cav_var = state + P
-    cdef float64_t* q_var = state + 2 * P
-    cdef float64_t* mean_sum = state + 3 * P
-    cdef float64_t* second_sum = state + 4 * P
-    cdef float64_t* read_mean = state + 5 * P
-    cdef float64_t* read_var = state + 6 * P
-    cdef float64_t* psi_end = state + 7 * P
-    cdef float64_t* psi_parent = state + 8 * P
-    cdef float64_t* psi_node = state + 9 * P
+    cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
+    cdef float64_t* mean_sum = sums
+    cdef float64_t* second_sum = sums + P
+    cdef const float64_t* r
     cdef const Hyper* h
     cdef bint hierarchical = hs[0].hierarchical
     cdef float64_t rate = hs[0].rate, lifetime = hs[0].lifetime
     cdef WalkStep step
     for k in range(P):
-        cav_mean[k] = hs[k].mean0
-        cav_var[k] = 0.0
-        q_var[k] = 0.0
         mean_sum[k] = 0.0
         second_sum[k] = 0.0
-        read_mean[k] = hs[k].mean0
-        read_var[k] = hs[k].prior_var
-    d_end = _clock_denominator(rate, lifetime)
-    for k in range(P):
-        psi_end[k] = hs[k].sigma2 / d_end
     if not plain:
         depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
     if depth > 0:
-        # The outside messages chain from the root: start there, with the etas found.
-        walk_start_path(&step, tree, x, lifetime, path, etas, top, 0)
+        # The records of the path down to top: the deepest known one, then down from it.
+        i = top
+        while i >= 0 and not _known(o, path[i]):
+            i -= 1
+        for i in range(i + 1, top + 1):
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, path[i], i,
+                        path[i - 1] if i > 0 else -1)
+        walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
     else:
         walk_start_boxes(&step, tree, x, lifetime, boxes)
-    d_parent = _clock_denominator(rate, step.tau_parent)
+        if not _known(o, 0):
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, 0, 0, -1)
     while True:
         j = step.node
-        if not hierarchical and tree.value[3 * j] > 0.0:
-            for k in range(P):
-                _leaf_message(tree, j, &hs[k], &m, &v)
-                _product(hs[k].mean0, hs[k].prior_var, m, v, &read_mean[k], &read_var[k])
-        d_node = _clock_denominator(rate, step.tau)
+        r = _record(o, P, j, step.depth)
         if step.p > 0.0:
             weight = step.reach * step.p
             if weight > 0.0:
                 if hierarchical:
                     w = weight / n_quadrature
-                    for k in range(P):
-                        psi_parent[k] = hs[k].sigma2 / d_parent
-                        psi_node[k] = hs[k].sigma2 / d_node
                     for q in range(n_quadrature):
-                        u = (q + 0.5) / n_quadrature
-                        t = step.tau_parent - log1p(-u * step.p) / step.eta
+                        t = step.tau_parent - log1p(-o.u[q] * step.p) / step.eta
                         d_t = _clock_denominator(rate, t)
                         for k in range(P):
                             psi_t = hs[k].sigma2 / d_t
-                            a = psi_t - psi_parent[k]
-                            b = psi_node[k] - psi_t
-                            _product(cav_mean[k], cav_var[k] + a, msg_means[k][j],
+                            a = psi_t - r[OUTER_FIELDS * k + OUT_PSI_PARENT]
+                            b = r[OUTER_FIELDS * k + OUT_PSI] - psi_t
+                            _product(r[OUTER_FIELDS * k + OUT_MEAN],
+                                     r[OUTER_FIELDS * k + OUT_VAR] + a, msg_means[k][j],
                                      msg_vars[k][j] + b, &m, &v)
-                            v += psi_end[k] - psi_t + hs[k].noise
+                            v += o.psi_end[k] - psi_t + hs[k].noise
                             mean_sum[k] += w * m
                             second_sum[k] += w * (v + m * m)
                 else:
@@ -516,37 +692,28 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
                         second_sum[k] += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
             if step.survival <= 0.0:
                 break
-        if hierarchical:
-            for k in range(P):
-                q_var[k] = cav_var[k] + hs[k].sigma2 / d_node - hs[k].sigma2 / d_parent
         if step.is_leaf:
             for k in range(P):
                 h = &hs[k]
                 if hierarchical:
-                    _product(cav_mean[k], q_var[k], msg_means[k][j], msg_vars[k][j], &m, &v)
+                    _product(r[OUT_MEAN], _q_var(r), msg_means[k][j], msg_vars[k][j], &m, &v)
                     v += h.noise
-                    mean_sum[k] += step.survival * m
-                    second_sum[k] += step.survival * (v + m * m)
                 else:
-                    mean_sum[k] += step.survival * read_mean[k]
-                    second_sum[k] += step.survival * (read_var[k] + h.noise
-                                                      + read_mean[k] * read_mean[k])
+                    m = r[OUT_MEAN]
+                    v = r[OUT_VAR] + h.noise
+                mean_sum[k] += step.survival * m
+                second_sum[k] += step.survival * (v + m * m)
+                r += OUTER_FIELDS
             break
+        parent = j
         walk_next(&step, tree, x, lifetime)
-        d_parent = d_node  # the new step's tau_parent is the old step's tau
-        if hierarchical:
-            d_sibling = _clock_denominator(rate, node_time(tree, step.sibling, lifetime))
-            for k in range(P):
-                h = &hs[k]
-                psi_sibling = h.sigma2 / d_sibling
-                psi_above = h.sigma2 / d_parent
-                _product(cav_mean[k], q_var[k], msg_means[k][step.sibling],
-                         msg_vars[k][step.sibling] + psi_sibling - psi_above,
-                         &cav_mean[k], &cav_var[k])
+        if not _known(o, step.node):
+            _outer_fill(tree, hs, P, msg_means, msg_vars, o, step.node, step.depth, parent)
     for k in range(P):
         moments[k * stride] += mean_sum[k]
         moments[k * stride + 1] += second_sum[k]
-        moments[k * stride + 2] += mean_sum[k] * mean_sum[k]
+        if squared_mean:
+            moments[k * stride + 2] += mean_sum[k] * mean_sum[k]
 
 
 def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
@@ -620,7 +787,7 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     hs_arr = np.empty(P * sizeof(Hyper), dtype=np.uint8)
     mean_ptrs = np.empty(P, dtype=np.uintp)
     var_ptrs = np.empty(P, dtype=np.uintp)
-    state_arr = np.empty(10 * P)
+    state_arr = np.empty(2 * P)
     box_arr = np.empty(2 * X.shape[1] + 1)  # walk_etas' box of a small node
     cdef Hyper* hs = <Hyper*> <size_t> hs_arr.ctypes.data
     cdef float64_t* box = <float64_t*> <size_t> box_arr.ctypes.data
@@ -628,6 +795,8 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     cdef float64_t** msg_vars = <float64_t**> <size_t> var_ptrs.ctypes.data
     cdef float64_t* state = <float64_t*> <size_t> state_arr.ctypes.data
     cdef float64_t* moments = &out[0, 0, 0]
+    cdef Outer o
+    memset(&o, 0, sizeof(Outer))
     try:
         for m in range(len(trees)):
             tree = trees[m]
@@ -646,18 +815,21 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                     else:
                         msg_vars[k] = <float64_t*> &view[0]
             with nogil:
-                # Lean boxes and many rows: every box once per call, as predict_moments_trees.
-                every_box = tree.box_min_samples > 0 and n * 16 >= tree.node_count
+                _outer_reserve(&o, tree.node_count, P, n_quadrature, n)
+                every_box = _every_box(tree, n)
                 if every_box:
                     reserve(<void**> &boxes, &boxes_size,
                             2 * tree.node_count * tree.n_features * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
                     tree._all_boxes(boxes, queue)
+                _outer_begin(&o, hs, P, n_quadrature)
                 for i in range(n):
                     _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
-                                      boxes if every_box else NULL, box, False, state,
-                                      moments + 3 * i, 3 * n)
+                                      boxes if every_box else NULL, box, False, &o, state,
+                                      moments + 3 * i, 3 * n, True)
+                _outer_end(&o)
     finally:
+        _outer_free(&o)
         free(queue)
         free(boxes)
 
@@ -695,7 +867,7 @@ def upward_messages_grid(MondrianTree tree, list params):
     """
     if tree.value_stride != 3:
         raise ValueError("regression trees carry (1, y, y**2) statistics")
-    cdef intp_t P = len(params), N = tree.node_count, k, c, j, left, right, count
+    cdef intp_t P = len(params), N = tree.node_count, k
     cdef float64_t lam = read_lifetime(tree, None)
     cdef GaussianPrior prior
     msg_mean = np.zeros((P, N))
@@ -715,32 +887,6 @@ def upward_messages_grid(MondrianTree tree, list params):
     cdef intp_t[::1] od = order
     cdef float64_t[:, ::1] mm = msg_mean
     cdef float64_t[:, ::1] mv = msg_var
-    cdef float64_t rate = hs[0].rate, d_left, d_right, d_node, n, va, vb
-    cdef bint hierarchical = hs[0].hierarchical
     with nogil:
-        count = _pruned_preorder(tree, lam, &od[0])
-        for c in range(count - 1, -1, -1):
-            j = od[c]
-            if is_leaf_at(tree, j, lam):
-                # _leaf_message's mean and variance (its log normaliser is not needed)
-                n = tree.value[3 * j]
-                for k in range(P):
-                    if n <= 0.0:
-                        mm[k, j] = 0.0
-                        mv[k, j] = INFINITY
-                    else:
-                        mm[k, j] = tree.value[3 * j + 1] / n
-                        mv[k, j] = hs[k].noise / n
-                continue
-            if not hierarchical:
-                continue
-            left = tree.nodes[j].left_child
-            right = tree.nodes[j].right_child
-            d_left = _clock_denominator(rate, node_time(tree, left, lam))
-            d_right = _clock_denominator(rate, node_time(tree, right, lam))
-            d_node = _clock_denominator(rate, tree.nodes[j].split_time)
-            for k in range(P):
-                va = mv[k, left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
-                vb = mv[k, right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
-                _product(mm[k, left], va, mm[k, right], vb, &mm[k, j], &mv[k, j])
+        _upward(tree, hs, P, &od[0], &mm[0, 0], &mv[0, 0], N, NULL)
     return msg_mean, msg_var
