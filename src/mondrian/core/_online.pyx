@@ -40,6 +40,19 @@ cdef const float64_t* _floats(object a, intp_t n, intp_t* step) except? NULL:
     return <const float64_t*> cnp.PyArray_DATA(arr)
 
 
+cdef object _float_vector(object a, intp_t n, const float64_t** data, intp_t* step, str error):
+    """``a`` as float64 data of shape ``(n,)``: read in place when :func:`_floats` can, else
+    converted to a contiguous copy (``ValueError(error)`` when its shape is not ``(n,)``).
+    Returns the array that ``data[0]`` points into: the caller keeps it alive."""
+    data[0] = _floats(a, n, step)
+    if data[0] == NULL:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if a.shape != (n,):
+            raise ValueError(error)
+        data[0] = _floats(a, n, step)
+    return a
+
+
 def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     """``x`` mapped to the trees' coordinates, ``(x - offset) / scale * weights``, as a
     ``(1, n_features)`` float64 array; None when the caller's full path must decide.
@@ -81,25 +94,10 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     if xp == NULL:
         x = np.ascontiguousarray(x, dtype=np.float64)
         xp = _floats(x, D, &xs)
-    op = _floats(offset, D, &os)
-    if op == NULL:
-        offset = np.ascontiguousarray(offset, dtype=np.float64)
-        if offset.shape != (D,):
-            raise ValueError("x, offset and scale must have the same length")
-        op = _floats(offset, D, &os)
-    sp = _floats(scale, D, &ss)
-    if sp == NULL:
-        scale = np.ascontiguousarray(scale, dtype=np.float64)
-        if scale.shape != (D,):
-            raise ValueError("x, offset and scale must have the same length")
-        sp = _floats(scale, D, &ss)
+    offset = _float_vector(offset, D, &op, &os, "x, offset and scale must have the same length")
+    scale = _float_vector(scale, D, &sp, &ss, "x, offset and scale must have the same length")
     if weights is not None:
-        wp = _floats(weights, D, &ws)
-        if wp == NULL:
-            weights = np.ascontiguousarray(weights, dtype=np.float64)
-            if weights.shape != (D,):
-                raise ValueError("weights must have the length of x")
-            wp = _floats(weights, D, &ws)
+        weights = _float_vector(weights, D, &wp, &ws, "weights must have the length of x")
     dims[0] = 1
     dims[1] = D
     out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_FLOAT64, 0)
