@@ -226,7 +226,7 @@ cdef extern from *:
     /* Rows are gathered by idx, out of the reach of the hardware prefetcher: the box loop
        takes them in chunks of MF_CHUNK (in L1 while every block of dims streams them) and
        prefetches the next chunk whole; the partition prefetches MF_AHEAD rows ahead. */
-    #define MF_CHUNK 8
+    #define MF_CHUNK 16
     #define MF_AHEAD 8
 
     /* Grow the box (lo, hi) over dims [b, b + MF_LANES Q) of the rows idx[0..n). */
