@@ -6,6 +6,8 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mondrian.core._tree import MondrianTree
 
@@ -81,3 +83,66 @@ def test_every_stored_box_is_the_box_of_the_points_below(case):
             f, thr = nodes["feature"][j], nodes["threshold"][j]
             assert np.all(X[tree._subtree_samples(nodes["left_child"][j]), f] <= thr)
             assert np.all(X[tree._subtree_samples(nodes["right_child"][j]), f] > thr)
+
+
+def _previous_loops(X, nodes):
+    """Boxes and leaf orders grown by the loops before the dim-blocked box loop, written
+    again in numpy: the root's box grown row by row in the order of the points, then at
+    every cut one pass of the two-pointer partition that grows the left box in the order
+    its rows are met (strict rule) and the right box in the reverse one (ties replace)."""
+    n, D = X.shape
+    idx = list(range(n))
+    lo, hi, leaves = {}, {}, {}
+    lo[0], hi[0] = X[0].copy(), X[0].copy()
+    for i in idx[1:]:
+        lo[0] = np.where(X[i] < lo[0], X[i], lo[0])
+        hi[0] = np.where(X[i] > hi[0], X[i], hi[0])
+    stack = [(0, 0, n)]
+    while stack:
+        j, start, end = stack.pop()
+        left = nodes["left_child"][j]
+        if left == -1:
+            leaves[j] = idx[start:end]
+            continue
+        right = nodes["right_child"][j]
+        f, thr = nodes["feature"][j], nodes["threshold"][j]
+        box = {c: [np.full(D, np.inf), np.full(D, -np.inf)] for c in (left, right)}
+        i, k = start, end - 1
+        while i <= k:
+            v = X[idx[i]]
+            if v[f] <= thr:
+                b = box[left]
+                b[0], b[1] = np.where(v < b[0], v, b[0]), np.where(v > b[1], v, b[1])
+                i += 1
+            else:
+                b = box[right]
+                b[0], b[1] = np.where(v <= b[0], v, b[0]), np.where(v >= b[1], v, b[1])
+                idx[i], idx[k] = idx[k], idx[i]
+                k -= 1
+        for c in (left, right):
+            lo[c], hi[c] = box[c]
+        stack += [(right, i, end), (left, start, i)]
+    return lo, hi, leaves
+
+
+@pytest.mark.exact
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 120), D=st.sampled_from([1, 3, 4, 7, 16, 19, 33]),
+       seed=st.integers(0, 2**31 - 1))
+def test_growth_matches_the_previous_loops_on_ties_and_signed_zeros(n, D, seed):
+    # Few distinct values, both zeros among them: every bound is a tie broken by the order
+    # of the points, and the sign of a zero bound shows which point won. D covers the
+    # 16-dim blocks, the 4-dim blocks and the single dims of the box loop.
+    rng = np.random.RandomState(seed)
+    X = rng.choice([-0.0, 0.0, -1.0, 1.0, 0.5], size=(n, D))
+    y = rng.randint(0, 2, n)
+    tree, X = _fit(X, y, np.inf, 0, None)
+    nodes = tree.nodes_array
+    lo, hi, leaves = _previous_loops(X, nodes)
+    bounds = tree.bounds_array
+    assert sorted(lo) == list(range(tree.node_count))
+    for j in range(tree.node_count):
+        assert bounds[j, 0].tobytes() == lo[j].tobytes()
+        assert bounds[j, 1].tobytes() == hi[j].tobytes()
+    for j, points in leaves.items():
+        assert list(tree.leaf_samples(j)) == points
