@@ -336,15 +336,13 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     """
     cdef MondrianTree tree
     cdef Hyper h
-    cdef intp_t n = X.shape[0], i, m
+    cdef intp_t n = X.shape[0], m
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
     cdef bint squared_mean
     cdef float64_t* box = NULL
-    cdef float64_t* boxes = NULL
-    cdef intp_t* queue = NULL
-    cdef size_t box_size = 0, boxes_size = 0, queue_size = 0
-    cdef bint every_box
+    cdef size_t box_size = 0
+    cdef const float64_t* rows = &X[0, 0] if n > 0 else NULL
     cdef Outer o
     cdef float64_t sums[2]
     cdef float64_t* means[1]
@@ -357,6 +355,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     if out.shape[1] not in (2, 3) or out.shape[0] != n:
         raise ValueError(f"out must have shape ({n}, 2) or ({n}, 3)")
     squared_mean = out.shape[1] == 3
+    cdef float64_t* moments = &out[0, 0] if n > 0 else NULL
     try:
         for m in range(len(trees)):
             tree = trees[m]
@@ -368,23 +367,11 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             variances[0] = <float64_t*> &mv[0]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
-                _outer_reserve(&o, tree.node_count, 1, n_quadrature, n)
-                every_box = _every_box(tree, n)
-                if every_box:
-                    reserve(<void**> &boxes, &boxes_size,
-                            2 * tree.node_count * tree.n_features * sizeof(float64_t))
-                    reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
-                    tree._all_boxes(boxes, queue)
-                _outer_begin(&o, &h, 1, n_quadrature)
-                for i in range(n):
-                    _predict_row_grid(tree, &h, 1, &X[i, 0], means, variances, n_quadrature,
-                                      boxes if every_box else NULL, box, plain_walk, &o, sums,
-                                      &out[i, 0], 0, squared_mean)
-                _outer_end(&o)
+                _predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
+                              n_quadrature, box, plain_walk, &o, sums, moments,
+                              out.shape[1], 0, squared_mean)
     finally:
         _outer_free(&o)
-        free(queue)
-        free(boxes)
         free(box)
 
 
@@ -464,7 +451,9 @@ cdef struct Outer:
     float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
-    size_t known_size, filled_size, rec_size, psi_end_size, u_size
+    float64_t* boxes       # every box of a lean tree (_every_box), and its queue
+    intp_t* queue
+    size_t known_size, filled_size, rec_size, psi_end_size, u_size, boxes_size, queue_size
 
 
 cdef enum:
@@ -523,6 +512,8 @@ cdef void _outer_free(Outer* o) noexcept nogil:
     free(o.rec)
     free(o.psi_end)
     free(o.u)
+    free(o.boxes)
+    free(o.queue)
 
 
 cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
@@ -553,6 +544,33 @@ cdef void _outer_end(Outer* o) noexcept nogil:
     for i in range(o.n_filled):
         o.known[o.filled[i]] = 0
     o.n_filled = 0
+
+
+cdef int _predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
+                       intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
+                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
+                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
+                       bint squared_mean) except -1 nogil:
+    """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
+    the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
+    :func:`_predict_row_grid` says (``stride``, ``squared_mean``), every box of the tree built
+    first when that pays (``_every_box``); ``o`` holds the call's scratch."""
+    cdef intp_t i
+    cdef const float64_t* boxes = NULL
+    _outer_reserve(o, tree.node_count, P, n_quadrature, n)
+    if _every_box(tree, n):
+        reserve(<void**> &o.boxes, &o.boxes_size,
+                2 * tree.node_count * tree.n_features * sizeof(float64_t))
+        reserve(<void**> &o.queue, &o.queue_size, tree.node_count * sizeof(intp_t))
+        tree._all_boxes(o.boxes, o.queue)
+        boxes = o.boxes
+    _outer_begin(o, hs, P, n_quadrature)
+    for i in range(n):
+        _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
+                          boxes, box, plain, o, sums, moments + i * row_step, stride,
+                          squared_mean)
+    _outer_end(o)
+    return 0
 
 
 cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
@@ -760,13 +778,10 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
     True
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], P = len(params), i, m, k, side
+    cdef intp_t n = X.shape[0], P = len(params), m, k, side
     cdef float64_t lam
     cdef const float64_t[::1] view
-    cdef float64_t* boxes = NULL
-    cdef intp_t* queue = NULL
-    cdef size_t boxes_size = 0, queue_size = 0
-    cdef bint every_box
+    cdef const float64_t* rows = &X[0, 0] if n > 0 else NULL
     cdef GaussianPrior prior
     if P == 0:
         return
@@ -815,23 +830,10 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                     else:
                         msg_vars[k] = <float64_t*> &view[0]
             with nogil:
-                _outer_reserve(&o, tree.node_count, P, n_quadrature, n)
-                every_box = _every_box(tree, n)
-                if every_box:
-                    reserve(<void**> &boxes, &boxes_size,
-                            2 * tree.node_count * tree.n_features * sizeof(float64_t))
-                    reserve(<void**> &queue, &queue_size, tree.node_count * sizeof(intp_t))
-                    tree._all_boxes(boxes, queue)
-                _outer_begin(&o, hs, P, n_quadrature)
-                for i in range(n):
-                    _predict_row_grid(tree, hs, P, &X[i, 0], msg_means, msg_vars, n_quadrature,
-                                      boxes if every_box else NULL, box, False, &o, state,
-                                      moments + 3 * i, 3 * n, True)
-                _outer_end(&o)
+                _predict_rows(tree, hs, P, rows, n, X.shape[1], msg_means, msg_vars,
+                              n_quadrature, box, False, &o, state, moments, 3, 3 * n, True)
     finally:
         _outer_free(&o)
-        free(queue)
-        free(boxes)
 
 
 def upward_messages_grid(MondrianTree tree, list params):
