@@ -15,6 +15,7 @@ from mondrian import (
     MondrianForestClassifier,
     MondrianForestDensity,
     MondrianForestRegressor,
+    MondrianGridFeatures,
     MondrianKernelFeatures,
     MondrianKernelRidge,
     MondrianTreeClassifier,
@@ -97,6 +98,7 @@ def _transformers():
         RandomBinningFeatures(n_components=5, random_state=0),
         LaplaceRandomFourierFeatures(n_components=6, random_state=0),
         RandomPartitionFeatures(n_partitions=4, random_state=0),
+        MondrianGridFeatures(n_grids=5, random_state=0),
     ]
 
 

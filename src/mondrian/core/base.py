@@ -15,6 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from mondrian.core import relevance
 from mondrian.core._online import all_true, scale_row
 from mondrian.core._tree import NODE_DTYPE, MondrianTree
+from mondrian.core.conventions import MIN_SAMPLES_SPLIT_CONSTRAINT, resolve_min_samples_split
 from mondrian.core.ensemble import TREES_PER_CHUNK, TreeEnsemble, draw_seeds  # noqa: F401
 from mondrian.core.feature_map import (
     MAX_SCALED,
@@ -234,7 +235,7 @@ def check_strict_params(estimator):
     for name, value in estimator.get_params(deep=False).items():
         allowed = constraints.get(name, [])
         if isinstance(value, (bool, np.bool_)) and "boolean" not in allowed \
-                and bool not in allowed:
+                and bool not in allowed and "verbose" not in allowed:
             raise InvalidParameterError(
                 f"The {name!r} parameter of {type(estimator).__name__} must be a number, not a "
                 f"bool; got {value!r}."
@@ -409,21 +410,22 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
         if self._tree_view_class is None:
             raise AttributeError(f"{type(self).__name__} has no estimators_")
         check_is_fitted(self, "_trees")
+        return [self._tree_view(k) for k in range(len(self._trees))]
+
+    def _tree_view(self, k):
+        """The read-only single-tree view of tree ``k`` (``estimators_[k]``)."""
         cls = self._tree_view_class
-        params = {name: getattr(self, name) for name in cls().get_params()
+        params = {name: getattr(self, name) for name in cls._get_param_names()
                   if name != "random_state"}
-        views = []
-        for k in range(len(self._trees)):
-            # The tree's own seed makes a later view.fit reproducible.
-            view = cls(**params, random_state=int(self._seeds[k] % 2**32))
-            view._ensemble = self._ensemble.single_tree(k)
-            for name in self._tree_view_attributes:
-                if name in self.__dict__:
-                    view.__dict__[name] = self.__dict__[name]
-            view._read_only_view = True
-            view._init_view()
-            views.append(view)
-        return views
+        # The tree's own seed makes a later view.fit reproducible.
+        view = cls(**params, random_state=int(self._seeds[k] % 2**32))
+        view._ensemble = self._ensemble.single_tree(k)
+        for name in self._tree_view_attributes:
+            if name in self.__dict__:
+                view.__dict__[name] = self.__dict__[name]
+        view._read_only_view = True
+        view._init_view()
+        return view
 
     def _init_view(self):
         """Fresh caches of a single-tree view (subclasses)."""
@@ -439,7 +441,7 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
 
     _parameter_constraints = {
         "lifetime": [Interval(numbers.Real, 0, None, closed="both")],
-        "min_samples_split": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_samples_split": MIN_SAMPLES_SPLIT_CONSTRAINT,
         "feature_scaling": [StrOptions({"minmax"}), tuple, list, None],
         "feature_weights": [None, "array-like", str],
         "random_state": ["random_state"],
@@ -619,7 +621,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         """
         self._validate_lifetime()
         self.lifetime_ = float(self.lifetime if lifetime is None else lifetime)
-        tree_params = {"min_samples_split": int(self.min_samples_split),
+        tree_params = {"min_samples_split": resolve_min_samples_split(self.min_samples_split,
+                                                                      X.shape[0]),
                        "pause_pure": self._pause_pure,
                        "count_columns": self._count_columns,
                        "lean_values": self._lean_values}

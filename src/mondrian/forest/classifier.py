@@ -21,6 +21,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
+from mondrian.core.conventions import ForeignParamsMixin, TreeSequenceMixin
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
@@ -77,7 +78,8 @@ def _or_none(counts, sample_weight):
     return None if sample_weight is None else counts
 
 class _BaseMondrianClassifier(
-    ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
+    ForeignParamsMixin, ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 
@@ -723,13 +725,19 @@ class _BaseMondrianClassifier(
         self._class_codes()
         return self._codes_cache[2][int(proba.argmax())]
 
+    @property
+    def n_classes_(self):
+        """Number of classes seen (or fixed by ``classes=``)."""
+        check_is_fitted(self, "_trees")
+        return len(self.classes_)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = False
         return tags
 
 
-class MondrianForestClassifier(_BaseMondrianClassifier):
+class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
     __doc__ = f"""Online random forest of Mondrian trees (Lakshminarayanan, Roy & Teh, 2014).
 
     Each tree is a Mondrian process restricted to the training data. Trees can be grown in one
@@ -762,9 +770,10 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         Concentration of the Dirichlet leaves (``smoothing="dirichlet"`` and lifetime paths).
     validation_fraction : float, default=0.2
         Share of the data held out to choose the lifetime when ``lifetime="auto"``.
-    min_samples_split : int, default=2
+    min_samples_split : int or float, default=2
         Leaves holding fewer training points (a total sample weight below it, with weights)
-        pause.
+        pause. A float in (0, 1] is a share of the first batch's rows (scikit-learn's rule,
+        ``max(2, ceil(min_samples_split * n_samples))``), fixed at the first fit.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         The Mondrian process is not scale invariant. ``"minmax"`` divides each feature by its
         observed range, frozen the first time the range is positive, so that rescaling a
@@ -876,12 +885,6 @@ class MondrianForestClassifier(_BaseMondrianClassifier):
         *_BaseMondrianClassifier._tree_view_attributes, "classes_", "_classes_fixed"
     )
 
-    @property
-    def n_classes_(self):
-        """Number of classes seen (or fixed by ``classes=``)."""
-        check_is_fitted(self, "_trees")
-        return len(self.classes_)
-
 
 class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
     __doc__ = f"""A single Mondrian tree classifier; see :class:`MondrianForestClassifier`.
@@ -897,8 +900,9 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         HNSP discount rate per feature (``γ = discount_factor * n_features``).
     concentration : float, default=1.0
         Concentration of the Dirichlet leaves.
-    min_samples_split : int, default=2
-        Leaves holding fewer training points pause.
+    min_samples_split : int or float, default=2
+        Leaves holding fewer training points pause (a float: a share of the first batch, as
+        in the forest).
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map, as in the forest.
 {FOREST_FEATURE_WEIGHTS_DOC}    branch_off_counts : {{"node", "tables"}}, default="node"
@@ -916,6 +920,8 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         Read-only arrays describing the tree (scikit-learn style).
     classes_ : ndarray of shape (n_classes,)
         Sorted class labels.
+    n_classes_ : int
+        Number of classes.
     n_features_in_ : int
         Number of features seen during fit.
     feature_importances_ : ndarray of shape (n_features,)

@@ -23,6 +23,11 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
+from mondrian.core.conventions import (
+    ForeignParamsMixin,
+    TreeSequenceMixin,
+    resolve_min_samples_split,
+)
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
 from mondrian.forest._gaussian import (
     GaussianPrior,
@@ -327,7 +332,8 @@ class _PosteriorCache:
 
 
 class _BaseMondrianRegressor(
-    RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
+    ForeignParamsMixin, RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    BaseMondrianEnsemble
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
@@ -704,7 +710,8 @@ class _BaseMondrianRegressor(
         prior, noise = (None if v is None else to_std(v)
                         for v in (self.prior_variance, self.noise_variance))
         probe = MondrianForestRegressor(
-            N_TREES_HELD_OUT, lifetime=lifetime, min_samples_split=self.min_samples_split,
+            N_TREES_HELD_OUT, lifetime=lifetime,
+            min_samples_split=resolve_min_samples_split(self.min_samples_split, len(y)),
             feature_scaling=None, smoothing=self.smoothing,
             noise_variance=1.0, prior_variance=prior,
             sigmoid_rate=1.0, n_quadrature=self.n_quadrature,
@@ -1036,7 +1043,7 @@ _REGRESSOR_DOC_PARAMS = """\
 """
 
 
-class MondrianForestRegressor(_BaseMondrianRegressor):
+class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     __doc__ = f"""Online Mondrian forest regressor with calibrated predictive uncertainty.
 
     Trees are Mondrian processes on the data, grown in batch (:meth:`fit`) or online
@@ -1049,8 +1056,10 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
     ----------
     n_estimators : int, default=100
         Number of trees.
-{_LIFETIME_DOC}    min_samples_split : int, default=2
-        Leaves with fewer points (a total sample weight below it, with weights) pause.
+{_LIFETIME_DOC}    min_samples_split : int or float, default=2
+        Leaves with fewer points (a total sample weight below it, with weights) pause. A float
+        in (0, 1] is a share of the first batch's rows (scikit-learn's rule,
+        ``max(2, ceil(min_samples_split * n_samples))``), fixed at the first fit.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
@@ -1133,8 +1142,9 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
 
     Parameters
     ----------
-{_LIFETIME_DOC}    min_samples_split : int, default=2
-        Leaves with fewer points pause.
+{_LIFETIME_DOC}    min_samples_split : int or float, default=2
+        Leaves with fewer points pause (a float: a share of the first batch, as in the
+        forest).
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}\

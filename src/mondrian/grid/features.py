@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
+from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit, sparse_output
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.locking import LockedMethodsMixin
 from mondrian.grid._cuts import GridSample, key_hashes
@@ -203,10 +203,12 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_outputs)
+            A pandas DataFrame of sparse columns under ``set_output(transform="pandas")``.
         """
         check_is_fitted(self, "_map")
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-        return self._map.transform(self._scaler.transform(X, clip=True))
+        original, X = X, validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        return sparse_output(self, self._map.transform(self._scaler.transform(X, clip=True)),
+                             original)
 
     @property
     def n_features_out_(self):
