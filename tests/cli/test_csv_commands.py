@@ -6,7 +6,6 @@ import pickle
 import numpy as np
 import pytest
 
-from mondrian.cli.csv_commands import detect_task
 from mondrian.cli.main import main
 
 rng = np.random.RandomState(0)
@@ -93,10 +92,3 @@ def test_user_errors_are_one_line(argv, message, reg_csv, clf_csv, tmp_path, cap
     assert main([*argv, "--quiet"] if argv[0] == "fit" else argv) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-
-
-def test_detect_task():
-    assert detect_task(np.array(["a", "b"])) == "classification"
-    assert detect_task(np.array(["1", "2", "1"])) == "classification"
-    assert detect_task(np.array(["0.5", "2", "1"])) == "regression"
-    assert detect_task(np.array([str(k) for k in range(50)])) == "regression"

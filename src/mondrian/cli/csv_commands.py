@@ -1,10 +1,12 @@
 """Commands on a CSV file: ``fit`` (train and evaluate a forest, save it), ``path`` (draw the
 lifetime path of a dataset) and ``predict`` (apply a saved model).
 
-A CSV file has a header row; every feature column holds numbers. The target column (the last
-one unless ``--target`` names another) holds labels or numbers.
+A CSV file (plain or gzip-compressed) has an optional header row; every feature column holds
+numbers. The target column (the last one unless ``--target`` names another) holds labels or
+numbers. Reading and task detection live in :mod:`mondrian.cli.csv_input`.
 """
 
+import contextlib
 import csv
 import math
 import pickle
@@ -14,149 +16,77 @@ from pathlib import Path
 
 import numpy as np
 
+from mondrian.cli.csv_input import (
+    CommandError,
+    check_writable,
+    describe_task,
+    detect_task,
+    read_csv,
+    targets,
+)
 from mondrian.cli.demo import ProgressBar, _table
 
-__all__ = ["read_csv", "detect_task", "run_fit", "run_path", "run_predict"]
+__all__ = ["CommandError", "read_csv", "detect_task", "run_fit", "run_path", "run_predict"]
 
-# Integer targets with at most this many distinct values are taken as class labels.
-MAX_AUTO_CLASSES = 20
-# Rows learnt per partial_fit call of `fit` (one step of the progress bar).
-BATCH_SIZE = 512
 SAVED_FORMAT = "mondrian-cli-model/1"
 
 
-class CommandError(Exception):
-    """A problem with the user's input: printed without a traceback, exit status 1."""
+def _read(args, path, target=None, need_target=True):
+    return read_csv(path, target, need_target, header=args.header, encoding=args.encoding)
 
 
-def read_csv(path, target=None, need_target=True):
-    """Read a CSV file with a header into ``(X, y, feature_names, target_name)``.
+def _read_task(args):
+    """The training file of ``fit``/``path``: ``(X, y, names, target, task, how)``."""
+    X, y_raw, names, target = _read(args, args.csv, args.target)
+    task = detect_task(y_raw) if args.task == "auto" else args.task
+    return X, targets(y_raw, task, args.csv), names, target, task, describe_task(
+        y_raw, task, args.task)
 
-    Parameters
-    ----------
-    path : str
-    target : str, default=None
-        Name of the target column; the last column when None.
-    need_target : bool, default=True
-        With False, the file may lack the target column (``y`` is None then).
 
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of str or None
-        The raw target column (text), parsed by the caller.
-    feature_names : list of str
-    target_name : str or None
-    """
+@contextlib.contextmanager
+def _model_errors(what):
+    """The model's refusals of the data (ValueError, by the package's rules) as one line."""
     try:
-        with open(path, newline="") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as error:
-        raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
-    if not rows or not rows[0]:
-        raise CommandError(f"{path} is empty: expected a header row and data rows")
-    header, body = [name.strip() for name in rows[0]], [row for row in rows[1:] if row]
-    if not body:
-        raise CommandError(f"{path} has a header but no data rows")
-    for k, row in enumerate(body):
-        if len(row) != len(header):
-            raise CommandError(
-                f"{path}, line {k + 2}: {len(row)} fields, but the header has {len(header)}"
-            )
-    if target is None:
-        target_name = header[-1] if need_target else None
-    elif target in header:
-        target_name = target
-    elif need_target:
-        raise CommandError(f"no column {target!r} in {path}; its columns are {header}")
-    else:
-        target_name = None
-    columns = list(zip(*body, strict=True))
-    y = None
-    if target_name is not None:
-        y = np.array([value.strip() for value in columns[header.index(target_name)]])
-    feature_names = [name for name in header if name != target_name]
-    if not feature_names:
-        raise CommandError(f"{path} has no feature column beside the target {target_name!r}")
-    X = np.empty((len(body), len(feature_names)))
-    for j, name in enumerate(feature_names):
-        column = columns[header.index(name)]
-        try:
-            X[:, j] = [float(value) for value in column]
-        except ValueError:
-            bad = next(v for v in column if not _is_number(v))
-            raise CommandError(
-                f"column {name!r} of {path} holds {bad!r}, not a number: encode categorical "
-                "features as numbers, and fill or drop missing values, before fitting"
-            ) from None
-        if not np.isfinite(X[:, j]).all():
-            raise CommandError(f"column {name!r} of {path} holds NaN or infinite values")
-    return X, y, feature_names, target_name
-
-
-def _is_number(text):
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
-
-
-def detect_task(y):
-    """``"classification"`` for text labels or few integer values, else ``"regression"``.
-
-    Parameters
-    ----------
-    y : ndarray of str
-
-    Returns
-    -------
-    str
-    """
-    try:
-        values = y.astype(np.float64)
-    except ValueError:
-        return "classification"
-    if np.all(values == np.round(values)) and len(np.unique(values)) <= MAX_AUTO_CLASSES:
-        return "classification"
-    return "regression"
-
-
-def _targets(y, task, where):
-    if task == "classification":
-        try:  # integer labels stay numbers (the model's classes_ are then numbers)
-            values = y.astype(np.float64)
-            if np.all(values == np.round(values)):
-                return values.astype(np.int64)
-        except ValueError:
-            pass
-        return y
-    try:
-        values = y.astype(np.float64)
-    except ValueError:
-        bad = next(v for v in y if not _is_number(v))
-        raise CommandError(
-            f"the target of {where} holds {bad!r}: regression needs numbers (use --task "
-            "classification for labels)"
-        ) from None
-    if not np.isfinite(values).all():
-        raise CommandError(f"the target of {where} holds NaN or infinite values")
-    return values
+        yield
+    except ValueError as error:
+        raise CommandError(f"{what}: {error}") from None
 
 
 def _lifetime(text):
     if text == "auto":
         return "auto"
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not value > 0:
         raise CommandError(f"--lifetime must be positive, inf or auto, got {text}")
     return value
 
 
-def _model(task, n_estimators, lifetime, seed):
+def _feature_weights(text, n_features):
+    """``--feature-weights``: None (the model's default), "auto", or one weight per feature."""
+    if text is None:
+        return {}
+    if text in ("auto", "none"):
+        return {"feature_weights": None if text == "none" else "auto"}
+    try:
+        weights = [float(value) for value in text.split(",")]
+    except ValueError:
+        weights = []
+    if len(weights) != n_features or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise CommandError(
+            f"--feature-weights must be auto, none or {n_features} non-negative numbers "
+            f"separated by commas (one per feature), got {text!r}"
+        )
+    return {"feature_weights": np.array(weights)}
+
+
+def _model(task, n_estimators, lifetime, seed, **params):
     from mondrian import MondrianForestClassifier, MondrianForestRegressor
 
     cls = MondrianForestClassifier if task == "classification" else MondrianForestRegressor
-    return cls(n_estimators, lifetime=lifetime, random_state=seed)
+    return cls(n_estimators, lifetime=lifetime, random_state=seed, **params)
 
 
 def _progress(total, label, quiet):
@@ -177,9 +107,18 @@ def _progress(total, label, quiet):
     return bar.update, bar.close
 
 
-def _split(X, y, fraction, seed, stratify):
+def _split(X, y, fraction, seed, stratify, option):
+    """A random split holding out ``fraction`` of the rows (stratified when possible);
+    a split that would leave either side without rows is refused."""
     from sklearn.model_selection import train_test_split
 
+    n_test = math.ceil(fraction * len(y))  # train_test_split's rule
+    if n_test < 1 or len(y) - n_test < 2:
+        raise CommandError(
+            f"{option} {fraction} of {len(y)} data rows leaves {len(y) - n_test} rows to train "
+            f"on and {n_test} to evaluate; at least 2 and 1 are needed (lower {option}, "
+            "or give more rows)"
+        )
     try:
         return train_test_split(X, y, test_size=fraction, random_state=seed,
                                 stratify=y if stratify else None)
@@ -210,57 +149,69 @@ def _evaluate(model, task, X, y):
     ]
 
 
+def _train(model, task, X, y, batch_size, quiet):
+    """One ``fit`` (default), or ``partial_fit`` on batches of ``batch_size`` rows with a
+    progress bar (the same law; the first batch is the whole set for lifetime="auto")."""
+    if batch_size is None:
+        with _model_errors("the model refused the training data"):
+            return model.fit(X, y)
+    first = len(y) if model.lifetime == "auto" else min(batch_size, len(y))
+    bounds = sorted({0, first, *range(first + batch_size, len(y), batch_size), len(y)})
+    advance, close = _progress(len(y), f"fit {task}", quiet)
+    classes = {"classes": np.unique(y)} if task == "classification" else {}
+    try:
+        with _model_errors("the model refused the training data"):
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                model.partial_fit(X[lo:hi], y[lo:hi], **(classes if lo == 0 else {}))
+                advance(hi - lo)
+    finally:
+        close()
+    return model
+
+
 def run_fit(args, out=None):
     """``python -m mondrian fit``: train and evaluate a forest on a CSV file."""
     out = sys.stdout if out is None else out
-    X, y_raw, names, target = read_csv(args.csv, args.target)
-    task = detect_task(y_raw) if args.task == "auto" else args.task
-    y = _targets(y_raw, task, args.csv)
+    if args.save:
+        check_writable(args.save, "--save")
+    lifetime = _lifetime(args.lifetime)
+    X, y, names, target, task, how = _read_task(args)
+    params = _feature_weights(args.feature_weights, len(names))
     if args.test is not None:
-        X_test, y_test_raw, test_names, _ = read_csv(args.test, target)
+        X_test, y_test_raw, test_names, _ = _read(args, args.test, target)
         if test_names != names:
             raise CommandError(
                 f"the features of {args.test} ({test_names}) differ from those of {args.csv} "
                 f"({names})"
             )
-        X_train, y_train, y_test = X, y, _targets(y_test_raw, task, args.test)
+        X_train, y_train, y_test = X, y, targets(y_test_raw, task, args.test)
     elif args.test_fraction > 0:
         X_train, X_test, y_train, y_test = _split(X, y, args.test_fraction, args.seed,
-                                                  task == "classification")
+                                                  task == "classification", "--test-fraction")
     else:
         X_train, y_train, X_test, y_test = X, y, X[:0], y[:0]
-    model = _model(task, args.n_estimators, _lifetime(args.lifetime), args.seed)
-    # Mini-batches (the same law as one fit): the progress bar moves with each batch. The
-    # first batch is the whole training set when lifetime="auto" (it is chosen on a batch).
-    first = len(y_train) if model.lifetime == "auto" else min(args.batch_size, len(y_train))
-    advance, close = _progress(len(y_train), f"fit {task}", args.quiet)
-    start = time.perf_counter()
-    bounds = [0, first, *range(first + args.batch_size, len(y_train), args.batch_size)]
-    bounds = sorted(set(bounds + [len(y_train)]))
-    try:
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-            if task == "classification":
-                model.partial_fit(X_train[lo:hi], y_train[lo:hi],
-                                  classes=np.unique(y_train) if lo == 0 else None)
-            else:
-                model.partial_fit(X_train[lo:hi], y_train[lo:hi])
-            advance(hi - lo)
-    finally:
-        close()
-    train_time = time.perf_counter() - start
+    model = _model(task, args.n_estimators, lifetime, args.seed, **params)
+    start = time.process_time()
+    _train(model, task, X_train, y_train, args.batch_size, args.quiet)
+    train_time = time.process_time() - start
+    n_classes = f", {len(model.classes_)} classes" if task == "classification" else ""
+    weights = np.round(model.feature_weights_, 3)
     rows = [
         ["data", f"{args.csv}: {len(y_train)} training rows, {len(y_test)} test rows, "
                  f"{len(names)} features"],
-        ["target", f"{target} ({task}"
-                   + (f", {len(model.classes_)} classes)" if task == "classification" else ")")],
+        ["target", f"{target} ({task}{n_classes}; {how})"],
         ["model", f"{type(model).__name__}(n_estimators={args.n_estimators}, "
                   f"lifetime={model.lifetime_:.4g})"],
-        ["training time", f"{train_time:.2f} s ({len(y_train) / max(train_time, 1e-9):,.0f} "
-                          "rows/s)"],
+        ["feature weights", "uniform" if np.all(weights == 1) else
+         " ".join(f"{w:g}" for w in weights[:12]) + (" ..." if len(weights) > 12 else "")],
+        ["training", ("one fit" if args.batch_size is None else
+                      f"partial_fit in batches of {args.batch_size} rows")
+         + f", {train_time:.2f} s CPU ({len(y_train) / max(train_time, 1e-9):,.0f} rows/s)"],
     ]
     if len(y_test):
-        rows += [[f"test {name}", f"{value:.4f}"]
-                 for name, value in _evaluate(model, task, X_test, y_test)]
+        with _model_errors("the model refused the test data"):
+            rows += [[f"test {name}", f"{value:.4f}"]
+                     for name, value in _evaluate(model, task, X_test, y_test)]
     print(f"## mondrian fit: {args.csv}\n", file=out)
     print(_table(["", "value"], rows, ["<", "<"]), file=out)
     if args.save:
@@ -279,16 +230,17 @@ def run_fit(args, out=None):
 def run_path(args, out=None):
     """``python -m mondrian path``: the lifetime path of a dataset, drawn to a PNG file."""
     out = sys.stdout if out is None else out
-    X, y_raw, names, target = read_csv(args.csv, args.target)
-    task = detect_task(y_raw) if args.task == "auto" else args.task
-    y = _targets(y_raw, task, args.csv)
+    check_writable(args.output, "--output")
+    X, y, names, target, task, _ = _read_task(args)
     X_fit, X_val, y_fit, y_val = _split(X, y, args.validation_fraction, args.seed,
-                                        task == "classification")
-    model = _model(task, args.n_estimators, np.inf, args.seed).fit(X_fit, y_fit)
-    if task == "classification":
-        known = np.isin(y_val, model.classes_)
-        X_val, y_val = X_val[known], y_val[known]
-    path = model.lifetime_path(X_val, y_val)
+                                        task == "classification", "--validation-fraction")
+    model = _model(task, args.n_estimators, np.inf, args.seed)
+    with _model_errors("the model refused the data"):
+        model.fit(X_fit, y_fit)
+        if task == "classification":
+            known = np.isin(y_val, model.classes_)
+            X_val, y_val = X_val[known], y_val[known]
+        path = model.lifetime_path(X_val, y_val)
     metric = args.metric or path.criterion
     if metric not in path.metrics:
         raise CommandError(f"--metric must be one of {sorted(path.metrics)}, got {metric!r}")
@@ -324,35 +276,49 @@ def run_path(args, out=None):
 def run_predict(args, out=None):
     """``python -m mondrian predict``: apply a model saved by ``fit --save`` to a CSV file."""
     out = sys.stdout if out is None else out
+    if args.output:
+        check_writable(args.output, "--output")
     try:
         with open(args.model, "rb") as handle:
             saved = pickle.load(handle)
     except OSError as error:
         raise CommandError(f"cannot read {args.model}: {error.strerror or error}") from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
+            IndexError, TypeError, KeyError):
         saved = None
     if not (isinstance(saved, dict) and saved.get("format") == SAVED_FORMAT):
         raise CommandError(f"{args.model} is not a model saved by `python -m mondrian fit`")
-    X, _, names, _ = read_csv(args.csv, saved["target"], need_target=False)
+    task = saved["task"]
+    wrong = ("--std", "regression", "--proba") if task == "classification" else (
+        "--proba", "classification", "--std")
+    if getattr(args, wrong[0][2:]):
+        raise CommandError(
+            f"{wrong[0]} is for {wrong[1]} models; {args.model} holds a {task} model "
+            f"(use {wrong[2]})"
+        )
+    X, _, names, _ = _read(args, args.csv, saved["target"], need_target=False)
     missing = [name for name in saved["features"] if name not in names]
     if missing:
         raise CommandError(f"{args.csv} lacks the feature columns {missing} of the model")
     X = X[:, [names.index(name) for name in saved["features"]]]
     model = saved["model"]
     header, columns = ["prediction"], []
-    if saved["task"] == "classification":
-        columns.append(model.predict(X))
-        if args.proba:
-            proba = model.predict_proba(X)
-            header += [f"proba_{label}" for label in model.classes_]
-            columns += list(proba.T)
-    else:
-        mean, std = model.predict(X, return_std=True)
-        columns.append(mean)
-        if args.std:
-            header.append("std")
-            columns.append(std)
-    target = open(args.output, "w", newline="") if args.output else out  # noqa: SIM115
+    with _model_errors("the model refused the rows"):
+        if task == "classification":
+            columns.append(model.predict(X))
+            if args.proba:
+                header += [f"proba_{label}" for label in model.classes_]
+                columns += list(model.predict_proba(X).T)
+        else:
+            mean, std = model.predict(X, return_std=True)
+            columns.append(mean)
+            if args.std:
+                header.append("std")
+                columns.append(std)
+    try:
+        target = open(args.output, "w", newline="") if args.output else out  # noqa: SIM115
+    except OSError as error:
+        raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
     try:
         writer = csv.writer(target)
         writer.writerow(header)

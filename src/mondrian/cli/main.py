@@ -83,14 +83,27 @@ def _fraction(text):
     return value
 
 
+def _add_file_options(command):
+    command.add_argument(
+        "--header", choices=("auto", "yes", "no"), default="auto",
+        help="whether the first row names the columns; auto: yes unless it holds only numbers "
+             "(without a header the columns are col1, col2, ...; default: %(default)s)")
+    command.add_argument("--encoding", default="utf-8",
+                         help="text encoding of the CSV files, e.g. latin-1 (default: "
+                              "%(default)s; a byte-order mark is dropped)")
+
+
 def _add_data_options(command, fraction_help):
-    command.add_argument("csv", metavar="FILE.csv", help="CSV file with a header row")
+    command.add_argument("csv", metavar="FILE.csv",
+                         help="CSV file, plain or gzip-compressed (FILE.csv.gz)")
     command.add_argument("--target", metavar="COLUMN",
                          help="name of the target column (default: the last column)")
     command.add_argument(
         "--task", choices=("auto", "classification", "regression"), default="auto",
-        help="auto: labels, or at most 20 distinct integers, are classes; other numbers are "
-             "regression targets (default: %(default)s)")
+        help="auto: text labels are classes, and so are integers with at most 20 distinct "
+             "values or coded 0..K-1 or 1..K; other numbers are regression targets (the "
+             "result table says which rule decided; default: %(default)s)")
+    _add_file_options(command)
     command.add_argument("--n-estimators", type=_positive_int, default=50, metavar="N",
                          help="number of trees (default: %(default)s)")
     command.add_argument("--seed", type=int, default=0,
@@ -102,8 +115,9 @@ def _add_csv_commands(commands):
     fit = commands.add_parser(
         "fit", help="train and evaluate a Mondrian forest on a CSV file",
         description="Train a MondrianForestClassifier or MondrianForestRegressor on a CSV file "
-                    "(mini-batches, with a progress bar on stderr), evaluate it on a test part "
-                    "or a test file, print a result table and optionally save the model.")
+                    "(one fit, or online mini-batches with a progress bar on stderr), evaluate "
+                    "it on a test part or a test file, print a result table and optionally "
+                    "save the model.")
     _add_data_options(fit, "train/test")
     fit.add_argument("--test-fraction", type=_fraction, default=0.2, metavar="F",
                      help="share of the rows held out for testing; 0 tests nothing "
@@ -113,8 +127,12 @@ def _add_csv_commands(commands):
     fit.add_argument("--lifetime", default="inf",
                      help="lifetime: a positive number, inf, or auto (chosen on a validation "
                           "part; default: %(default)s)")
-    fit.add_argument("--batch-size", type=_positive_int, default=512, metavar="N",
-                     help="rows per online update (default: %(default)s)")
+    fit.add_argument("--feature-weights", metavar="W",
+                     help="auto (learned from the labels), none (uniform) or one weight per "
+                          "feature, comma-separated (default: the model's default)")
+    fit.add_argument("--batch-size", type=_positive_int, metavar="N",
+                     help="train online with partial_fit on batches of N rows, with a progress "
+                          "bar (the same law as one fit, more CPU; default: one fit)")
     fit.add_argument("--save", metavar="MODEL.pkl", help="save the trained model (pickle)")
     fit.add_argument("--quiet", action="store_true", help="do not show the progress bar")
 
@@ -137,13 +155,14 @@ def _add_csv_commands(commands):
                     "column, if present, is ignored) as CSV. The model file is a pickle: load "
                     "only files you trust.")
     predict.add_argument("model", metavar="MODEL.pkl", help="a model saved by fit --save")
-    predict.add_argument("csv", metavar="FILE.csv", help="rows to predict")
+    predict.add_argument("csv", metavar="FILE.csv", help="rows to predict (plain or gzip CSV)")
     predict.add_argument("--output", "-o", metavar="OUT.csv",
                          help="where to write the predictions (default: stdout)")
     predict.add_argument("--proba", action="store_true",
                          help="also write class probabilities (classifiers)")
     predict.add_argument("--std", action="store_true",
                          help="also write the predictive standard deviation (regressors)")
+    _add_file_options(predict)
 
 
 def main(argv=None):
@@ -183,6 +202,11 @@ def main(argv=None):
         run(args)
     except csv_commands.CommandError as error:
         print(f"python -m mondrian {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # stdout closed early (`... | head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return 0
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
