@@ -26,7 +26,17 @@ Conventions (river's, where river has one):
   they were.
 
 The adapter trains a clone of ``model`` (``model`` itself is the unfitted template, as river's
-``clone`` expects); the trained estimator is ``adapter.model_``.
+``clone`` expects); the trained estimator is ``adapter.model_``. ``seed`` sets the clone's
+``random_state`` (river's checks set ``seed`` to compare runs); without a ``model`` the default
+forest has ``random_state=0``, so a default adapter is deterministic.
+
+``MondrianClassifier``, ``MondrianRegressor`` and ``MondrianAnomalyDetector`` are the same
+adapters with river-style constructors (``n_estimators``, ``lifetime``, ``seed``... directly,
+as ``river.forest.AMFClassifier``), deterministic by default (``seed=0``).
+
+A bare ``MondrianForestClassifier`` or ``MondrianForestRegressor`` is a scikit-learn estimator,
+not a river one: river's type checks on it (a metric's, a pipeline's) raise a ``TypeError``
+that names these adapters.
 """
 
 import functools
@@ -50,7 +60,8 @@ _AnomalyDetector = getattr(_river_base, "AnomalyDetector", None)
 if _AnomalyDetector is None:  # pragma: no cover - old river
     from river.anomaly.base import AnomalyDetector as _AnomalyDetector
 
-__all__ = ["RiverClassifier", "RiverRegressor", "RiverAnomalyDetector"]
+__all__ = ["RiverClassifier", "RiverRegressor", "RiverAnomalyDetector", "MondrianClassifier",
+           "MondrianRegressor", "MondrianAnomalyDetector"]
 
 
 def _adapter_doc_tail(model_type):
@@ -61,6 +72,9 @@ def _adapter_doc_tail(model_type):
     unknown_features : {{"raise", "ignore"}}, default="raise"
         What a feature absent from the first sample learnt from does: raise a ``ValueError``
         naming it, or be dropped.
+    seed : int or None, default=None
+        ``random_state`` of the trained clone; ``None`` keeps the model's own (``0`` for the
+        default model).
 
     Attributes
     ----------
@@ -75,7 +89,7 @@ def _default(name):
     # Imported here: mondrian's estimators need not be loaded to import the module's names.
     import mondrian
 
-    return getattr(mondrian, name)(n_estimators=10)
+    return getattr(mondrian, name)(n_estimators=10, random_state=0)
 
 
 @functools.lru_cache(maxsize=64)
@@ -91,10 +105,13 @@ class _MondrianAdapter:
 
     _default_model = None
 
-    def __init__(self, model=None, fill_value=None, unknown_features="raise"):
+    def __init__(self, model=None, fill_value=None, unknown_features="raise", seed=None):
         self.model = model
         self.fill_value = fill_value
         self.unknown_features = unknown_features
+        self.seed = seed
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise ValueError(f"seed must be None or an integer, got {seed!r}")
         if unknown_features not in ("raise", "ignore"):
             raise ValueError(
                 f'unknown_features must be "raise" or "ignore", got {unknown_features!r}'
@@ -109,6 +126,8 @@ class _MondrianAdapter:
                 f"{type(template).__name__} learns neither with learn_one nor with partial_fit"
             )
         self.model_ = clone(template)
+        if seed is not None:
+            self.model_.set_params(random_state=seed)
         self.feature_names_ = None
         self._known = frozenset()
 
@@ -385,3 +404,175 @@ class RiverAnomalyDetector(_MondrianAdapter, _AnomalyDetector):
             return 0.0
         row, _ = self._row(x)
         return -float(self.model_.score_samples(row)[0])
+
+
+# ----------------------------------------------------------------- river-style constructors
+
+_STYLE_DOC = """\
+    fill_value : float, default=None
+        Value of a feature missing from ``x``; ``None`` raises a ``ValueError`` naming it.
+    unknown_features : {"raise", "ignore"}, default="raise"
+        What a feature absent from the first sample learnt from does: raise a ``ValueError``
+        naming it, or be dropped.
+
+    Attributes
+    ----------
+    model_ : estimator
+        The trained mondrian model.
+    feature_names_ : list or None
+        The features of the first dict learnt from, sorted.
+"""
+
+
+class _RiverStyle:
+    """River-style constructor: the model's main parameters directly, ``seed`` for its
+    ``random_state`` (subclasses name them in ``_model_params``)."""
+
+    _model_params = ()
+
+    def _build(self, params):
+        import mondrian
+
+        params = {name: value for name, value in params.items() if name != "self"}
+        for name, value in params.items():
+            setattr(self, name, value)
+        model = getattr(mondrian, self._default_model)(
+            **{name: params[name] for name in self._model_params})
+        _MondrianAdapter.__init__(self, model, params["fill_value"], params["unknown_features"],
+                                  seed=params["seed"])
+        self.seed = params["seed"]
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"n_estimators": 3, "fill_value": 0.0, "unknown_features": "ignore"}
+
+
+def _defaults(name):
+    """The defaults of a mondrian model's constructor (the river-style ones follow them)."""
+    import mondrian
+
+    return {key: p.default for key, p in
+            inspect.signature(getattr(mondrian, name)).parameters.items()}
+
+
+_CLF, _REG, _DEN = (_defaults(name) for name in (
+    "MondrianForestClassifier", "MondrianForestRegressor", "MondrianForestDensity"))
+
+
+class MondrianClassifier(_RiverStyle, RiverClassifier):
+    __doc__ = f"""Online Mondrian forest classifier with a river-style constructor.
+
+    :class:`RiverClassifier` around a :class:`~mondrian.MondrianForestClassifier` built from
+    the parameters below (see that class for their meaning).
+
+    Parameters
+    ----------
+    n_estimators : int, default=10
+        Number of trees.
+    lifetime : float, default=inf
+        Lifetime of the Mondrian process.
+    smoothing : {{"hnsp", "dirichlet"}}, default="hnsp"
+        Leaf posterior.
+    min_samples_split : int, default=2
+        Leaves holding fewer points pause.
+    feature_weights : None, array or "auto", default={_CLF["feature_weights"]!r}
+        Weights of the features in the cuts.
+    seed : int or None, default=0
+        Seed of the trees (``None``: a fresh random stream).
+{_STYLE_DOC}
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from mondrian.river import MondrianClassifier
+    >>> model = preprocessing.StandardScaler() | MondrianClassifier(n_estimators=5)
+    >>> stream = list(datasets.Phishing())[:200]
+    >>> evaluate.progressive_val_score(stream, model, metrics.Accuracy()).get() > 0.7
+    True
+    """
+
+    _model_params = ("n_estimators", "lifetime", "smoothing", "min_samples_split",
+                     "feature_weights")
+
+    def __init__(self, n_estimators=10, lifetime=_CLF["lifetime"], smoothing=_CLF["smoothing"],
+                 min_samples_split=_CLF["min_samples_split"],
+                 feature_weights=_CLF["feature_weights"], seed=0, fill_value=None,
+                 unknown_features="raise"):
+        self._build(locals())
+
+
+class MondrianRegressor(_RiverStyle, RiverRegressor):
+    __doc__ = f"""Online Mondrian forest regressor with a river-style constructor.
+
+    :class:`RiverRegressor` around a :class:`~mondrian.MondrianForestRegressor` built from the
+    parameters below (see that class for their meaning); ``predict_one(x, return_std=True)``
+    also gives the predictive standard deviation.
+
+    Parameters
+    ----------
+    n_estimators : int, default=10
+        Number of trees.
+    lifetime : float, default=inf
+        Lifetime of the Mondrian process.
+    min_samples_split : int, default=2
+        Leaves holding fewer points pause.
+    noise_variance : float or None, default=None
+        Observation noise variance (``None``: chosen by empirical Bayes).
+    feature_weights : None, array or "auto", default={_REG["feature_weights"]!r}
+        Weights of the features in the cuts.
+    seed : int or None, default=0
+        Seed of the trees (``None``: a fresh random stream).
+{_STYLE_DOC}
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from mondrian.river import MondrianRegressor
+    >>> model = preprocessing.StandardScaler() | MondrianRegressor(n_estimators=5)
+    >>> stream = list(datasets.TrumpApproval())[:100]
+    >>> evaluate.progressive_val_score(stream, model, metrics.MAE()).get() < 5
+    True
+    """
+
+    _model_params = ("n_estimators", "lifetime", "min_samples_split", "noise_variance",
+                     "feature_weights")
+
+    def __init__(self, n_estimators=10, lifetime=_REG["lifetime"],
+                 min_samples_split=_REG["min_samples_split"],
+                 noise_variance=_REG["noise_variance"],
+                 feature_weights=_REG["feature_weights"], seed=0, fill_value=None,
+                 unknown_features="raise"):
+        self._build(locals())
+
+
+class MondrianAnomalyDetector(_RiverStyle, RiverAnomalyDetector):
+    __doc__ = f"""Mondrian forest density anomaly detector with a river-style constructor.
+
+    :class:`RiverAnomalyDetector` around a :class:`~mondrian.MondrianForestDensity` built from
+    the parameters below (see that class for their meaning).
+
+    Parameters
+    ----------
+    n_estimators : int, default=10
+        Number of trees.
+    lifetime : float or "auto", default={_DEN["lifetime"]!r}
+        Lifetime of the Mondrian process.
+    feature_weights : None, array or "auto", default={_DEN["feature_weights"]!r}
+        Weights of the features in the cuts.
+    seed : int or None, default=0
+        Seed of the trees (``None``: a fresh random stream).
+{_STYLE_DOC}
+    Examples
+    --------
+    >>> from mondrian.river import MondrianAnomalyDetector
+    >>> detector = MondrianAnomalyDetector()
+    >>> for k in range(50):
+    ...     detector.learn_one({{"a": (k % 10) / 10, "b": (k % 7) / 7}})
+    >>> detector.score_one({{"a": 5.0, "b": 5.0}}) > detector.score_one({{"a": 0.5, "b": 0.5}})
+    True
+    """
+
+    _model_params = ("n_estimators", "lifetime", "feature_weights")
+
+    def __init__(self, n_estimators=10, lifetime=_DEN["lifetime"],
+                 feature_weights=_DEN["feature_weights"], seed=0, fill_value=None,
+                 unknown_features="raise"):
+        self._build(locals())

@@ -19,7 +19,14 @@ from mondrian import (  # noqa: E402
     MondrianTreeClassifier,
 )
 from mondrian.kernel import MondrianKernelRidge  # noqa: E402
-from mondrian.river import RiverAnomalyDetector, RiverClassifier, RiverRegressor  # noqa: E402
+from mondrian.river import (  # noqa: E402
+    MondrianAnomalyDetector,
+    MondrianClassifier,
+    MondrianRegressor,
+    RiverAnomalyDetector,
+    RiverClassifier,
+    RiverRegressor,
+)
 
 rng = np.random.RandomState(0)
 X = rng.rand(120, 3)
@@ -52,6 +59,8 @@ def _checks(cls, with_datasets):
 @pytest.mark.parametrize("model, check", [
     *_checks(RiverClassifier, True), *_checks(RiverRegressor, True),
     *_checks(RiverAnomalyDetector, False),
+    *_checks(MondrianClassifier, True), *_checks(MondrianRegressor, True),
+    *_checks(MondrianAnomalyDetector, False),
 ])
 def test_river_estimator_checks(model, check):
     check(model.clone())
@@ -220,3 +229,64 @@ def test_clear_import_error_without_river(monkeypatch):
     monkeypatch.delitem(sys.modules, "mondrian.river")
     with pytest.raises(ImportError, match="pip install river"):
         importlib.import_module("mondrian.river")
+
+
+# ----------------------------------------------------------------- river-style constructors
+
+
+def _stream(cls, n=60):
+    data = datasets.Phishing() if "Classifier" in cls.__name__ else datasets.TrumpApproval()
+    return list(data)[:n]
+
+
+@pytest.mark.parametrize("cls", [RiverClassifier, RiverRegressor, MondrianClassifier,
+                                 MondrianRegressor])
+def test_default_adapters_are_deterministic_and_pass_the_shuffle_check(cls):
+    stream = _stream(cls)
+    checks.common.check_shuffle_features_no_impact(cls(), stream)
+    first, second = cls(), cls()
+    for x, y in stream:
+        assert first.predict_one(x) == second.predict_one(x)
+        first.learn_one(x, y)
+        second.learn_one(x, y)
+
+
+def test_seed_sets_the_random_state_of_the_clone():
+    assert RiverClassifier(seed=3).model_.random_state == 3
+    assert RiverClassifier().model_.random_state == 0
+    template = MondrianForestClassifier(4, random_state=None)
+    assert RiverClassifier(template).model_.random_state is None  # the model's own
+    assert RiverClassifier(template, seed=5).model_.random_state == 5
+    assert template.random_state is None  # the template is never changed
+    for bad in (1.5, "0", True):
+        with pytest.raises(ValueError, match="seed"):
+            RiverRegressor(seed=bad)
+
+
+def test_river_style_constructors_build_the_model():
+    clf = MondrianClassifier(n_estimators=4, lifetime=2.0, smoothing="dirichlet", seed=7)
+    params = clf.model_.get_params()
+    assert (params["n_estimators"], params["lifetime"], params["smoothing"],
+            params["random_state"]) == (4, 2.0, "dirichlet", 7)
+    reg = MondrianRegressor(n_estimators=3, noise_variance=0.5, min_samples_split=4)
+    assert reg.model_.get_params()["noise_variance"] == 0.5
+    assert reg.model_.get_params()["min_samples_split"] == 4
+    assert reg.model_.random_state == 0  # deterministic by default
+    det = MondrianAnomalyDetector(n_estimators=2, seed=None)
+    assert det.model_.random_state is None and det.model_.n_estimators == 2
+    # river's clone keeps the river-style parameters.
+    assert clf.clone()._get_params() == clf._get_params()
+    assert clf.clone({"n_estimators": 6}).model_.n_estimators == 6
+    assert isinstance(clf, RiverClassifier) and isinstance(clf, river.base.Classifier)
+
+
+@pytest.mark.parametrize("model, adapter", [
+    (MondrianForestClassifier(5), "MondrianClassifier"),
+    (MondrianForestRegressor(5), "MondrianRegressor"),
+])
+def test_a_bare_forest_in_river_points_to_the_adapter(model, adapter):
+    with pytest.raises(TypeError, match=f"mondrian.river.{adapter}"):
+        preprocessing.StandardScaler() | model
+    metric = metrics.Accuracy() if "Classifier" in adapter else metrics.MAE()
+    with pytest.raises(TypeError, match="not a river one"):
+        metric.works_with(model)

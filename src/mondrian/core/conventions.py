@@ -5,13 +5,14 @@ clear errors for the parameters of scikit-learn's trees that have no Mondrian me
 import math
 import numbers
 
+from sklearn.base import is_classifier
 from sklearn.utils._param_validation import Interval, InvalidParameterError, RealNotInt
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = [
     "FOREIGN_PARAMETERS",
     "MIN_SAMPLES_SPLIT_CONSTRAINT",
-    "ForeignParamsMixin",
+    "ConventionsMixin",
     "TreeSequenceMixin",
     "resolve_min_samples_split",
 ]
@@ -78,15 +79,31 @@ def _foreign_error(estimator_name, names):
     )
 
 
-class ForeignParamsMixin:
-    """Constructors and ``set_params`` that name the Mondrian equivalent of scikit-learn's
-    tree parameters (``max_depth``, ``min_samples_leaf``, ``max_features``, ``criterion``,
-    ``oob_score``...) instead of Python's bare "unexpected keyword argument".
+class ConventionsMixin:
+    """What users of other libraries try on a forest, answered in the Mondrian terms.
 
-    The check runs in ``__new__``, before ``__init__`` sees the arguments, so the constructors'
-    signatures (and ``get_params``) stay those of the model. The error is an
-    ``InvalidParameterError`` (a ``ValueError`` and a ``TypeError``).
+    Constructors and ``set_params`` name the Mondrian equivalent of scikit-learn's tree
+    parameters (``max_depth``, ``min_samples_leaf``, ``max_features``, ``criterion``,
+    ``oob_score``...) instead of Python's bare "unexpected keyword argument". The check runs
+    in ``__new__``, before ``__init__`` sees the arguments, so the constructors' signatures
+    (and ``get_params``) stay those of the model. The error is an ``InvalidParameterError``
+    (a ``ValueError`` and a ``TypeError``).
+
+    A model put in a river pipeline or given to a river metric as it is (a scikit-learn
+    estimator, not a river one) raises a ``TypeError`` naming the river adapters, instead of
+    river's "metric is not compatible". River's type checks unwrap pipelines by reading
+    ``_last_step`` from every object they test (``river.base.estimator.EstimatorMeta``); only
+    those checks read that name here.
     """
+
+    @property
+    def _last_step(self):
+        kind = "Classifier" if is_classifier(self) else "Regressor"
+        raise TypeError(
+            f"{type(self).__name__} is a scikit-learn estimator, not a river one: in a river "
+            f"pipeline or with river's metrics use mondrian.river.Mondrian{kind}(...) (river-style "
+            f"parameters) or mondrian.river.River{kind}({type(self).__name__}(...))"
+        )
 
     def __new__(cls, *args, **kwargs):
         foreign = FOREIGN_PARAMETERS.keys() & kwargs.keys()

@@ -21,7 +21,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
-from mondrian.core.conventions import ForeignParamsMixin, TreeSequenceMixin
+from mondrian.core.conventions import ConventionsMixin, TreeSequenceMixin
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
@@ -78,7 +78,7 @@ def _or_none(counts, sample_weight):
     return None if sample_weight is None else counts
 
 class _BaseMondrianClassifier(
-    ForeignParamsMixin, ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    ConventionsMixin, ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
     BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""

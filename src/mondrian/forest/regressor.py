@@ -24,7 +24,7 @@ from mondrian.core.base import (
     unchanged_on_error,
 )
 from mondrian.core.conventions import (
-    ForeignParamsMixin,
+    ConventionsMixin,
     TreeSequenceMixin,
     resolve_min_samples_split,
 )
@@ -332,7 +332,7 @@ class _PosteriorCache:
 
 
 class _BaseMondrianRegressor(
-    ForeignParamsMixin, RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    ConventionsMixin, RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
     BaseMondrianEnsemble
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
