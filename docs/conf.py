@@ -3,7 +3,7 @@
 Build (warnings are errors, as in CI), with the package importable (installed, or
 ``PYTHONPATH=src`` after ``python setup.py build_ext --inplace``)::
 
-    pip install --group docs
+    pip install "mondrian-process[docs]"     # after pip install . (or --group docs, pip >= 25.1)
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 """
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 dask = pytest.importorskip(
-    "dask", reason="dask is not installed: pip install 'mondrian[dask]' to run these tests")
+    "dask", reason="dask is not installed: pip install 'mondrian-process[dask]' to run these tests")
 distributed = pytest.importorskip(
-    "distributed", reason="dask.distributed is not installed: pip install 'mondrian[dask]'")
+    "distributed", reason="dask.distributed is not installed: pip install 'mondrian-process[dask]'")
 
 import dask.array as da  # noqa: E402
 import joblib  # noqa: E402

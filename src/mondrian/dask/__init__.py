@@ -1,4 +1,4 @@
-"""Mondrian forests on a ``dask.distributed`` cluster (``pip install "mondrian[dask]"``).
+"""Mondrian forests on a ``dask.distributed`` cluster (``pip install "mondrian-process[dask]"``).
 
 Three helpers, each for one way of scaling out (see the "Distributed" page of the docs):
 
@@ -25,7 +25,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "mondrian.dask needs dask and dask.distributed; install them with "
-        "pip install 'mondrian[dask]' (or pip install 'dask[distributed]')"
+        "pip install 'mondrian-process[dask]' (or pip install 'dask[distributed]')"
     ) from exc
 
 import copy
