@@ -424,6 +424,37 @@ _STYLE_DOC = """\
 """
 
 
+def _style_params_doc(defaults, middle=""):
+    """The Parameters and Attributes of a river-style constructor (``middle``: its own)."""
+    lifetime = "float or \"auto\"" if isinstance(defaults["lifetime"], str) else "float"
+    return f"""\
+    Parameters
+    ----------
+    n_estimators : int, default=10
+        Number of trees.
+    lifetime : {lifetime}, default={defaults["lifetime"]!r}
+        Lifetime of the Mondrian process.
+{middle}    feature_weights : None, array or "auto", default={defaults["feature_weights"]!r}
+        Weights of the features in the cuts.
+    seed : int or None, default=0
+        Seed of the trees (``None``: a fresh random stream).
+{_STYLE_DOC}"""
+
+
+def _style_example(name, data, metric, check):
+    """The Examples of a river-style constructor: a pipeline through a progressive validation."""
+    return f"""\
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from mondrian.river import {name}
+    >>> model = preprocessing.StandardScaler() | {name}(n_estimators=5)
+    >>> stream = list(datasets.{data}())[:200]
+    >>> evaluate.progressive_val_score(stream, model, metrics.{metric}()).get() {check}
+    True
+"""
+
+
 class _RiverStyle:
     """River-style constructor: the model's main parameters directly, ``seed`` for its
     ``random_state`` (subclasses name them in ``_model_params``)."""
@@ -457,6 +488,18 @@ def _defaults(name):
 
 _CLF, _REG, _DEN = (_defaults(name) for name in (
     "MondrianForestClassifier", "MondrianForestRegressor", "MondrianForestDensity"))
+_SPLIT_DOC = """\
+    min_samples_split : int, default=2
+        Leaves holding fewer points pause.
+"""
+_CLF_PARAMS_DOC = """\
+    smoothing : {"hnsp", "dirichlet"}, default="hnsp"
+        Leaf posterior.
+""" + _SPLIT_DOC
+_REG_PARAMS_DOC = _SPLIT_DOC + """\
+    noise_variance : float or None, default=None
+        Observation noise variance (``None``: chosen by empirical Bayes).
+"""
 
 
 class MondrianClassifier(_RiverStyle, RiverClassifier):
@@ -465,30 +508,8 @@ class MondrianClassifier(_RiverStyle, RiverClassifier):
     :class:`RiverClassifier` around a :class:`~mondrian.MondrianForestClassifier` built from
     the parameters below (see that class for their meaning).
 
-    Parameters
-    ----------
-    n_estimators : int, default=10
-        Number of trees.
-    lifetime : float, default=inf
-        Lifetime of the Mondrian process.
-    smoothing : {{"hnsp", "dirichlet"}}, default="hnsp"
-        Leaf posterior.
-    min_samples_split : int, default=2
-        Leaves holding fewer points pause.
-    feature_weights : None, array or "auto", default={_CLF["feature_weights"]!r}
-        Weights of the features in the cuts.
-    seed : int or None, default=0
-        Seed of the trees (``None``: a fresh random stream).
-{_STYLE_DOC}
-    Examples
-    --------
-    >>> from river import datasets, evaluate, metrics, preprocessing
-    >>> from mondrian.river import MondrianClassifier
-    >>> model = preprocessing.StandardScaler() | MondrianClassifier(n_estimators=5)
-    >>> stream = list(datasets.Phishing())[:200]
-    >>> evaluate.progressive_val_score(stream, model, metrics.Accuracy()).get() > 0.7
-    True
-    """
+{_style_params_doc(_CLF, _CLF_PARAMS_DOC)}
+{_style_example("MondrianClassifier", "Phishing", "Accuracy", "> 0.7")}    """
 
     _model_params = ("n_estimators", "lifetime", "smoothing", "min_samples_split",
                      "feature_weights")
@@ -507,30 +528,8 @@ class MondrianRegressor(_RiverStyle, RiverRegressor):
     parameters below (see that class for their meaning); ``predict_one(x, return_std=True)``
     also gives the predictive standard deviation.
 
-    Parameters
-    ----------
-    n_estimators : int, default=10
-        Number of trees.
-    lifetime : float, default=inf
-        Lifetime of the Mondrian process.
-    min_samples_split : int, default=2
-        Leaves holding fewer points pause.
-    noise_variance : float or None, default=None
-        Observation noise variance (``None``: chosen by empirical Bayes).
-    feature_weights : None, array or "auto", default={_REG["feature_weights"]!r}
-        Weights of the features in the cuts.
-    seed : int or None, default=0
-        Seed of the trees (``None``: a fresh random stream).
-{_STYLE_DOC}
-    Examples
-    --------
-    >>> from river import datasets, evaluate, metrics, preprocessing
-    >>> from mondrian.river import MondrianRegressor
-    >>> model = preprocessing.StandardScaler() | MondrianRegressor(n_estimators=5)
-    >>> stream = list(datasets.TrumpApproval())[:100]
-    >>> evaluate.progressive_val_score(stream, model, metrics.MAE()).get() < 5
-    True
-    """
+{_style_params_doc(_REG, _REG_PARAMS_DOC)}
+{_style_example("MondrianRegressor", "TrumpApproval", "MAE", "< 5")}    """
 
     _model_params = ("n_estimators", "lifetime", "min_samples_split", "noise_variance",
                      "feature_weights")
@@ -549,24 +548,15 @@ class MondrianAnomalyDetector(_RiverStyle, RiverAnomalyDetector):
     :class:`RiverAnomalyDetector` around a :class:`~mondrian.MondrianForestDensity` built from
     the parameters below (see that class for their meaning).
 
-    Parameters
-    ----------
-    n_estimators : int, default=10
-        Number of trees.
-    lifetime : float or "auto", default={_DEN["lifetime"]!r}
-        Lifetime of the Mondrian process.
-    feature_weights : None, array or "auto", default={_DEN["feature_weights"]!r}
-        Weights of the features in the cuts.
-    seed : int or None, default=0
-        Seed of the trees (``None``: a fresh random stream).
-{_STYLE_DOC}
+{_style_params_doc(_DEN)}
     Examples
     --------
     >>> from mondrian.river import MondrianAnomalyDetector
-    >>> detector = MondrianAnomalyDetector()
-    >>> for k in range(50):
-    ...     detector.learn_one({{"a": (k % 10) / 10, "b": (k % 7) / 7}})
-    >>> detector.score_one({{"a": 5.0, "b": 5.0}}) > detector.score_one({{"a": 0.5, "b": 0.5}})
+    >>> detector = MondrianAnomalyDetector(n_estimators=5, seed=1)
+    >>> points = [{{"u": k / 40, "v": (k * 7 % 40) / 40}} for k in range(40)]
+    >>> for x in points:
+    ...     detector.learn_one(x)
+    >>> detector.score_one({{"u": 3.0, "v": -2.0}}) > max(map(detector.score_one, points))
     True
     """
 
