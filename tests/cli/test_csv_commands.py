@@ -85,6 +85,7 @@ def test_path_draws_a_png(reg_csv, tmp_path, capsys):
     (["fit", "{clf}", "--target", "label", "--task", "regression"], "regression needs numbers"),
     (["predict", "{reg}", "{reg}"], "not a model saved"),
     (["fit", "{reg}", "--lifetime", "-1"], "--lifetime"),
+    (["fit", "{reg}", "--lifetime", "abc"], "--lifetime"),
 ])
 def test_user_errors_are_one_line(argv, message, reg_csv, clf_csv, tmp_path, capsys):
     bad = write_csv(tmp_path / "bad.csv", ["a", "b", "y"], [[1, 2], ["x", "3"], [0, 1]])
