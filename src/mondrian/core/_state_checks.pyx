@@ -50,17 +50,17 @@ cdef int _check(const int32_t[:] parent, const int32_t[:] left, const int32_t[:]
                 bint with_counts, unsigned char[::1] seen, intp_t[::1] queue,
                 intp_t[::1] below, unsigned char[::1] taken,
                 unsigned char[::1] slot_used) noexcept nogil:
-    cdef intp_t n = left.shape[0], m = sample_next.shape[0], j, l, r, i, head, tail, total
+    cdef intp_t n = left.shape[0], m = sample_next.shape[0], j, lc, r, i, head, tail, total
     for i in range(m):
         if not -1 <= sample_next[i] < m:
             return 16
     for j in range(n):
-        l = left[j]
+        lc = left[j]
         r = right[j]
-        if (l == LEAF) != (r == LEAF):
+        if (lc == LEAF) != (r == LEAF):
             return 2
-        if l != LEAF:
-            if not (0 < l < n and 0 < r < n) or l == r:
+        if lc != LEAF:
+            if not (0 < lc < n and 0 < r < n) or lc == r:
                 return 3
             if not 0 <= feature[j] < n_features:
                 return 4
@@ -68,9 +68,9 @@ cdef int _check(const int32_t[:] parent, const int32_t[:] left, const int32_t[:]
                 return 6
             if first[j] != LEAF:
                 return 7
-            if seen[l] or seen[r]:
+            if seen[lc] or seen[r]:
                 return 8
-            seen[l] = 1
+            seen[lc] = 1
             seen[r] = 1
         else:
             if feature[j] != UNDEFINED and feature[j] != PAUSED:

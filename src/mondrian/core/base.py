@@ -24,6 +24,7 @@ from mondrian.core.feature_map import (
 )
 from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
+from mondrian.core.state_checks import check_state_class, class_name, refuse
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -263,16 +264,33 @@ class VersionedStateMixin:
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: never write into the live __dict__
         state["_mondrian_state_version"] = self._state_version
+        state["_mondrian_state_class"] = class_name(type(self))
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
         version = state.pop("_mondrian_state_version", self._state_version)
         if version != self._state_version:
             raise ValueError(
                 f"this model was saved with mondrian state version {version}; this version of "
                 f"the package reads version {self._state_version}"
             )
+        check_state_class(self, state)
+        state.pop("_mondrian_state_class", None)
         super().__setstate__(state)
+        self._check_loaded_state()
+
+    def _check_loaded_state(self):
+        """Refuse (``ValueError``) a loaded state whose parts do not fit together: here the
+        trees and the input width; classes add their own checks."""
+        ensemble = self.__dict__.get("_ensemble")
+        if ensemble is None:
+            return
+        if not isinstance(ensemble, TreeEnsemble):
+            refuse(type(self).__name__, "its tree ensemble is not a TreeEnsemble")
+        n_in = self.__dict__.get("n_features_in_")
+        if n_in is not None and n_in != ensemble.n_features:
+            refuse(type(self).__name__, "n_features_in_ is not the trees' number of features")
 
 
 def _same_param(a, b):
