@@ -22,7 +22,8 @@ from mondrian.core.feature_map import (
     check_feature_range,
     check_weights,
 )
-from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.locking import LockedMethodsMixin, model_lock
+from mondrian.core.pickling import canonical_reduce
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.state_checks import check_state_class, class_name, refuse
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
@@ -267,6 +268,17 @@ class VersionedStateMixin:
         state["_mondrian_state_class"] = class_name(type(self))
         return state
 
+    def __reduce_ex__(self, protocol):
+        # The nested objects' states are taken here too, under the read lock of a locked model.
+        if not isinstance(self, LockedMethodsMixin):
+            return canonical_reduce(self, protocol)
+        lock = model_lock(self)
+        lock.acquire_read()
+        try:
+            return canonical_reduce(self, protocol)
+        finally:
+            lock.release_read()
+
     def __setstate__(self, state):
         state = dict(state)
         version = state.pop("_mondrian_state_version", self._state_version)
@@ -280,16 +292,20 @@ class VersionedStateMixin:
         super().__setstate__(state)
         self._check_loaded_state()
 
+    # Attribute -> type that a fitted state must hold there (the parts compiled code reads).
+    _state_types = {}
+
     def _check_loaded_state(self):
-        """Refuse (``ValueError``) a loaded state whose parts do not fit together: here the
-        trees and the input width; classes add their own checks."""
-        ensemble = self.__dict__.get("_ensemble")
-        if ensemble is None:
-            return
-        if not isinstance(ensemble, TreeEnsemble):
-            refuse(type(self).__name__, "its tree ensemble is not a TreeEnsemble")
-        n_in = self.__dict__.get("n_features_in_")
-        if n_in is not None and n_in != ensemble.n_features:
+        """Refuse (``ValueError``) a loaded state whose parts do not fit together: the types
+        of ``_state_types``, the trees' input width; classes add their own checks."""
+        found = self.__dict__
+        fitted = "n_features_in_" in found
+        for name, kind in self._state_types.items():
+            if (fitted or name in found) and not isinstance(found.get(name), kind):
+                refuse(type(self).__name__, f"{name} is not a {kind.__name__}")
+        ensemble = found.get("_ensemble")
+        if isinstance(ensemble, TreeEnsemble) and fitted and (
+                found["n_features_in_"] != ensemble.n_features):
             refuse(type(self).__name__, "n_features_in_ is not the trees' number of features")
 
 
@@ -320,6 +336,7 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
 
     # Attributes an online update may change in place (copied by unchanged_on_error(deep=True)).
     _mutable_state = ()
+    _state_types = {"_ensemble": TreeEnsemble}
     # Parameters that shape the fitted trees: changing one after fit asks for a new fit.
     _refit_params = ()
     # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).

@@ -40,7 +40,9 @@ def loaded_array(owner, name, value, dtype, ndim, shape=None):
             target.kind in "iu" and array.size and not (
                 np.iinfo(target).min <= array.min() and array.max() <= np.iinfo(target).max)):
         refuse(owner, f"{name} is not an array of {target.name} values")
-    out = np.ascontiguousarray(array, dtype=target)
+    # (the array itself when it fits: a loaded array may be shared with another attribute)
+    fits = array.dtype == target and array.flags.c_contiguous
+    out = array if fits else np.ascontiguousarray(array, dtype=target)
     if out.ndim != ndim:
         refuse(owner, f"{name} must have {ndim} dimensions, got shape {out.shape}")
     if shape is not None and any(

@@ -178,6 +178,8 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
     (6, True)
     """
 
+    _state_types = {"_map": GridMap}
+
     _parameter_constraints = {
         "n_grids": [Interval(numbers.Integral, 1, None, closed="left")],
         "lifetimes": ["array-like", Interval(numbers.Real, 0, None, closed="both")],

@@ -10,7 +10,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, atomic_fit, sparse_output
+from mondrian.core.base import (
+    StrictParamsMixin,
+    VersionedStateMixin,
+    atomic_fit,
+    sparse_output,
+)
 from mondrian.core.state_checks import check_index_array, loaded_array, refuse
 from mondrian.partition._products import (
     block_precondition,
@@ -84,7 +89,8 @@ class _PartitionProducts:
 
 
 class RandomPartitionFeatures(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
+    BaseEstimator
 ):
     """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 
@@ -192,13 +198,13 @@ class RandomPartitionFeatures(
         self._n_features_out = int(self._offsets[-1])
         return self
 
-    def __setstate__(self, state):
-        if "_labels" in state:
-            state = dict(state)
-            _check_partition_state(state)
-            state["_products"] = _PartitionProducts(
-                state["_labels"], state["_offsets"], state["_counts"])
-        super().__setstate__(state)
+    def _check_loaded_state(self):
+        super()._check_loaded_state()
+        if "_labels" in self.__dict__:
+            if not callable(getattr(self.__dict__.get("partition_"), "cells", None)):
+                refuse(type(self).__name__, "partition_ is not a sampled partition")
+            _check_partition_state(self.__dict__)
+            self._products = _PartitionProducts(self._labels, self._offsets, self._counts)
 
     @property
     def labels_(self):

@@ -1,0 +1,381 @@
+"""Edited pickles of every estimator with native state are refused, never a crash or a hang.
+
+Hypothesis edits one part of a fitted model's pickle (a field of the node records or of the
+compact tree state, a leaf-list link, a box slot, the stored points, the ensemble's widths and
+column order, the grid's cut sample, the ridge inverse, the partition labels, ``classes_``, the
+estimator class) through a pickler that rewrites the state of one object as it is written. Each
+edited pickle is loaded in a child process (tests/core/_state_worker.py), which then predicts,
+transforms and learns with whatever loaded: the load must succeed or raise a ``ValueError`` or
+``TypeError``; the uses may refuse their input the same way; any other exception, a signal or a
+hang (``TIMEOUT`` seconds) fails the test. ``STATES_FUZZED`` counts the edited states loaded,
+by estimator and outcome.
+
+The fast suite loads ``FAST_EXAMPLES`` states per estimator (derandomised: the same states on
+every run); the slow run ``SLOW_EXAMPLES``.
+"""
+
+import collections
+import copy
+import copyreg
+import io
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mondrian import (
+    MondrianForestClassifier,
+    MondrianForestDensity,
+    MondrianForestRegressor,
+    MondrianGridFeatures,
+    MondrianGridRidge,
+    MondrianKernelFeatures,
+    MondrianKernelRidge,
+    MondrianKernelSGDClassifier,
+    MondrianKernelSGDRegressor,
+    MondrianTreeClassifier,
+    MondrianTreeRegressor,
+    RandomPartitionFeatures,
+    RandomPartitionGPRegressor,
+    RandomPartitionKernelPCA,
+)
+from mondrian.core._tree import MondrianTree
+from mondrian.core.ensemble import TreeEnsemble
+from mondrian.core.store import DataStore
+from mondrian.grid._cuts import GridSample
+from mondrian.kernel._ridge_path import RidgeInverse
+
+FAST_EXAMPLES = 12
+SLOW_EXAMPLES = 150
+TIMEOUT = 60.0
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_state_worker.py")
+
+# name -> (factory, kind): estimators whose pickles hold arrays that compiled code indexes.
+NATIVE = {
+    "MondrianForestClassifier": (lambda: MondrianForestClassifier(3, random_state=0), "clf"),
+    "MondrianTreeClassifier": (lambda: MondrianTreeClassifier(random_state=0), "clf"),
+    "MondrianForestRegressor": (lambda: MondrianForestRegressor(3, random_state=0), "reg"),
+    "MondrianTreeRegressor": (lambda: MondrianTreeRegressor(random_state=0), "reg"),
+    "MondrianForestDensity": (
+        lambda: MondrianForestDensity(3, lifetime=2.0, concentration=1.0, random_state=0), None),
+    "MondrianKernelFeatures": (lambda: MondrianKernelFeatures(3, random_state=0), None),
+    "MondrianKernelRidge": (lambda: MondrianKernelRidge(3, random_state=0), "reg"),
+    "MondrianKernelSGDRegressor": (
+        lambda: MondrianKernelSGDRegressor(3, n_epochs=1, random_state=0), "reg"),
+    "MondrianKernelSGDClassifier": (
+        lambda: MondrianKernelSGDClassifier(3, n_epochs=1, random_state=0), "clf"),
+    "MondrianGridFeatures": (
+        lambda: MondrianGridFeatures(3, lifetimes=2.0, random_state=0), None),
+    "MondrianGridRidge": (lambda: MondrianGridRidge(3, max_features=200, random_state=0), "reg"),
+    "RandomPartitionFeatures": (
+        lambda: RandomPartitionFeatures(n_partitions=4, random_state=0), None),
+    "RandomPartitionGPRegressor": (
+        lambda: RandomPartitionGPRegressor(n_partitions=4, random_state=0), "reg"),
+    "RandomPartitionKernelPCA": (
+        lambda: RandomPartitionKernelPCA(n_components=1, n_partitions=4, random_state=0), None),
+}
+
+STATES_FUZZED = collections.Counter()
+
+INTS = (-(2**31), -3, -2, -1, 0, 1, 2, 3, 7, 2**31 - 1, 2**40)
+FLOATS = (np.nan, np.inf, -np.inf, -1.0, 0.0, 1e308)
+
+
+def _data(kind, n=60, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(size=(n, 3))
+    y = X[:, 0] + 0.1 * rng.randn(n)
+    if kind == "clf":
+        y = np.digitize(y, [0.3, 0.7])
+    return X, (None if kind is None else y)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    out = {}
+    for name, (factory, kind) in NATIVE.items():
+        X, y = _data(kind)
+        model = factory()
+        out[name] = (model.fit(X) if y is None else model.fit(X, y)), kind
+    return out
+
+
+class _Worker:
+    """One child process that loads the edited states; restarted after a crash or a hang."""
+
+    def __init__(self):
+        self.process = None
+
+    def _start(self):
+        env = dict(os.environ, OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.process = subprocess.Popen([sys.executable, WORKER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env=env)
+
+    def run(self, payload, X, y):
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        message = pickle.dumps((payload, X, y))
+        try:
+            self.process.stdin.write(struct.pack("<Q", len(message)) + message)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            ready = selector.select(TIMEOUT)
+        if not ready:
+            self.stop()
+            return "hang"
+        line = self.process.stdout.readline().decode().strip()
+        if not line:
+            code = self.process.wait()
+            self.process = None
+            return f"crash (exit status {code})"
+        return line
+
+    def stop(self):
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+
+@pytest.fixture(scope="module")
+def worker():
+    out = _Worker()
+    yield out
+    out.stop()
+
+
+# ----------------------------------------------------------------- edits
+
+def _mutate_array(a, draw, ops=("set", "set", "set", "truncate", "extend", "reshape")):
+    a = np.array(a, copy=True)
+    op = draw(st.sampled_from(ops))
+    if op == "set" and a.size:
+        flat = a.reshape(-1)
+        i = draw(st.integers(0, a.size - 1))
+        if a.dtype.kind == "f":
+            flat[i] = draw(st.sampled_from(FLOATS))
+        elif a.dtype.kind in "iu":
+            info = np.iinfo(a.dtype)
+            choices = [v for v in INTS + (i, i - 1, a.size, a.size - 1)
+                       if info.min <= v <= info.max]
+            flat[i] = draw(st.sampled_from(choices))
+        elif a.dtype.kind == "b":
+            flat[i] = not flat[i]
+        else:
+            flat[i] = None
+        return a
+    if op == "truncate" and a.shape and a.shape[0]:
+        return a[:-1]
+    if op == "reshape" and a.ndim > 1:
+        return a.reshape(-1)
+    if a.shape and a.shape[0]:
+        return np.concatenate([a, a[:1]])
+    return a[None]
+
+
+def _mutate(value, draw):
+    """``value`` with one edit drawn by ``draw``."""
+    if isinstance(value, np.ndarray) and value.dtype.names:
+        field = draw(st.sampled_from(value.dtype.names))
+        if draw(st.booleans()):
+            out = value.copy()
+            out[field] = _mutate_array(out[field], draw, ("set",))
+            return out
+        return _mutate_array(value, draw, ("truncate", "extend"))
+    if isinstance(value, np.ndarray):
+        return _mutate_array(value, draw)
+    if isinstance(value, (bool, np.bool_)):
+        return not value
+    if isinstance(value, (int, np.integer)):
+        return draw(st.sampled_from(INTS + (int(value) + 1, int(value) - 1)))
+    if isinstance(value, float):
+        return draw(st.sampled_from(FLOATS))
+    if isinstance(value, (tuple, list)):
+        items = list(value)
+        if items and draw(st.booleans()):
+            i = draw(st.integers(0, len(items) - 1))
+            items[i] = _mutate(items[i], draw)
+        elif items and draw(st.booleans()):
+            items = items[:-1]
+        else:
+            items = items + items[:1] if items else [0]
+        return type(value)(items)
+    if isinstance(value, dict):
+        return _mutate_dict(value, draw)
+    if value is None:
+        return draw(st.sampled_from([0, -1, np.zeros(3), np.zeros((2, 2), dtype=np.intp)]))
+    return None
+
+
+def _mutate_dict(state, draw):
+    state = dict(state)
+    key = draw(st.sampled_from(sorted(state, key=str)))
+    state[key] = _mutate(copy.deepcopy(state[key]), draw)
+    return state
+
+
+class _Reduced:
+    """Pickles as the reduce value it holds (a tree or store saved with an edited state)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return self.value
+
+
+def _with_state(rv, state):
+    return (rv[0], rv[1], state) + tuple(rv[3:])
+
+
+def _edit_ensemble(obj, scope, draw):
+    rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    state = dict(rv[2])
+    trees = list(state["trees"])
+    k = draw(st.integers(0, len(trees) - 1))
+    tree = trees[k]
+    if scope == "tree" and isinstance(tree, dict):
+        trees[k] = _mutate_dict(tree, draw)
+    elif scope == "tree":
+        tree_rv = tree.__reduce__()
+        trees[k] = _Reduced(_with_state(tree_rv, _mutate_dict(tree_rv[2], draw)))
+    elif scope == "whole tree":
+        whole = obj.trees[k]
+        tree_rv = whole.__reduce__()
+        trees[k] = _Reduced(_with_state(tree_rv, _mutate_dict(tree_rv[2], draw)))
+    elif scope == "store":
+        store = state["store"]
+        state["store"] = _Reduced((copyreg._reconstructor, (DataStore, object, None),
+                                   _mutate_dict(store.__getstate__(), draw)))
+    else:
+        keys = [key for key in ("n_features", "count_columns", "column_order", "lifetime",
+                                "tree_class", "lean_values") if key in state]
+        key = draw(st.sampled_from(keys))
+        state[key] = MondrianTree if key == "tree_class" and draw(st.booleans()) else \
+            _mutate(state[key], draw) if key != "tree_class" else dict
+    state["trees"] = trees
+    return _with_state(rv, state)
+
+
+def _edit_args(obj, draw):
+    rv = obj.__reduce__()
+    args = list(rv[1])
+    i = draw(st.integers(0, len(args) - 1))
+    args[i] = _mutate(copy.deepcopy(args[i]), draw)
+    return (rv[0], tuple(args)) + tuple(rv[2:])
+
+
+def _edit_estimator(obj, draw):
+    rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    state = dict(rv[2])
+    what = draw(st.sampled_from(["class", "classes_", "n_features_in_", "any"]))
+    if what == "class":
+        other = draw(st.sampled_from(sorted(NATIVE)))
+        return (copyreg._reconstructor, (type(NATIVE[other][0]()), object, None), state)
+    if what in state:
+        state[what] = _mutate(copy.deepcopy(state[what]), draw)
+    else:
+        key = draw(st.sampled_from(sorted(k for k in state if not k.startswith("_mondrian"))))
+        state[key] = _mutate(copy.deepcopy(state[key]), draw)
+    return _with_state(rv, state)
+
+
+SCOPES = {
+    "tree": TreeEnsemble, "whole tree": TreeEnsemble, "store": TreeEnsemble,
+    "ensemble": TreeEnsemble, "grid sample": GridSample, "ridge": RidgeInverse,
+    "partition": RandomPartitionFeatures, "estimator": None,
+}
+
+
+class _EditingPickler(pickle.Pickler):
+    """Pickles ``root`` with one object of the scope's type (the first met) edited."""
+
+    def __init__(self, file, root, scope, draw):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.root, self.scope, self.draw, self.done = root, scope, draw, False
+        self.seen = set()
+
+    def reducer_override(self, obj):
+        self.seen.add(type(obj))
+        if self.done or self.scope is None:
+            return NotImplemented
+        target = SCOPES[self.scope]
+        if target is None and obj is self.root:
+            self.done = True
+            return _edit_estimator(obj, self.draw)
+        if target is not None and isinstance(obj, target) and obj is not self.root:
+            self.done = True
+            if target is TreeEnsemble:
+                return _edit_ensemble(obj, self.scope, self.draw)
+            if target is RandomPartitionFeatures:
+                rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+                return _with_state(rv, _mutate_dict(rv[2], self.draw))
+            return _edit_args(obj, self.draw)
+        if target is RandomPartitionFeatures and obj is self.root:
+            self.done = True
+            rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+            return _with_state(rv, _mutate_dict(rv[2], self.draw))
+        return NotImplemented
+
+
+def _scopes(model):
+    """The edit scopes whose objects the model's pickle holds."""
+    pickler = _EditingPickler(io.BytesIO(), model, None, None)
+    pickler.dump(model)
+    return [scope for scope, target in SCOPES.items()
+            if target is None or any(issubclass(t, target) for t in pickler.seen)
+            or (target is RandomPartitionFeatures and isinstance(model, target))]
+
+
+def _fuzz(fitted, worker, name, data):
+    model, kind = fitted[name]
+    scope = data.draw(st.sampled_from(_scopes(model)), label="scope")
+    buffer = io.BytesIO()
+    pickler = _EditingPickler(buffer, model, scope, data.draw)
+    pickler.dump(model)
+    assert pickler.done
+    X, y = _data(kind, n=20, seed=1)
+    answer = worker.run(buffer.getvalue(), X, y)
+    STATES_FUZZED[name, scope, answer.split(" ")[0]] += 1
+    assert answer == "loaded" or answer.startswith("refused"), (
+        f"{name}, edit of the {scope}: {answer}")
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+@settings(max_examples=FAST_EXAMPLES, derandomize=True, deadline=None,
+          suppress_health_check=list(HealthCheck), database=None)
+@given(data=st.data())
+def test_edited_states_load_safely(fitted, worker, name, data):
+    _fuzz(fitted, worker, name, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(NATIVE))
+@settings(max_examples=SLOW_EXAMPLES, deadline=None,
+          suppress_health_check=list(HealthCheck), database=None)
+@given(data=st.data())
+def test_edited_states_load_safely_many(fitted, worker, name, data):
+    _fuzz(fitted, worker, name, data)
+
+
+def test_states_were_fuzzed():
+    """(Runs after the fuzzing above: how many states were loaded, by outcome.)"""
+    if not STATES_FUZZED:
+        pytest.skip("run with the fuzzing tests above")
+    by_outcome = collections.Counter()
+    for (_, _, outcome), count in STATES_FUZZED.items():
+        by_outcome[outcome] += count
+    print(f"\nstates fuzzed: {sum(by_outcome.values())} {dict(by_outcome)}")
+    assert by_outcome["refused"] > 0
