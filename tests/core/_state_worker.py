@@ -26,14 +26,12 @@ def _use(model, X, y):
                 method(X)
             except (ValueError, TypeError):
                 pass
-    for name in ("partial_fit", "fit"):
-        method = getattr(model, name, None)
-        if method is not None:
-            try:
-                method(X) if y is None else method(X, y)
-            except (ValueError, TypeError):
-                pass
-            break
+    method = getattr(model, "partial_fit", None)  # (learning on top of the loaded state)
+    if method is not None:
+        try:
+            method(X) if y is None else method(X, y)
+        except (ValueError, TypeError):
+            pass
 
 
 def _answer(text):

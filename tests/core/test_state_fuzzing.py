@@ -280,15 +280,14 @@ def _edit_args(obj, draw):
 def _edit_estimator(obj, draw):
     rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
     state = dict(rv[2])
-    what = draw(st.sampled_from(["class", "classes_", "n_features_in_", "any"]))
+    # The class, the classes, the input width, or a part that compiled code reads.
+    keys = [key for key in ("classes_", "n_features_in_", *type(obj)._state_types)
+            if key in state]
+    what = draw(st.sampled_from(["class", *keys]))
     if what == "class":
         other = draw(st.sampled_from(sorted(NATIVE)))
         return (copyreg._reconstructor, (type(NATIVE[other][0]()), object, None), state)
-    if what in state:
-        state[what] = _mutate(copy.deepcopy(state[what]), draw)
-    else:
-        key = draw(st.sampled_from(sorted(k for k in state if not k.startswith("_mondrian"))))
-        state[key] = _mutate(copy.deepcopy(state[key]), draw)
+    state[what] = _mutate(copy.deepcopy(state[what]), draw)
     return _with_state(rv, state)
 
 
@@ -323,7 +322,7 @@ class _EditingPickler(pickle.Pickler):
                 rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
                 return _with_state(rv, _mutate_dict(rv[2], self.draw))
             return _edit_args(obj, self.draw)
-        if target is RandomPartitionFeatures and obj is self.root:
+        if target is RandomPartitionFeatures and obj is self.root and isinstance(obj, target):
             self.done = True
             rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
             return _with_state(rv, _mutate_dict(rv[2], self.draw))

@@ -268,6 +268,19 @@ class VersionedStateMixin:
         state["_mondrian_state_class"] = class_name(type(self))
         return state
 
+    # Copies as before (the state of __getstate__, not the canonical one of pickles).
+    def __copy__(self):
+        func, args, state = object.__reduce_ex__(self, 4)[:3]
+        out = func(*args)
+        out._restore_state(state)  # (a copy of a live model, maybe mid-fit: no load checks)
+        return out
+
+    def __deepcopy__(self, memo):
+        func, args, state = object.__reduce_ex__(self, 4)[:3]
+        out = memo[id(self)] = func(*args)
+        out._restore_state(copy.deepcopy(state, memo))
+        return out
+
     def __reduce_ex__(self, protocol):
         # The nested objects' states are taken here too, under the read lock of a locked model.
         if not isinstance(self, LockedMethodsMixin):
@@ -280,6 +293,10 @@ class VersionedStateMixin:
             lock.release_read()
 
     def __setstate__(self, state):
+        self._restore_state(state)
+        self._check_loaded_state()
+
+    def _restore_state(self, state):
         state = dict(state)
         version = state.pop("_mondrian_state_version", self._state_version)
         if version != self._state_version:
@@ -290,7 +307,6 @@ class VersionedStateMixin:
         check_state_class(self, state)
         state.pop("_mondrian_state_class", None)
         super().__setstate__(state)
-        self._check_loaded_state()
 
     # Attribute -> type that a fitted state must hold there (the parts compiled code reads).
     _state_types = {}
