@@ -9,7 +9,8 @@ compiled check (:mod:`mondrian.core._state_checks`).
 
 import numpy as np
 
-__all__ = ["refuse", "loaded_array", "check_state_class", "check_index_array", "class_name"]
+__all__ = ["refuse", "loaded_array", "check_classes", "check_state_class", "check_index_array",
+           "class_name"]
 
 
 def refuse(owner, message):
@@ -55,6 +56,21 @@ def check_index_array(owner, name, array, low, high):
     """Refuse ``array`` unless every entry lies in ``[low, high)``."""
     if array.size and not (low <= array.min() and array.max() < high):
         refuse(owner, f"{name} holds entries outside [{low}, {high})")
+
+
+def check_classes(estimator, n_columns):
+    """Refuse a loaded classifier whose ``classes_`` are not sorted and distinct or do not
+    match the ``n_columns`` class columns of its model."""
+    classes = estimator.__dict__.get("classes_")
+    try:
+        ok = (isinstance(classes, np.ndarray) and classes.ndim == 1
+              and classes.size == n_columns > 0
+              and np.array_equal(np.unique(classes), classes))
+    except TypeError:
+        ok = False
+    if not ok:
+        refuse(type(estimator).__name__,
+               f"classes_ must be {n_columns} sorted distinct labels, one per class column")
 
 
 def check_state_class(estimator, state):

@@ -22,7 +22,7 @@ from mondrian.core.base import (
     unchanged_on_error,
 )
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
-from mondrian.core.state_checks import refuse
+from mondrian.core.state_checks import check_classes, refuse
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -113,20 +113,15 @@ class _BaseMondrianClassifier(
 
     def _check_loaded_state(self):
         super()._check_loaded_state()
-        if "classes_" not in self.__dict__ or "_ensemble" not in self.__dict__:
+        if "_ensemble" not in self.__dict__:
             return
-        classes = self.classes_
-        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size == 0:
-            refuse(type(self).__name__, "classes_ must be a non-empty 1-D array")
-        try:
-            distinct = np.array_equal(np.unique(classes), classes)
-        except TypeError:
-            distinct = False
-        columns = self._class_columns()
-        if not distinct or columns.shape != classes.shape or any(
-                tree.n_columns != classes.size for tree in self._ensemble.trees):
-            refuse(type(self).__name__, "classes_ must be sorted, distinct and match the "
-                   "trees' class columns")
+        trees = self._ensemble.trees
+        n_columns = trees[0].n_columns if trees else 0
+        if any(tree.n_columns != n_columns for tree in trees) or (
+                self._ensemble.column_order is not None
+                and len(self._ensemble.column_order) != n_columns):
+            refuse(type(self).__name__, "the trees' class columns differ")
+        check_classes(self, n_columns)
 
     def _class_columns(self):
         """Stored column of each class of ``classes_`` in the rows and the trees' statistics.
