@@ -309,7 +309,7 @@ class _EditingPickler(pickle.Pickler):
     def reducer_override(self, obj):
         self.seen.add(type(obj))
         if self.done or self.scope is None:
-            return NotImplemented
+            return _plain(obj, self.root)
         target = SCOPES[self.scope]
         if target is None and obj is self.root:
             self.done = True
@@ -326,7 +326,15 @@ class _EditingPickler(pickle.Pickler):
             self.done = True
             rv = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
             return _with_state(rv, _mutate_dict(rv[2], self.draw))
-        return NotImplemented
+        return _plain(obj, self.root)
+
+
+def _plain(obj, root):
+    """The model saved with its live parts (not the canonical state of its pickles), so that
+    the editing picklers meet its ensemble, grid sample, ridge... as they are."""
+    if obj is root:
+        return object.__reduce_ex__(obj, pickle.HIGHEST_PROTOCOL)
+    return NotImplemented
 
 
 def _scopes(model):
@@ -367,6 +375,140 @@ def test_edited_states_load_safely(fitted, worker, name, data):
 @given(data=st.data())
 def test_edited_states_load_safely_many(fitted, worker, name, data):
     _fuzz(fitted, worker, name, data)
+
+
+# ----------------------------------------------------------------- the defects found by hand
+
+class _OneEditPickler(pickle.Pickler):
+    """Pickles ``root`` with the first object of type ``target`` saved as ``edit(obj)``."""
+
+    def __init__(self, file, root, target, edit):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.root, self.target, self.edit, self.done = root, target, edit, False
+
+    def reducer_override(self, obj):
+        if self.done or not isinstance(obj, self.target):
+            return _plain(obj, self.root)
+        self.done = True
+        return self.edit(obj)
+
+
+def _compact_edit(field, change):
+    def edit(ensemble):
+        rv = ensemble.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        state = dict(rv[2])
+        tree = dict(state["trees"][0])
+        tree[field] = change(copy.deepcopy(tree[field]), tree)
+        state["trees"] = [tree] + list(state["trees"][1:])
+        return _with_state(rv, state)
+    return edit
+
+
+def _whole_edit(change):
+    def edit(ensemble):
+        rv = ensemble.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        state = dict(rv[2])
+        tree_rv = ensemble.trees[0].__reduce__()
+        tree_state = copy.deepcopy(tree_rv[2])
+        change(tree_state)
+        state["trees"] = [_Reduced(_with_state(tree_rv, tree_state))] + list(state["trees"][1:])
+        return _with_state(rv, state)
+    return edit
+
+
+def _set(array, index, value):
+    array[index] = value
+    return array
+
+
+def _node_field(field, index, value):
+    def change(state):
+        state["nodes"][field][index] = value
+    return change
+
+
+def _cycle_links(state):
+    nodes, links = state["nodes"], state["sample_next"]
+    leaf = int(np.flatnonzero((nodes["left_child"] == -1) & (nodes["n_node_samples"] > 0))[0])
+    links[nodes["first_sample"][leaf]] = nodes["first_sample"][leaf]
+
+
+def _child_cycle(state):
+    nodes = state["nodes"]
+    inner = np.flatnonzero(nodes["left_child"] != -1)
+    nodes["left_child"][inner[-1]] = inner[0]  # a deep node points back up
+
+
+def _grid_arg(index, change):
+    def edit(sample):
+        rv = sample.__reduce__()
+        args = list(copy.deepcopy(rv[1]))
+        args[index] = change(args[index])
+        return (rv[0], tuple(args))
+    return edit
+
+
+def _other_class(model):
+    rv = model.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    return (copyreg._reconstructor, (MondrianForestRegressor, object, None), rv[2])
+
+
+def _classes(model):
+    rv = model.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    state = dict(rv[2])
+    state["classes_"] = np.array([0, 1, 2, 3])
+    return _with_state(rv, state)
+
+
+# (estimator, what is edited, type edited, edit): every one must be refused at load.
+DEFECTS = [
+    ("MondrianForestClassifier", "compact split feature", TreeEnsemble,
+     _compact_edit("feature", lambda a, _: _set(a, 0, 99))),
+    ("MondrianForestClassifier", "compact negative leaf link", TreeEnsemble,
+     _compact_edit("sample_next", lambda a, _: _set(a, 0, -5))),
+    ("MondrianForestClassifier", "compact negative leaf head", TreeEnsemble,
+     _compact_edit("first_sample", lambda a, _: _set(a, 0, -7))),
+    ("MondrianForestClassifier", "compact count_columns", TreeEnsemble,
+     _compact_edit("count_columns", lambda a, t: t["params"][1] + 5)),
+    ("MondrianForestClassifier", "compact child cycle", TreeEnsemble,
+     _compact_edit("children", lambda a, _: _set(a, (len(a) - 1, 0), 1))),
+    ("MondrianForestRegressor", "whole child id", TreeEnsemble,
+     _whole_edit(_node_field("left_child", 0, 10**6))),
+    ("MondrianForestRegressor", "whole parent", TreeEnsemble,
+     _whole_edit(_node_field("parent", 1, 5))),
+    ("MondrianForestRegressor", "whole split feature", TreeEnsemble,
+     _whole_edit(_node_field("feature", 0, 50))),
+    ("MondrianForestRegressor", "whole leaf head", TreeEnsemble,
+     _whole_edit(_node_field("first_sample", -1, -4))),
+    ("MondrianForestRegressor", "whole count", TreeEnsemble,
+     _whole_edit(_node_field("n_node_samples", 0, 10**9))),
+    ("MondrianForestRegressor", "whole child cycle", TreeEnsemble, _whole_edit(_child_cycle)),
+    ("MondrianForestRegressor", "whole leaf-list cycle", TreeEnsemble,
+     _whole_edit(_cycle_links)),
+    ("MondrianForestDensity", "whole box slot", TreeEnsemble,
+     _whole_edit(lambda s: _set(s["box_slot"], 0, 10**6))),
+    ("MondrianGridFeatures", "grid offsets", GridSample,
+     _grid_arg(5, lambda a: _set(a, 1, a[1] + 1000))),
+    ("MondrianGridRidge", "grid n_dims", GridSample, _grid_arg(1, lambda v: v + 1)),
+    ("MondrianGridRidge", "grid n_grids", GridSample, _grid_arg(0, lambda v: v + 5)),
+    ("MondrianForestClassifier", "another estimator class", MondrianForestClassifier,
+     _other_class),
+    ("MondrianForestClassifier", "classes_", MondrianForestClassifier, _classes),
+]
+
+
+@pytest.mark.parametrize(("name", "what", "target", "edit"), DEFECTS,
+                         ids=[f"{name}-{what}" for name, what, _, _ in DEFECTS])
+def test_known_defects_are_refused_at_load(fitted, worker, name, what, target, edit):
+    model, kind = fitted[name]
+    buffer = io.BytesIO()
+    pickler = _OneEditPickler(buffer, model, target, edit)
+    pickler.dump(model)
+    assert pickler.done
+    X, y = _data(kind, n=20, seed=1)
+    answer = worker.run(buffer.getvalue(), X, y)
+    STATES_FUZZED[name, what, answer.split(" ")[0]] += 1
+    assert answer.startswith("refused"), f"{name}, {what}: {answer}"
 
 
 def test_states_were_fuzzed():
