@@ -10,27 +10,18 @@ model's predictions and bytes. ``BYTE_STABLE`` records the estimators checked.
 import copy
 import pickle
 
-import numpy as np
 import pytest
 from test_fuzz_estimators import ESTIMATORS
+from test_state_fuzzing import _data
 
 pytestmark = pytest.mark.exact
 
 BYTE_STABLE = set()
 
 
-def _data(kind, n=90, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 3))
-    y = X[:, 0] + 0.1 * rng.randn(n)
-    if kind == "clf":
-        y = np.digitize(y, [0.3, 0.7])
-    return X, (y if kind in ("clf", "reg") else None)
-
-
 def _fit(name, n=60):
     factory, kind = ESTIMATORS[name]
-    X, y = _data(kind)
+    X, y = _data(kind, n=90)
     model = factory()
     return (model.fit(X[:n]) if y is None else model.fit(X[:n], y[:n])), X, y
 

@@ -29,23 +29,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fuzz_estimators import ESTIMATORS
 
-from mondrian import (
-    MondrianForestClassifier,
-    MondrianForestDensity,
-    MondrianForestRegressor,
-    MondrianGridFeatures,
-    MondrianGridRidge,
-    MondrianKernelFeatures,
-    MondrianKernelRidge,
-    MondrianKernelSGDClassifier,
-    MondrianKernelSGDRegressor,
-    MondrianTreeClassifier,
-    MondrianTreeRegressor,
-    RandomPartitionFeatures,
-    RandomPartitionGPRegressor,
-    RandomPartitionKernelPCA,
-)
+from mondrian import MondrianForestClassifier, MondrianForestRegressor, RandomPartitionFeatures
 from mondrian.core._tree import MondrianTree
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.store import DataStore
@@ -57,30 +43,9 @@ SLOW_EXAMPLES = 150
 TIMEOUT = 60.0
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_state_worker.py")
 
-# name -> (factory, kind): estimators whose pickles hold arrays that compiled code indexes.
-NATIVE = {
-    "MondrianForestClassifier": (lambda: MondrianForestClassifier(3, random_state=0), "clf"),
-    "MondrianTreeClassifier": (lambda: MondrianTreeClassifier(random_state=0), "clf"),
-    "MondrianForestRegressor": (lambda: MondrianForestRegressor(3, random_state=0), "reg"),
-    "MondrianTreeRegressor": (lambda: MondrianTreeRegressor(random_state=0), "reg"),
-    "MondrianForestDensity": (
-        lambda: MondrianForestDensity(3, lifetime=2.0, concentration=1.0, random_state=0), None),
-    "MondrianKernelFeatures": (lambda: MondrianKernelFeatures(3, random_state=0), None),
-    "MondrianKernelRidge": (lambda: MondrianKernelRidge(3, random_state=0), "reg"),
-    "MondrianKernelSGDRegressor": (
-        lambda: MondrianKernelSGDRegressor(3, n_epochs=1, random_state=0), "reg"),
-    "MondrianKernelSGDClassifier": (
-        lambda: MondrianKernelSGDClassifier(3, n_epochs=1, random_state=0), "clf"),
-    "MondrianGridFeatures": (
-        lambda: MondrianGridFeatures(3, lifetimes=2.0, random_state=0), None),
-    "MondrianGridRidge": (lambda: MondrianGridRidge(3, max_features=200, random_state=0), "reg"),
-    "RandomPartitionFeatures": (
-        lambda: RandomPartitionFeatures(n_partitions=4, random_state=0), None),
-    "RandomPartitionGPRegressor": (
-        lambda: RandomPartitionGPRegressor(n_partitions=4, random_state=0), "reg"),
-    "RandomPartitionKernelPCA": (
-        lambda: RandomPartitionKernelPCA(n_components=1, n_partitions=4, random_state=0), None),
-}
+# The estimators whose pickles hold arrays that compiled code indexes (factory, kind).
+NATIVE = {name: value for name, value in ESTIMATORS.items()
+          if name not in ("LaplaceRandomFourierFeatures", "RandomBinningFeatures")}
 
 STATES_FUZZED = collections.Counter()
 
@@ -89,12 +54,13 @@ FLOATS = (np.nan, np.inf, -np.inf, -1.0, 0.0, 1e308)
 
 
 def _data(kind, n=60, seed=0):
+    """Inputs and targets (None unless ``kind`` is ``"clf"`` or ``"reg"``) for ``kind``."""
     rng = np.random.RandomState(seed)
     X = rng.uniform(size=(n, 3))
     y = X[:, 0] + 0.1 * rng.randn(n)
     if kind == "clf":
         y = np.digitize(y, [0.3, 0.7])
-    return X, (None if kind is None else y)
+    return X, (y if kind in ("clf", "reg") else None)
 
 
 @pytest.fixture(scope="module")
