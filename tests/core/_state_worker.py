@@ -24,7 +24,7 @@ def _use(model, X, y):
         if method is not None:
             try:
                 method(X)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, NotImplementedError):
                 pass
     method = getattr(model, "partial_fit", None)  # (learning on top of the loaded state)
     if method is not None:

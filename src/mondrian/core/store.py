@@ -87,6 +87,8 @@ class DataStore:
         X = loaded_array("DataStore", "X", state["X"], np.float64, 2)
         rows = loaded_array("DataStore", "rows", state["rows"], np.float64, 2,
                             (X.shape[0], None))
+        if not np.isfinite(X).all() or np.isnan(rows).any():
+            refuse("DataStore", "stored points are not finite")
         n_samples = int(state["n_samples"])
         if not 0 <= n_samples <= X.shape[0]:
             refuse("DataStore", f"n_samples={n_samples} but {X.shape[0]} stored rows")
