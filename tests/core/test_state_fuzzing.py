@@ -23,6 +23,7 @@ import io
 import os
 import pickle
 import selectors
+import signal
 import struct
 import subprocess
 import sys
@@ -86,7 +87,7 @@ class _Worker:
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         self.process = subprocess.Popen([sys.executable, WORKER], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        env=env)
+                                        env=env, start_new_session=True)
 
     def run(self, payload, X, y):
         if self.process is None or self.process.poll() is not None:
@@ -112,7 +113,10 @@ class _Worker:
 
     def stop(self):
         if self.process is not None:
-            self.process.kill()
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # the worker and its child
+            except ProcessLookupError:
+                pass
             self.process.wait()
             self.process = None
 
