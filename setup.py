@@ -23,6 +23,7 @@ DIRECTIVES = {
 # full-cell trees, the kernel features, ridge and SGD paths, and the lifetime-path engine.
 MODULES = [
     "core._tree",
+    "core._state_checks",
     "core._walk",
     "core._online",
     "forest._hnsp",

@@ -30,6 +30,7 @@ from mondrian.core._random cimport (
     rng_weighted,
 )
 from mondrian.core._walk cimport leaf_at
+from mondrian.core._state_checks import tree_records_error
 
 cnp.import_array()
 
@@ -155,6 +156,37 @@ def _node_view(raw):
 def _same_bits(a, b):
     """Whether two float64 arrays hold the same bits (``-0.0`` differs from ``0.0``)."""
     return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
+
+
+def _refuse(message):
+    raise ValueError(f"inconsistent MondrianTree state: {message}")
+
+
+def _check_loaded(MondrianTree tree, nodes, sample_next, slots=None, intp_t n_boxes=0,
+                  bint whole=True):
+    """Refuse (``ValueError``) node records, links and box slots the core cannot use
+    (:func:`~mondrian.core._state_checks.tree_records_error`); ``whole``: the records carry
+    their parents and counts (a compact state derives them afterwards)."""
+    error = tree_records_error(nodes, sample_next, slots, n_features=tree.n_features,
+                               n_boxes=n_boxes, box_min_samples=tree.box_min_samples,
+                               with_parents=whole, with_counts=whole)
+    if error is not None:
+        _refuse(error)
+
+
+def _loaded_extras(MondrianTree tree, state):
+    """The random stream and ``count_columns`` of a saved tree state, checked."""
+    try:
+        words = [int(word) for word in np.asarray(state["rng"]).ravel()]
+        count_columns = int(state.get("count_columns", 0))
+    except (TypeError, ValueError, OverflowError):
+        _refuse("the random state or count_columns is not an integer")
+    if len(words) != 4 or not all(0 <= w < 2**64 for w in words) or not any(words):
+        _refuse("the random state must be four 64-bit words, not all zero")
+    rng = np.array(words, dtype=np.uint64)
+    if not -1 <= count_columns <= tree.value_stride:
+        _refuse(f"count_columns={count_columns} outside [-1, value_stride]")
+    return rng, count_columns
 
 
 cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
@@ -383,8 +415,8 @@ cdef class MondrianTree:
         if not 0 <= box_min_samples <= BOX_POINTS_MAX:
             raise ValueError(f"box_min_samples must be in [0, {BOX_POINTS_MAX}], "
                              f"got {box_min_samples}")
-        if n_features <= 0:
-            raise ValueError("n_features must be positive")
+        if not 0 < n_features < MAX_NODES:  # (a saved state's, before it sizes buffers)
+            raise ValueError("n_features must be positive and below 2**31 - 1")
         if value_stride < 0:
             raise ValueError("value_stride must be non-negative")
         if not lifetime >= 0:
@@ -2119,11 +2151,16 @@ cdef class MondrianTree:
         cls = state["class"]
         if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
             raise ValueError("a compact tree state must name a MondrianTree class")
+        params = tuple(state["params"])
+        if len(params) != 5 or params[:2] != (X.shape[1], rows.shape[1]):
+            _refuse("the compact state's widths do not match the store's")
         # (states saved before lean boxes have no box_min_samples: the default applies)
-        cdef MondrianTree tree = cls(*state["params"], 0, state.get("box_min_samples"),
+        cdef MondrianTree tree = cls(*params, 0, state.get("box_min_samples"),
                                      bool(state.get("lean_values", False)))
-        tree.count_columns = int(state.get("count_columns", 0))
+        rng, tree.count_columns = _loaded_extras(tree, state)
         cdef intp_t n = int(state["node_count"])
+        if not 0 <= n < MAX_NODES:
+            _refuse(f"node_count={n} out of range")
         internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
                                  count=n).astype(bool)
         leaf = ~internal
@@ -2153,9 +2190,7 @@ cdef class MondrianTree:
         nodes["n_node_samples"] = 0
         sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
         cdef intp_t m = sample_next.shape[0]
-        if ((nodes["left_child"] >= n) | (nodes["right_child"] >= n)).any() or (
-                (sample_next >= m).any() or (nodes["first_sample"] >= m).any()):
-            raise ValueError("inconsistent compact MondrianTree state")
+        _check_loaded(tree, nodes, sample_next, whole=False)
         tree._resize(max(n, 1))
         if n:
             memcpy(tree.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
@@ -2192,7 +2227,6 @@ cdef class MondrianTree:
         tree._attach(X.base, &X[0, 0] if X.shape[0] else NULL, X.shape[0])
         tree._attach_rows(rows.base, &rows[0, 0] if rows.shape[0] and S else NULL,
                           rows.shape[0], rows.shape[1])
-        rng = np.asarray(state["rng"], dtype=np.uint64)
         tree.rng.s0 = rng[0]
         tree.rng.s1 = rng[1]
         tree.rng.s2 = rng[2]
@@ -2250,23 +2284,28 @@ cdef class MondrianTree:
         cdef intp_t n = nodes.shape[0], D = self.n_features
         if version == 1:
             boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)
+            if boxes.shape[:1] != (n,):
+                _refuse("version 1 keeps one box per node")
             counts = nodes["n_node_samples"]
             slot = np.where(counts >= self.box_min_samples,
                             np.cumsum(counts >= self.box_min_samples) - 1, -1)
             boxes = np.ascontiguousarray(boxes[slot >= 0])
         else:
-            self.box_min_samples = int(state["box_min_samples"])
+            box_min_samples = int(state["box_min_samples"])
+            if not 0 <= box_min_samples <= BOX_POINTS_MAX:
+                _refuse(f"box_min_samples={box_min_samples} out of [0, {BOX_POINTS_MAX}]")
+            self.box_min_samples = box_min_samples
             boxes = np.ascontiguousarray(state["boxes"], dtype=np.float64)
             slot = state["box_slot"]
         cdef const int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
         value = np.ascontiguousarray(state["value"], dtype=np.float64)
         sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
-        rng = np.asarray(state["rng"], dtype=np.uint64)
+        rng, count_columns = _loaded_extras(self, state)
         cdef intp_t m = boxes.shape[0]
-        if (slots.shape[0] != n or boxes.shape[1:] != (2, D)
-                or value.shape != (m if self.lean_values else n, self.value_stride)
-                or (n and not -1 <= np.min(slots) <= np.max(slots) < m)):
-            raise ValueError("inconsistent MondrianTree state")
+        if (boxes.ndim != 3 or boxes.shape[1:] != (2, D)
+                or value.shape != (m if self.lean_values else n, self.value_stride)):
+            _refuse("the boxes or statistics rows do not have the tree's shape")
+        _check_loaded(self, nodes, sample_next, np.asarray(slots), m)
         self.node_count = 0
         self.box_count = 0
         self._resize(max(n, 1))
@@ -2293,7 +2332,7 @@ cdef class MondrianTree:
         self.rng.s1 = rng[1]
         self.rng.s2 = rng[2]
         self.rng.s3 = rng[3]
-        self.count_columns = state.get("count_columns", 0)
+        self.count_columns = count_columns
         if state.get("columns") is not None:
             self.set_column_order(state["columns"])
 

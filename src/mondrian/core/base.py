@@ -23,8 +23,10 @@ from mondrian.core.feature_map import (
     check_feature_range,
     check_weights,
 )
-from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.locking import LockedMethodsMixin, model_lock
+from mondrian.core.pickling import canonical_reduce
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
+from mondrian.core.state_checks import check_state_class, class_name, refuse
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
 __all__ = [
@@ -264,16 +266,64 @@ class VersionedStateMixin:
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: never write into the live __dict__
         state["_mondrian_state_version"] = self._state_version
+        state["_mondrian_state_class"] = class_name(type(self))
         return state
 
+    # Copies as before (the state of __getstate__, not the canonical one of pickles).
+    def __copy__(self):
+        func, args, state = object.__reduce_ex__(self, 4)[:3]
+        out = func(*args)
+        out._restore_state(state)  # (a copy of a live model, maybe mid-fit: no load checks)
+        return out
+
+    def __deepcopy__(self, memo):
+        func, args, state = object.__reduce_ex__(self, 4)[:3]
+        out = memo[id(self)] = func(*args)
+        out._restore_state(copy.deepcopy(state, memo))
+        return out
+
+    def __reduce_ex__(self, protocol):
+        # The nested objects' states are taken here too, under the read lock of a locked model.
+        if not isinstance(self, LockedMethodsMixin):
+            return canonical_reduce(self, protocol)
+        lock = model_lock(self)
+        lock.acquire_read()
+        try:
+            return canonical_reduce(self, protocol)
+        finally:
+            lock.release_read()
+
     def __setstate__(self, state):
+        self._restore_state(state)
+        self._check_loaded_state()
+
+    def _restore_state(self, state):
+        state = dict(state)
         version = state.pop("_mondrian_state_version", self._state_version)
         if version != self._state_version:
             raise ValueError(
                 f"this model was saved with mondrian state version {version}; this version of "
                 f"the package reads version {self._state_version}"
             )
+        check_state_class(self, state)
+        state.pop("_mondrian_state_class", None)
         super().__setstate__(state)
+
+    # Attribute -> type that a fitted state must hold there (the parts compiled code reads).
+    _state_types = {}
+
+    def _check_loaded_state(self):
+        """Refuse (``ValueError``) a loaded state whose parts do not fit together: the types
+        of ``_state_types``, the trees' input width; classes add their own checks."""
+        found = self.__dict__
+        fitted = "n_features_in_" in found
+        for name, kind in self._state_types.items():
+            if (fitted or name in found) and not isinstance(found.get(name), kind):
+                refuse(type(self).__name__, f"{name} is not a {kind.__name__}")
+        ensemble = found.get("_ensemble")
+        if isinstance(ensemble, TreeEnsemble) and fitted and (
+                found["n_features_in_"] != ensemble.n_features):
+            refuse(type(self).__name__, "n_features_in_ is not the trees' number of features")
 
 
 def _same_param(a, b):
@@ -303,6 +353,7 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
 
     # Attributes an online update may change in place (copied by unchanged_on_error(deep=True)).
     _mutable_state = ()
+    _state_types = {"_ensemble": TreeEnsemble}
     # Parameters that shape the fitted trees: changing one after fit asks for a new fit.
     _refit_params = ()
     # Whether partial_fit may add trees when n_estimators grows (else it asks for a new fit).

@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees
 from mondrian.core.feature_map import FeatureScaler
+from mondrian.core.state_checks import refuse
 from mondrian.core.store import DataStore
 
 __all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "fail_after_trees", "n_threads",
@@ -624,12 +625,17 @@ class TreeEnsemble:
         state.setdefault("column_order", None)  # saved before spare class columns existed
         state.setdefault("lean_values", False)  # saved before lean values existed
         self.__dict__.update(state)
+        _check_loaded_ensemble(self)
         X, rows = self.store.X, self.store.rows
         self.trees = [
             tree if isinstance(tree, MondrianTree)
             else MondrianTree.from_compact_state(tree, X, rows)
             for tree in self.trees
         ]
+        for tree in self.trees:
+            if (tree.n_features, tree.value_stride) != (self.n_features, self.width) or (
+                    tree.n_samples_seen > self.store.n_samples):
+                refuse("TreeEnsemble", "a tree does not match the stored points")
         self.attach_points()
 
     def memory_usage(self):
@@ -657,6 +663,26 @@ class TreeEnsemble:
         out["reserved"] = reserved + self.store._X.nbytes + self.store._rows.nbytes - (
             out["store_X"] + out["store_rows"])
         return out
+
+
+def _check_loaded_ensemble(ensemble):
+    """Refuse a loaded ensemble whose parts do not fit together (before any tree is built)."""
+    store, trees = ensemble.__dict__.get("store"), ensemble.__dict__.get("trees")
+    tree_class = ensemble.__dict__.get("tree_class")
+    if not isinstance(store, DataStore) or not isinstance(trees, list) or not (
+            isinstance(tree_class, type) and issubclass(tree_class, MondrianTree)):
+        refuse("TreeEnsemble", "it needs a DataStore, a list of trees and a tree class")
+    if store.X.shape[1] != ensemble.n_features:
+        refuse("TreeEnsemble", "the stored points do not have n_features columns")
+    if not -1 <= ensemble.count_columns <= ensemble.width:
+        refuse("TreeEnsemble", "count_columns outside [-1, width]")
+    order = ensemble.column_order
+    if order is not None and not (
+            len(set(order)) == len(order) and all(0 <= c < ensemble.width for c in order)):
+        refuse("TreeEnsemble", "column_order must hold distinct columns below the width")
+    for tree in trees:
+        if not isinstance(tree, (MondrianTree, dict)):
+            refuse("TreeEnsemble", f"a tree is a {type(tree).__name__}")
 
 
 def _compact_or_whole(tree, X, rows):

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from mondrian.core.state_checks import loaded_array, refuse
+
 __all__ = ["DataStore"]
 
 
@@ -82,6 +84,12 @@ class DataStore:
         return {"X": self.X, "rows": self.rows, "n_samples": self.n_samples}
 
     def __setstate__(self, state):
-        self._X = np.ascontiguousarray(state["X"], dtype=np.float64)
-        self._rows = np.ascontiguousarray(state["rows"], dtype=np.float64)
-        self.n_samples = int(state["n_samples"])
+        X = loaded_array("DataStore", "X", state["X"], np.float64, 2)
+        rows = loaded_array("DataStore", "rows", state["rows"], np.float64, 2,
+                            (X.shape[0], None))
+        if not np.isfinite(X).all() or np.isnan(rows).any():
+            refuse("DataStore", "stored points are not finite")
+        n_samples = int(state["n_samples"])
+        if not 0 <= n_samples <= X.shape[0]:
+            refuse("DataStore", f"n_samples={n_samples} but {X.shape[0]} stored rows")
+        self._X, self._rows, self.n_samples = X, rows, n_samples

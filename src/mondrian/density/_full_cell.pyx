@@ -63,6 +63,13 @@ cdef class FullCellTree(MondrianTree):
             raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
         self.box_min_samples = 0  # full cells cannot be rebuilt from points: keep every box
 
+    def __setstate__(self, state):
+        if isinstance(state, dict) and state.get("box_min_samples", 0) != 0:
+            # (the extension writes the cell of every node into its stored box)
+            raise ValueError("inconsistent FullCellTree state: a full-cell tree keeps every "
+                             "box (box_min_samples=0)")
+        MondrianTree.__setstate__(self, state)
+
     def start_cell(self, upper):
         """Give the empty tree the root cell ``[0, upper_1] x ... x [0, upper_D]``.
 

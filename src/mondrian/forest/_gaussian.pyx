@@ -360,7 +360,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
         for m in range(len(trees)):
             tree = trees[m]
             mm, mv = messages[m]
-            if mm.shape[0] != tree.node_count:
+            if mm.shape[0] != tree.node_count or mv.shape[0] != tree.node_count:
                 raise ValueError("stale messages: the tree changed since they were computed")
             h = params.at(read_lifetime(tree, lifetime))
             means[0] = <float64_t*> &mm[0]

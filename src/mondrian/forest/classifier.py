@@ -23,6 +23,7 @@ from mondrian.core.base import (
 )
 from mondrian.core.conventions import ConventionsMixin, TreeSequenceMixin
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.core.state_checks import check_classes, refuse
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -111,6 +112,18 @@ class _BaseMondrianClassifier(
         rows[np.arange(codes.shape[0]), self._class_columns()[codes]] = (
             1.0 if weights is None else weights)
         return rows
+
+    def _check_loaded_state(self):
+        super()._check_loaded_state()
+        if "_ensemble" not in self.__dict__:
+            return
+        trees = self._ensemble.trees
+        n_columns = trees[0].n_columns if trees else 0
+        if any(tree.n_columns != n_columns for tree in trees) or (
+                self._ensemble.column_order is not None
+                and len(self._ensemble.column_order) != n_columns):
+            refuse(type(self).__name__, "the trees' class columns differ")
+        check_classes(self, n_columns)
 
     def _class_columns(self):
         """Stored column of each class of ``classes_`` in the rows and the trees' statistics.

@@ -26,6 +26,8 @@ from mondrian.path._engine cimport CutSource, CutVisitor, visit_event
 
 import numpy as np
 
+from mondrian.core.state_checks import check_index_array, loaded_array, refuse
+
 # Segment of a new coordinate cut off from both neighbours (its cell holds no fitted point).
 cdef enum:
     ALONE = -1
@@ -121,6 +123,8 @@ cdef class GridSample:
         ndarray of intp, shape (n_grids, offsets[-1])
             ``seg[m, offsets[d] + i]``: number of cut gaps at or below value ``i`` of ``d``.
         """
+        if lifetimes.shape[0] != self.n_dims:
+            raise ValueError(f"one lifetime per dimension ({self.n_dims}) is needed")
         seg = np.zeros((self.n_grids, self.offsets[self.n_dims]), dtype=np.intp)
         cdef intp_t[:, ::1] s = seg
         cdef intp_t m, d, i, o, count
@@ -151,6 +155,10 @@ cdef class GridSample:
         -------
         ndarray of intp, shape (n_points, n_dims)
         """
+        if (X.shape[1] != self.n_dims or lifetimes.shape[0] != self.n_dims
+                or not 0 <= m < self.n_grids
+                or (seg.shape[0], seg.shape[1]) != (self.n_grids, self.off[self.n_dims])):
+            raise ValueError("X, the grid, lifetimes and segments do not match the sample")
         out = np.empty((X.shape[0], self.n_dims), dtype=np.intp)
         cdef intp_t[:, ::1] keys = out
         cdef intp_t p, d
@@ -205,6 +213,8 @@ cdef inline float64_t rng_exponential_u(float64_t u, float64_t rate) noexcept no
 
 
 def _rebuild_sample(n_grids, n_dims, n_points, seed, uniques, offsets, times, ranks):
+    n_grids, n_dims, n_points, seed, uniques, offsets, times, ranks = _checked_sample(
+        n_grids, n_dims, n_points, seed, uniques, offsets, times, ranks)
     cdef GridSample s = GridSample.__new__(GridSample)
     s.n_grids, s.n_dims, s.n_points, s.seed = n_grids, n_dims, n_points, seed
     s.uniques, s.offsets, s.times, s.ranks = uniques, offsets, times, ranks
@@ -213,6 +223,30 @@ def _rebuild_sample(n_grids, n_dims, n_points, seed, uniques, offsets, times, ra
     s.off = offsets
     s.t = times
     return s
+
+
+def _checked_sample(n_grids, n_dims, n_points, seed, uniques, offsets, times, ranks):
+    """The parts of a saved :class:`GridSample`, refused (``ValueError``) unless every index
+    the nogil loops take from them stays in range: ``offsets`` the running lengths of the
+    ``n_dims`` non-empty sorted ``uniques``, ``times`` one row per grid, ``ranks`` indices into
+    ``uniques``."""
+    name = "GridSample"
+    n_grids, n_dims, n_points, seed = int(n_grids), int(n_dims), int(n_points), int(seed)
+    if min(n_grids, n_dims, n_points) < 0 or not 0 <= seed < 2**64:
+        refuse(name, "negative sizes or a seed outside 64 bits")
+    if not isinstance(uniques, list) or len(uniques) != n_dims:
+        refuse(name, "uniques must be a list of one array per dimension")
+    uniques = [loaded_array(name, "uniques", u, np.float64, 1) for u in uniques]
+    if any(u.shape[0] == 0 or not (u[1:] > u[:-1]).all() for u in uniques):
+        refuse(name, "each dimension needs its distinct values, sorted")
+    offsets = loaded_array(name, "offsets", offsets, np.intp, 1)
+    if not np.array_equal(offsets, np.cumsum([0] + [u.shape[0] for u in uniques])):
+        refuse(name, "offsets are not the running lengths of uniques")
+    times = loaded_array(name, "times", times, np.float64, 2, (n_grids, offsets[-1]))
+    ranks = loaded_array(name, "ranks", ranks, np.intp, 2, (n_dims, n_points))
+    for d in range(n_dims):
+        check_index_array(name, "ranks", ranks[d], 0, uniques[d].shape[0])
+    return n_grids, n_dims, n_points, seed, uniques, offsets, times, ranks
 
 
 def key_hashes(const intp_t[:, ::1] keys):

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit, sparse_output
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.state_checks import loaded_array, refuse
 from mondrian.grid._cuts import GridSample, key_hashes
 
 __all__ = ["MondrianGridFeatures", "GridMap", "check_lifetimes"]
@@ -70,6 +71,28 @@ class GridMap:
             offset += len(unique)
         self.columns.append(offset)
         self.n_features = offset
+
+    def __setstate__(self, state):
+        sample = state.get("sample")
+        if not isinstance(sample, GridSample):
+            refuse("GridMap", "its sample is not a GridSample")
+        M, D = sample.n_grids, sample.n_dims
+        lifetimes = loaded_array("GridMap", "lifetimes", state.get("lifetimes"), np.float64, 1,
+                                 (D,))
+        parts = [state.get(name) for name in ("hashes", "keys", "columns")]
+        if not all(isinstance(part, list) for part in parts) or [len(p) for p in parts] != [
+                M, M, M + 1]:
+            refuse("GridMap", "hashes, keys and columns must be lists of one entry per grid")
+        hashes = [loaded_array("GridMap", "hashes", h, np.int64, 1) for h in parts[0]]
+        keys = [loaded_array("GridMap", "keys", k, np.intp, 2, (len(h), D))
+                for k, h in zip(parts[1], hashes, strict=True)]
+        columns = [int(c) for c in parts[2]]
+        if columns != np.cumsum([0] + [len(h) for h in hashes]).tolist() or (
+                state.get("n_features") != columns[-1]):
+            refuse("GridMap", "columns are not the running counts of the cells")
+        self.__dict__.update(state)
+        self.lifetimes, self.hashes, self.keys, self.columns = lifetimes, hashes, keys, columns
+        self.segments = sample.segments(lifetimes)  # (derived: never read from the state)
 
     def transform(self, X):
         """CSR indicators of the cells holding the scaled points ``X``, scaled by ``1/sqrt(M)``:
@@ -154,6 +177,8 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
     >>> Z.shape[0], bool(np.allclose(Z.multiply(Z).sum(axis=1), 1.0))
     (6, True)
     """
+
+    _state_types = {"_map": GridMap}
 
     _parameter_constraints = {
         "n_grids": [Interval(numbers.Integral, 1, None, closed="left")],

@@ -105,6 +105,8 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, V
     True
     """
 
+    _state_types = {"_map": GridMap, "_ridge": RidgeInverse}
+
     _parameter_constraints = {
         "n_grids": [Interval(numbers.Integral, 1, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],

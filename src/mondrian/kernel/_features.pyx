@@ -85,6 +85,8 @@ def extension_leaves(list trees, const float64_t[:, ::1] X, const uint64_t[::1] 
         tree = trees[m]
         if tree.node_count == 0:
             raise ValueError("cannot place points in an empty tree")
+        if tree.n_features != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features, the trees {tree.n_features}")
         lam = read_lifetime(tree, lifetime)
         with nogil:
             for i in range(n):

@@ -27,6 +27,8 @@ from mondrian.path._engine cimport CellColumns, CutSource, TreeCuts
 import numpy as np
 from scipy import sparse
 
+from mondrian.core.state_checks import loaded_array, refuse
+
 
 # Cuts whose rank-3 corrections are gathered before one BLAS-3 update of the inverse.
 cdef intp_t PENDING_CUTS = 32
@@ -557,7 +559,14 @@ cdef class RidgeInverse:
 
 def _rebuild_ridge(float64_t delta2, inverse, zty, weights, float64_t logdet):
     """Unpickle a :class:`RidgeInverse` (only its live block is saved)."""
+    inverse = loaded_array("RidgeInverse", "inverse", inverse, np.float64, 2)
     cdef intp_t C = inverse.shape[0]
+    if inverse.shape != (C, C):
+        refuse("RidgeInverse", "the inverse is not square")
+    zty = loaded_array("RidgeInverse", "zty", zty, np.float64, 1, (C,))
+    weights = loaded_array("RidgeInverse", "weights", weights, np.float64, 1, (C,))
+    if not delta2 > 0:
+        refuse("RidgeInverse", "delta2 must be positive")
     ridge = RidgeInverse(max(C, 1), delta2)
     np.asarray(ridge.inv)[:C, :C] = inverse
     np.asarray(ridge.zty)[:C] = zty

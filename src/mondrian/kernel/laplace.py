@@ -25,6 +25,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import (
+    VersionedStateMixin,
     check_strict_params,
     dense_blocks,
     sparse_output,
@@ -37,7 +38,8 @@ __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 _MAX_BIN_INDEX = 2.0**53
 
 
-class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
+                       BaseEstimator):
     """Parameters and tags shared by the random features of the Laplace kernel (not for
     direct use): ``n_components`` random draws at inverse width ``lifetime``, float64 out."""
 

@@ -23,6 +23,7 @@ from mondrian.core.base import (
     dense_blocks,
     sparse_output,
 )
+from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.targets import centre_and_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
@@ -466,6 +467,8 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
     >>> path.criterion
     'log_marginal_likelihood'
     """
+
+    _state_types = {"_ensemble": TreeEnsemble, "_ridge": RidgeInverse}
 
     _parameter_constraints = {
         **_MondrianKernelBase._parameter_constraints,

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core.state_checks import check_classes
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._sgd_path import SGDPathVisitor
 from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
@@ -311,6 +312,12 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
     _logistic = True
     _classification = True
     _stratify = True
+
+    def _check_loaded_state(self):
+        super()._check_loaded_state()
+        if "coef_" in self.__dict__:
+            coef = self.coef_
+            check_classes(self, coef.shape[1] if getattr(coef, "ndim", 0) == 2 else -1)
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")

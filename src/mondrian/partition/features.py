@@ -10,7 +10,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, atomic_fit, sparse_output
+from mondrian.core.base import (
+    StrictParamsMixin,
+    VersionedStateMixin,
+    atomic_fit,
+    sparse_output,
+)
+from mondrian.core.state_checks import check_index_array, loaded_array, refuse
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,
@@ -25,6 +31,29 @@ __all__ = ["RandomPartitionFeatures"]
 def _as_2d(v):
     v = np.asarray(v, dtype=np.float64)
     return np.ascontiguousarray(v.reshape(v.shape[0], -1)), v.ndim == 1
+
+
+def _check_partition_state(state):
+    """Refuse (``ValueError``) saved partition labels that would index outside the cluster
+    arrays; ``state`` gets the checked arrays."""
+    name = "RandomPartitionFeatures"
+    labels = loaded_array(name, "labels", state["_labels"], np.int32, 2)
+    m = labels.shape[0]
+    offsets = loaded_array(name, "offsets", state["_offsets"], np.intp, 1, (m + 1,))
+    sizes = np.diff(offsets)
+    if m == 0 or offsets[0] != 0 or (sizes < 0).any():
+        refuse(name, "offsets must start at 0 and never decrease")
+    counts = loaded_array(name, "counts", state["_counts"], np.float64, 1, (offsets[-1],))
+    lookup = state["_lookup"]
+    if not isinstance(lookup, list) or len(lookup) != m:
+        refuse(name, "one lookup table per partition is needed")
+    lookup = [loaded_array(name, "lookup", table, np.int32, 1) for table in lookup]
+    for r in range(m):
+        check_index_array(name, "labels", labels[r], -1, sizes[r])
+        check_index_array(name, "lookup", lookup[r], -1, sizes[r])
+    if state.get("_n_features_out") != offsets[-1]:
+        refuse(name, "n_features_out is not the number of clusters")
+    state.update(_labels=labels, _offsets=offsets, _counts=counts, _lookup=lookup)
 
 
 class _PartitionProducts:
@@ -60,7 +89,8 @@ class _PartitionProducts:
 
 
 class RandomPartitionFeatures(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
+    BaseEstimator
 ):
     """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 
@@ -167,6 +197,14 @@ class RandomPartitionFeatures(
         self._products = _PartitionProducts(self._labels, self._offsets, self._counts)
         self._n_features_out = int(self._offsets[-1])
         return self
+
+    def _check_loaded_state(self):
+        super()._check_loaded_state()
+        if "_labels" in self.__dict__:
+            if not callable(getattr(self.__dict__.get("partition_"), "cells", None)):
+                refuse(type(self).__name__, "partition_ is not a sampled partition")
+            _check_partition_state(self.__dict__)
+            self._products = _PartitionProducts(self._labels, self._offsets, self._counts)
 
     @property
     def labels_(self):

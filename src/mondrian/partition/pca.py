@@ -9,14 +9,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, atomic_fit
+from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionKernelPCA"]
 
 
 class RandomPartitionKernelPCA(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
+    BaseEstimator
 ):
     """Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
 
@@ -54,6 +55,8 @@ class RandomPartitionKernelPCA(
     >>> pca.fit_transform(X).shape
     (300, 2)
     """
+
+    _state_types = {"features_": RandomPartitionFeatures}
 
     _parameter_constraints = {
         "partitioner": [str, object],
