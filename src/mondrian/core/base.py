@@ -22,7 +22,7 @@ from mondrian.core.feature_map import (
     check_feature_range,
     check_weights,
 )
-from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.locking import VIEW_ATTRIBUTE, LockedMethodsMixin, model_lock, share_lock
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 
@@ -338,6 +338,7 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
         """Record the tree-shaping parameters of a fit (checked by :meth:`_warm_start`)."""
         self._fit_params = {name: getattr(self, name) for name in self._refit_params}
         self.__dict__.pop("_read_only_view", None)  # a fit replaces a view's state
+        self.__dict__.pop(VIEW_ATTRIBUTE, None)
 
     def _check_writable(self):
         if getattr(self, "_read_only_view", False):
@@ -405,25 +406,40 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     @property
     def estimators_(self):
         """The fitted trees, as single-tree estimators on the forest's data (read-only views:
-        ``partial_fit`` and ``learn_one`` on them raise; ``fit`` makes one independent)."""
+        ``partial_fit`` and ``learn_one`` on them raise; ``fit`` makes one independent). A
+        view reads under the forest's lock and follows the forest's later updates."""
         if self._tree_view_class is None:
             raise AttributeError(f"{type(self).__name__} has no estimators_")
         check_is_fitted(self, "_trees")
+        return [self._tree_view(k) for k in range(len(self._trees))]
+
+    def _tree_view(self, k):
+        """The read-only single-tree estimator of tree ``k``."""
         cls = self._tree_view_class
         params = {name: getattr(self, name) for name in cls().get_params()
                   if name != "random_state"}
-        views = []
-        for k in range(len(self._trees)):
-            # The tree's own seed makes a later view.fit reproducible.
-            view = cls(**params, random_state=int(self._seeds[k] % 2**32))
-            view._ensemble = self._ensemble.single_tree(k)
-            for name in self._tree_view_attributes:
-                if name in self.__dict__:
-                    view.__dict__[name] = self.__dict__[name]
-            view._read_only_view = True
-            view._init_view()
-            views.append(view)
-        return views
+        # The tree's own seed makes a later view.fit reproducible.
+        view = cls(**params, random_state=int(self._seeds[k] % 2**32))
+        view._ensemble = self._ensemble.single_tree(k)
+        for name in self._tree_view_attributes:
+            if name in self.__dict__:
+                view.__dict__[name] = self.__dict__[name]
+        view._read_only_view = True
+        share_lock(view, self)  # it reads the forest's buffers: under the forest's lock
+        view.__dict__[VIEW_ATTRIBUTE] = (self, k, model_lock(self).generation)
+        view._init_view()
+        return view
+
+    def _refresh_view(self):
+        """Follow the forest after it learnt (its trees changed in place): take the state of a
+        fresh view of the same tree (run under the forest's lock, before every read)."""
+        owner, k, generation = self.__dict__[VIEW_ATTRIBUTE]
+        if model_lock(owner).generation == generation:
+            return
+        if k < len(owner.__dict__.get("_ensemble", ())):
+            self.__dict__.update(owner._tree_view(k).__dict__)
+        else:  # a refit with fewer trees: this tree no longer changes
+            self.__dict__[VIEW_ATTRIBUTE] = (owner, k, model_lock(owner).generation)
 
     def _init_view(self):
         """Fresh caches of a single-tree view (subclasses)."""

@@ -964,7 +964,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
     def tree_(self):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
-        return MondrianTreeStructure(self._trees[0], self._scaler)
+        return MondrianTreeStructure(self._trees[0], self._scaler, owner=self)
 
 
 MondrianForestClassifier._tree_view_class = MondrianTreeClassifier

@@ -1201,7 +1201,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
         return MondrianTreeStructure(
-            self._trees[0], self._scaler, value_transform=self._value_in_units
+            self._trees[0], self._scaler, value_transform=self._value_in_units, owner=self
         )
 
 

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, atomic_fit, sparse_output
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,
@@ -60,7 +61,8 @@ class _PartitionProducts:
 
 
 class RandomPartitionFeatures(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
+    BaseEstimator,
 ):
     """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 

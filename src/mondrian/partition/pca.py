@@ -10,13 +10,15 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, atomic_fit
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionKernelPCA"]
 
 
 class RandomPartitionKernelPCA(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
+    BaseEstimator,
 ):
     """Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
 
