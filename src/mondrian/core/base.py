@@ -25,6 +25,7 @@ from mondrian.core.feature_map import (
 from mondrian.core.locking import VIEW_ATTRIBUTE, LockedMethodsMixin, model_lock, share_lock
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
+from mondrian.core.targets import MAX_TOTAL_WEIGHT
 
 __all__ = [
     "BaseMondrianEnsemble",
@@ -156,7 +157,8 @@ def check_sample_weight(sample_weight, X):
     Raises
     ------
     ValueError
-        For a negative, NaN or infinite weight, a wrong shape, or weights that are all zero.
+        For a negative, NaN or infinite weight, a wrong shape, weights that are all zero or
+        that sum to more than :data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT`.
     """
     if sample_weight is None:
         return None
@@ -167,6 +169,11 @@ def check_sample_weight(sample_weight, X):
         raise ValueError(
             "Sample weights must contain at least one non-zero number: a weight of zero leaves "
             "its row out, so all-zero weights leave nothing to learn from"
+        )
+    if not float(np.sum(weights)) <= MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            "sample_weight sums to more than 2**53 (about 9.0e15): weights are counts, which "
+            "float64 no longer adds exactly past that; rescale sample_weight"
         )
     return weights
 

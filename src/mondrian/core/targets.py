@@ -2,7 +2,34 @@
 
 import numpy as np
 
-__all__ = ["centre_and_scale"]
+__all__ = ["MAX_TARGET", "MAX_TOTAL_WEIGHT", "centre_and_scale", "check_target_scale"]
+
+# Largest |target| a model accepts. float64 overflows at 2**1024; predictions scaled back from
+# standardised units (offset + scale * z, variances scale**2 * v) keep 2**24 of headroom above
+# the targets (extrapolation, interval widths), and every target up to 1e300 is accepted.
+MAX_TARGET = 2.0**1000
+# Largest total of the sample weights. A weight is a count; past 2**53 float64 no longer counts
+# exactly (adding one more row changes nothing), and the class counts, Gaussian sums and
+# repeats built from the weights stop meaning what they say.
+MAX_TOTAL_WEIGHT = 2.0**53
+
+
+def check_target_scale(y, name="y"):
+    """Refuse targets beyond :data:`MAX_TARGET` in magnitude (finite-or-refuse: past it a
+    model's outputs in the units of ``y`` could overflow to infinity or NaN).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the bound.
+    """
+    y = np.asarray(y)
+    if y.size and y.dtype.kind == "f" and not float(np.max(np.abs(y))) <= MAX_TARGET:
+        raise ValueError(
+            f"{name} holds values of magnitude above 2**1000 (about 1.07e301), too close to "
+            f"the float64 overflow for finite predictions: rescale {name}"
+        )
+    return y
 
 
 def centre_and_scale(y):
@@ -25,7 +52,7 @@ def centre_and_scale(y):
     Raises
     ------
     ValueError
-        When the targets spread over more than the largest float64.
+        When a target exceeds :data:`MAX_TARGET` in magnitude.
 
     Examples
     --------
@@ -36,7 +63,7 @@ def centre_and_scale(y):
     >>> centre_and_scale(np.array([5.0, 5.0]))
     (5.0, 1.0)
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = check_target_scale(np.asarray(y, dtype=np.float64))
     with np.errstate(over="ignore", invalid="ignore"):
         offset = float(np.mean(y))
         if not np.isfinite(offset):  # the sum overflowed: average in units of max|y|
