@@ -2,7 +2,7 @@
 returns finite outputs or refuses the input at fit with a ``ValueError`` naming it, for target
 and sample-weight scales from 1e-300 to 1e308 (all of them scaled, or one outlier), a missing
 target and constant inputs. The bounds are :data:`~mondrian.core.targets.MAX_TARGET` (targets)
-and :data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT` (weights), applied in one place each.
+and :data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT` (total weight), applied in one place each.
 """
 
 import inspect

@@ -320,3 +320,24 @@ def test_views_read_under_the_forest_lock():
     assert model_lock(copy) is not model_lock(model)
     np.testing.assert_array_equal(copy.predict_proba(np.ones((2, 3))),
                                   view.predict_proba(np.ones((2, 3))))
+
+
+def test_merge_forests_reads_its_parts_under_their_locks():
+    from mondrian import MondrianForestClassifier, merge_forests
+
+    scaling = (np.zeros(3), np.ones(3))
+    a, b = (MondrianForestClassifier(2, random_state=s, feature_scaling=scaling)
+            .fit(np.eye(3), [0, 1, 1]) for s in (1, 2))
+    lock = model_lock(a)
+    lock.acquire_write()
+    out = []
+    thread = threading.Thread(target=lambda: out.append(merge_forests([a, b])), daemon=True)
+    try:
+        thread.start()
+        time.sleep(0.3)
+        assert not out  # waits for the writer of a part
+    finally:
+        lock.release_write()
+    thread.join(60)
+    assert len(out[0].estimators_) == 4
+    assert lock._readers == 0 and model_lock(b)._readers == 0

@@ -170,10 +170,13 @@ def check_sample_weight(sample_weight, X):
             "Sample weights must contain at least one non-zero number: a weight of zero leaves "
             "its row out, so all-zero weights leave nothing to learn from"
         )
-    if not float(np.sum(weights)) <= MAX_TOTAL_WEIGHT:
+    with np.errstate(over="ignore"):
+        total = float(np.sum(weights))
+    if not total <= MAX_TOTAL_WEIGHT:
         raise ValueError(
-            "sample_weight sums to more than 2**53 (about 9.0e15): weights are counts, which "
-            "float64 no longer adds exactly past that; rescale sample_weight"
+            "sample_weight sums to more than 2**1000 (about 1.07e301): the sums of counts "
+            "the model forms would come too close to the float64 overflow; rescale "
+            "sample_weight"
         )
     return weights
 

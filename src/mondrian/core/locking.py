@@ -204,12 +204,13 @@ def _locked(method, write):
     else:
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
-            lock = self.__dict__.get(LOCK_ATTRIBUTE)
+            d = self.__dict__
+            lock = d.get(LOCK_ATTRIBUTE)
             if lock is None:
                 lock = model_lock(self)
             lock.acquire_read()
             try:
-                if VIEW_ATTRIBUTE in self.__dict__:
+                if VIEW_ATTRIBUTE in d:
                     self._refresh_view()
                 return method(self, *args, **kwargs)
             finally:

@@ -8,10 +8,10 @@ __all__ = ["MAX_TARGET", "MAX_TOTAL_WEIGHT", "centre_and_scale", "check_target_s
 # standardised units (offset + scale * z, variances scale**2 * v) keep 2**24 of headroom above
 # the targets (extrapolation, interval widths), and every target up to 1e300 is accepted.
 MAX_TARGET = 2.0**1000
-# Largest total of the sample weights. A weight is a count; past 2**53 float64 no longer counts
-# exactly (adding one more row changes nothing), and the class counts, Gaussian sums and
-# repeats built from the weights stop meaning what they say.
-MAX_TOTAL_WEIGHT = 2.0**53
+# Largest total of the sample weights (counts): the models sum them (class counts plus priors,
+# Gaussian sums of weighted targets), so the total keeps the same headroom below float64's
+# overflow as the targets. Huge integer counts (2**52 and more) stay accepted.
+MAX_TOTAL_WEIGHT = MAX_TARGET
 
 
 def check_target_scale(y, name="y"):
