@@ -1,8 +1,9 @@
 """Finite-or-refuse: every estimator of ``mondrian.__all__`` (found by introspection) either
 returns finite outputs or refuses the input at fit with a ``ValueError`` naming it, for target
 and sample-weight scales from 1e-300 to 1e308 (all of them scaled, or one outlier), a missing
-target and constant inputs. The bounds are :data:`~mondrian.core.targets.MAX_TARGET` (targets)
-and :data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT` (total weight), applied in one place each.
+target, targets of None and constant inputs. The bounds are
+:data:`~mondrian.core.targets.MAX_TARGET` (targets) and
+:data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT` (total weight), applied in one place each.
 """
 
 import inspect
@@ -25,7 +26,8 @@ def _cases(cls, kind, y):
             one[3] = s
             cases += [(f"y*{s:g}", {"y": y * s}), (f"one y={s:g}", {"y": one}),
                       (f"y={s:g}+y", {"y": s + y})]
-        cases.append(("y=None", {"y": None}))
+        cases += [("y=None", {"y": None}), ("y of None", {"y": [None] * len(y)}),
+                  ("y of one None", {"y": [None, *y[1:].tolist()]})]
     if "sample_weight" in inspect.signature(cls.fit).parameters:
         for s in SCALES:
             one = np.ones(len(y if y is not None else np.ones(60)))

@@ -15,16 +15,37 @@ MAX_TOTAL_WEIGHT = MAX_TARGET
 
 
 def check_target_scale(y, name="y"):
-    """Refuse targets beyond :data:`MAX_TARGET` in magnitude (finite-or-refuse: past it a
-    model's outputs in the units of ``y`` could overflow to infinity or NaN).
+    """``y`` as float64 numbers, finite and at most :data:`MAX_TARGET` in magnitude
+    (finite-or-refuse: past it a model's outputs in the units of ``y`` could overflow to
+    infinity or NaN).
 
     Raises
     ------
     ValueError
-        Naming ``name`` and the bound.
+        Naming ``name``: labels that are not numbers, NaN, infinity or None (targets given
+        as objects arrive as NaN), or a magnitude above the bound.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mondrian.core.targets import check_target_scale
+    >>> check_target_scale([1.0, 1e300]).tolist()
+    [1.0, 1e+300]
+    >>> check_target_scale([1.0, 1e308])
+    Traceback (most recent call last):
+    ...
+    ValueError: y holds values of magnitude above 2**1000 (about 1.07e301), ...
     """
-    y = np.asarray(y)
-    if y.size and y.dtype.kind == "f" and not float(np.max(np.abs(y))) <= MAX_TARGET:
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers (regression targets), got "
+                         f"{np.asarray(y).dtype} values") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(np.max(np.abs(y), initial=0.0))
+    if not np.isfinite(top):
+        raise ValueError(f"{name} contains NaN, infinity or None")
+    if top > MAX_TARGET:
         raise ValueError(
             f"{name} holds values of magnitude above 2**1000 (about 1.07e301), too close to "
             f"the float64 overflow for finite predictions: rescale {name}"
