@@ -242,3 +242,66 @@ def test_pickles_of_widened_trees_are_version_2_and_plain_ones_unchanged():
     assert ensemble.column_order is None
     for a, b in zip(ensemble.trees, fitted._trees, strict=True):
         assert pickle.dumps(a) == pickle.dumps(b)
+
+
+class _CountingNumpy:
+    """NumPy for one module, counting the elements of the arrays ``eye`` and ``zeros`` make."""
+
+    def __init__(self):
+        self.elements = 0
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def eye(self, n, *args, **kwargs):
+        self.elements += n * n
+        return np.eye(n, *args, **kwargs)
+
+    def zeros(self, shape, *args, **kwargs):
+        self.elements += int(np.prod(shape))
+        return np.zeros(shape, *args, **kwargs)
+
+
+def _unique_calls(monkeypatch):
+    calls = []
+    original = np.unique
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(np, "unique", counting)
+    return calls
+
+
+def _classes_one_by_one(n_classes, n_estimators):
+    rng = np.random.default_rng(10)
+    model = MondrianForestClassifier(n_estimators=n_estimators, lifetime=1.0, random_state=0)
+    for label in rng.permutation(n_classes):
+        model.learn_one(rng.normal(size=2), int(label))
+    return model
+
+
+def test_learn_one_class_arrival_work_is_linear_per_class(monkeypatch):
+    """The work of a new class arriving through learn_one, counted (not timed): the column
+    order is checked once per class, not once per tree, and the one-hot statistics rows cost
+    O(width) per class, not a table of O(n_classes * width) rebuilt at every new class
+    (quadratic in the number of classes)."""
+    import mondrian.forest.classifier as classifier
+
+    calls = _unique_calls(monkeypatch)
+    _classes_one_by_one(120, 1)
+    one_tree = len(calls)
+    calls.clear()
+    _classes_one_by_one(120, 16)
+    # Per tree only the O(log n_classes) rewrites of the widening check their column map (was
+    # a check per tree at every new class: 15 * 119 more calls).
+    assert len(calls) - one_tree <= 15 * (int(np.ceil(np.log2(120))) + 2)
+
+    counting = _CountingNumpy()
+    monkeypatch.setattr(classifier, "np", counting)
+    model = _classes_one_by_one(300, 2)
+    width = model._ensemble.width
+    assert model.classes_.shape[0] == 300 and width == 512
+    # At most a few rows of the final width per class (the table took sum(width**2) ~ 4e7).
+    assert counting.elements <= 4 * 300 * width

@@ -23,11 +23,12 @@ from mondrian.core.feature_map import (
     check_feature_range,
     check_weights,
 )
-from mondrian.core.locking import LockedMethodsMixin, model_lock
+from mondrian.core.locking import VIEW_ATTRIBUTE, LockedMethodsMixin, model_lock, share_lock
 from mondrian.core.pickling import canonical_reduce
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
 from mondrian.core.state_checks import check_state_class, class_name, refuse
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
+from mondrian.core.targets import MAX_TOTAL_WEIGHT
 
 __all__ = [
     "BaseMondrianEnsemble",
@@ -159,7 +160,8 @@ def check_sample_weight(sample_weight, X):
     Raises
     ------
     ValueError
-        For a negative, NaN or infinite weight, a wrong shape, or weights that are all zero.
+        For a negative, NaN or infinite weight, a wrong shape, weights that are all zero or
+        that sum to more than :data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT`.
     """
     if sample_weight is None:
         return None
@@ -170,6 +172,14 @@ def check_sample_weight(sample_weight, X):
         raise ValueError(
             "Sample weights must contain at least one non-zero number: a weight of zero leaves "
             "its row out, so all-zero weights leave nothing to learn from"
+        )
+    with np.errstate(over="ignore"):
+        total = float(np.sum(weights))
+    if not total <= MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            "sample_weight sums to more than 2**1000 (about 1.07e301): the sums of counts "
+            "the model forms would come too close to the float64 overflow; rescale "
+            "sample_weight"
         )
     return weights
 
@@ -390,6 +400,7 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
         """Record the tree-shaping parameters of a fit (checked by :meth:`_warm_start`)."""
         self._fit_params = {name: getattr(self, name) for name in self._refit_params}
         self.__dict__.pop("_read_only_view", None)  # a fit replaces a view's state
+        self.__dict__.pop(VIEW_ATTRIBUTE, None)
 
     def _check_writable(self):
         if getattr(self, "_read_only_view", False):
@@ -457,7 +468,8 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
     @property
     def estimators_(self):
         """The fitted trees, as single-tree estimators on the forest's data (read-only views:
-        ``partial_fit`` and ``learn_one`` on them raise; ``fit`` makes one independent)."""
+        ``partial_fit`` and ``learn_one`` on them raise; ``fit`` makes one independent). A
+        view reads under the forest's lock and follows the forest's later updates."""
         if self._tree_view_class is None:
             raise AttributeError(f"{type(self).__name__} has no estimators_")
         check_is_fitted(self, "_trees")
@@ -475,8 +487,21 @@ class EnsembleMixin(StrictParamsMixin, LockedMethodsMixin):
             if name in self.__dict__:
                 view.__dict__[name] = self.__dict__[name]
         view._read_only_view = True
+        share_lock(view, self)  # it reads the forest's buffers: under the forest's lock
+        view.__dict__[VIEW_ATTRIBUTE] = (self, k, model_lock(self).generation)
         view._init_view()
         return view
+
+    def _refresh_view(self):
+        """Follow the forest after it learnt (its trees changed in place): take the state of a
+        fresh view of the same tree (run under the forest's lock, before every read)."""
+        owner, k, generation = self.__dict__[VIEW_ATTRIBUTE]
+        if model_lock(owner).generation == generation:
+            return
+        if k < len(owner.__dict__.get("_ensemble", ())):
+            self.__dict__.update(owner._tree_view(k).__dict__)
+        else:  # a refit with fewer trees: this tree no longer changes
+            self.__dict__[VIEW_ATTRIBUTE] = (owner, k, model_lock(owner).generation)
 
     def _init_view(self):
         """Fresh caches of a single-tree view (subclasses)."""

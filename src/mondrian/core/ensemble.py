@@ -15,7 +15,7 @@ from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
-from mondrian.core._tree import MondrianTree, extend_trees
+from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.state_checks import refuse
 from mondrian.core.store import DataStore
@@ -230,8 +230,8 @@ class TreeEnsemble:
         order = self.__dict__.get("column_order")
         for tree in trees:
             tree.count_columns = self.count_columns
-            if order is not None:
-                tree.set_column_order(order)
+        if order is not None:
+            set_column_order_trees(trees, order)
         return trees
 
     def set_columns(self, order, width=None, column_map=None):
@@ -256,8 +256,7 @@ class TreeEnsemble:
             self.store.set_row_columns(width, column_map)
             self.attach_points()  # the rows the trees rebuild statistics from were rewritten
         order = np.asarray(order, dtype=np.intp)
-        for tree in self.trees:
-            tree.set_column_order(order)
+        set_column_order_trees(self.trees, order)  # checked once, then copied per tree
         trivial = order.shape[0] == width and np.array_equal(order, np.arange(width))
         # A tuple: no NumPy dtype object whose sharing inside a pickle would depend on history.
         self.column_order = None if trivial else tuple(order.tolist())

@@ -22,6 +22,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from mondrian.core.base import _same_param
+from mondrian.core.locking import LockedMethodsMixin, read_locked
 
 __all__ = ["feature_range", "forest_parts", "merge_forests"]
 
@@ -249,7 +250,10 @@ def merge_forests(forests):
     >>> bool(np.allclose(merged.predict_proba(X), expected))
     True
     """
-    return _merge(forests, copy_parts=True)
+    forests = list(forests)
+    models = [f for f in forests if isinstance(f, LockedMethodsMixin)]  # others: refused below
+    with read_locked(*models):  # every part read whole, none half-updated
+        return _merge(forests, copy_parts=True)
 
 
 def _merge(forests, copy_parts):

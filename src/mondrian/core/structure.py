@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from mondrian.core.locking import LockedMethodsMixin, share_lock
+
 __all__ = ["MondrianTreeStructure", "TREE_LEAF", "TREE_UNDEFINED"]
 
 TREE_LEAF = -1
@@ -25,13 +27,15 @@ def _index_field(name):
     dtype of scikit-learn's ``Tree`` (and of this class before the struct was packed)."""
     return property(lambda self: _read_only(self._tree.nodes_array[name].astype(np.intp)))
 
-class MondrianTreeStructure:
+class MondrianTreeStructure(LockedMethodsMixin):
     """Read-only description of one fitted Mondrian tree, in the style of scikit-learn's ``Tree``.
 
     Every attribute is computed on access and returned as a fresh, read-only copy, since online
-    training reallocates the underlying buffers. Thresholds and bounds are mapped back to the
-    original feature units (exact up to the rounding of that map: the trees route points in the
-    scaled space); split times are in the scaled units in which the lifetime is measured.
+    training reallocates the underlying buffers; it is read under the lock of the estimator
+    the tree belongs to, so reading it beside that estimator's training is safe. Thresholds
+    and bounds are mapped back to the original feature units (exact up to the rounding of that
+    map: the trees route points in the scaled space); split times are in the scaled units in
+    which the lifetime is measured.
 
     Attributes
     ----------
@@ -70,10 +74,12 @@ class MondrianTreeStructure:
     True
     """
 
-    def __init__(self, tree, scaler, value_transform=None):
+    def __init__(self, tree, scaler, value_transform=None, owner=None):
         self._tree = tree
         self._scaler = scaler
         self._value_transform = value_transform
+        if owner is not None:
+            share_lock(self, owner)
 
     node_count = property(lambda self: self._tree.node_count)
     n_features = property(lambda self: self._tree.n_features)

@@ -191,14 +191,22 @@ class _BaseMondrianClassifier(
         if cache is None or cache[0] is not self.classes_:
             labels = self.classes_.tolist()
             codes = {label: k for k, label in enumerate(labels)}
-            one_hot = np.eye(self._ensemble.width)[self._class_columns()]
-            self._codes_cache = cache = (self.classes_, codes, labels, one_hot)
+            # One-hot rows by code, made on first use: a table of every class would cost
+            # O(n_classes * width) per new class, quadratic when classes arrive one by one.
+            self._codes_cache = cache = (self.classes_, codes, labels, {})
         return cache[1]
 
-    @property
-    def _one_hot(self):
+    def _one_hot_row(self, code):
+        """The (1, width) statistics row of one sample of class ``code`` (read-only)."""
         self._class_codes()
-        return self._codes_cache[3]
+        rows = self._codes_cache[3]
+        row = rows.get(code)
+        if row is None:
+            row = np.zeros((1, self._ensemble.width))
+            row[0, self._class_columns()[code]] = 1.0
+            row.flags.writeable = False
+            rows[code] = row
+        return row
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -621,7 +629,7 @@ class _BaseMondrianClassifier(
         row = self._fast_scaled_row(x, clip=False)
         if row is None:
             return False
-        self._ensemble.add_scaled_logged(row, self._one_hot[code : code + 1])
+        self._ensemble.add_scaled_logged(row, self._one_hot_row(code))
         return True
 
     def _classes_already(self, classes):
@@ -681,7 +689,7 @@ class _BaseMondrianClassifier(
             code = self._class_codes()[y]
         if not first and n_new_trees:
             self._grow_new_trees(n_new_trees, self._n_jobs())
-        row_stats = self._one_hot[code : code + 1]
+        row_stats = self._one_hot_row(code)
         if isinstance(self.class_weight, dict):
             factor = self._class_factor(y)
             if factor == 0.0:
@@ -983,7 +991,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
     def tree_(self):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
-        return MondrianTreeStructure(self._trees[0], self._scaler)
+        return MondrianTreeStructure(self._trees[0], self._scaler, owner=self)
 
 
 MondrianForestClassifier._tree_view_class = MondrianTreeClassifier

@@ -133,6 +133,11 @@ def _duplicate_noise_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
     return sum_squares / float(chdtri(dof, 1.0 - level))
 
 
+# A fit whose Gaussian posterior is not finite (sample weights past float64's reach) is refused.
+_WEIGHTS_TOO_LARGE = ("y and sample_weight give no finite posterior (weights too large for "
+                      "float64 arithmetic): rescale sample_weight")
+
+
 def _floored(params, floor):
     """``params`` for prediction: the noise added to every predictive variance raised to
     ``floor`` (the posteriors, computed with ``params``, and so every mean, stay as they are)."""
@@ -847,6 +852,8 @@ class _BaseMondrianRegressor(
             frozen = self.__dict__.get("_frozen_prior")
             if frozen is None:
                 smoothing = self._empirical_bayes(mean, var)
+                if smoothing is None:  # every candidate's evidence overflowed
+                    raise ValueError(_WEIGHTS_TOO_LARGE)
                 floor = self._noise_floor()
             else:  # a lifetime-path copy (see _path_copy_setup)
                 mean0, noise, prior, rate = frozen[:4]
@@ -856,8 +863,11 @@ class _BaseMondrianRegressor(
                                           hierarchical=self.smoothing == "hierarchical")
             cache.smoothing, cache.params = smoothing, _floored(smoothing, floor)
             results = [upward_messages(tree, smoothing) for tree in self._trees]
+            log_ml = float(np.mean([r[2] for r in results]))
+            if np.isnan(log_ml):  # NaN messages: refused at fit, never predicted from
+                raise ValueError(_WEIGHTS_TOO_LARGE)
             cache.messages = [(m, v) for m, v, _ in results]
-            cache.log_ml = float(np.mean([r[2] for r in results]))
+            cache.log_ml = log_ml
             cache.version = self._version
         return cache
 
@@ -1211,7 +1221,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         """Read-only description of the fitted tree (:class:`MondrianTreeStructure`)."""
         check_is_fitted(self, "_trees")
         return MondrianTreeStructure(
-            self._trees[0], self._scaler, value_transform=self._value_in_units
+            self._trees[0], self._scaler, value_transform=self._value_in_units, owner=self
         )
 
 

@@ -12,6 +12,7 @@ from threadpoolctl import threadpool_limits
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.locking import LockedMethodsMixin
+from mondrian.core.targets import check_target_scale
 from mondrian.grid._cuts import GridCuts, GridSample, greedy_search
 from mondrian.grid.features import GridMap, check_lifetimes, draw_seed
 from mondrian.grid.path import METRICS, GridLifetimePath
@@ -154,6 +155,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, V
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        check_target_scale(y)
         if (X_val is None) != (y_val is None):
             raise ValueError("give both X_val and y_val, or neither")
         auto = isinstance(self.lifetimes, str)

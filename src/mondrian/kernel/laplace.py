@@ -31,6 +31,7 @@ from mondrian.core.base import (
     sparse_output,
     unchanged_on_error,
 )
+from mondrian.core.locking import LockedMethodsMixin
 
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 
@@ -38,7 +39,8 @@ __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 _MAX_BIN_INDEX = 2.0**53
 
 
-class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
+class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
+                       VersionedStateMixin,
                        BaseEstimator):
     """Parameters and tags shared by the random features of the Laplace kernel (not for
     direct use): ``n_components`` random draws at inverse width ``lifetime``, float64 out."""

@@ -24,7 +24,7 @@ from mondrian.core.base import (
     sparse_output,
 )
 from mondrian.core.ensemble import TreeEnsemble
-from mondrian.core.targets import centre_and_scale
+from mondrian.core.targets import centre_and_scale, check_target_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
@@ -620,8 +620,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         self._warm_start_check()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True,
                              reset=False)
-        if not np.all(np.isfinite(y)):  # object targets holding None arrive as NaN
-            raise ValueError("y contains NaN, infinity or None")
+        y = check_target_scale(y)  # numbers, finite (None arrives as NaN), not near overflow
         self._scaler.check(X)
         start = self._store.n_samples
         self._add_points(X, np.zeros((X.shape[0], 0)))
@@ -762,8 +761,16 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         """
         check_is_fitted(self, "_ridge")
         X = self._validate_X_predict(X)
+        if not isinstance(n_components, numbers.Integral) or isinstance(n_components, bool) \
+                or n_components < 1:
+            raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
+        if prior is not None and not hasattr(prior, "cdf"):
+            raise TypeError("prior must be a frozen scipy.stats distribution (with a cdf), "
+                            f"got {type(prior).__name__}")
         if path is None:
             path = self.lifetime_path()
+        elif not isinstance(path, LifetimePath):
+            raise TypeError(f"path must be a LifetimePath, got {type(path).__name__}")
         probs = path.lifetime_posterior(prior)
         keep = np.argsort(probs)[::-1][:n_components]
         lifetimes = path.upper_lifetimes[keep]

@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.state_checks import check_classes
+from mondrian.core.targets import check_target_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._sgd_path import SGDPathVisitor
 from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
@@ -256,6 +257,7 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
 
     def _validate_training(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        y = check_target_scale(y)  # None arrives as NaN: refused, never predicted from
         self._y_mean, self._y_scale = _location_scale(y)
         return X, y
 

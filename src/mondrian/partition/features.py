@@ -16,6 +16,7 @@ from mondrian.core.base import (
     atomic_fit,
     sparse_output,
 )
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.state_checks import check_index_array, loaded_array, refuse
 from mondrian.partition._products import (
     block_precondition,
@@ -89,8 +90,8 @@ class _PartitionProducts:
 
 
 class RandomPartitionFeatures(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
-    BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
+    VersionedStateMixin, BaseEstimator,
 ):
     """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 

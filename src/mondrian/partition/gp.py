@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.targets import centre_and_scale
 from mondrian.partition.features import RandomPartitionFeatures
 from mondrian.partition.partitioners import resolve_partitioner
@@ -165,7 +166,8 @@ def _heldout_variances(Z, yc, keep, held, solver, fixed, n_hyper, rng):
     return (s2, n2), -nll / len(held)
 
 
-class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, VersionedStateMixin,
+class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, LockedMethodsMixin,
+                                 VersionedStateMixin,
                                  BaseEstimator):
     """GP regression with a random partition kernel ``s2 K`` and Gaussian noise ``n2``.
 

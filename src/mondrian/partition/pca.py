@@ -3,21 +3,22 @@
 import numbers
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
+from mondrian.core.locking import LockedMethodsMixin
 from mondrian.partition.features import RandomPartitionFeatures
 
 __all__ = ["RandomPartitionKernelPCA"]
 
 
 class RandomPartitionKernelPCA(
-    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, VersionedStateMixin,
-    BaseEstimator
+    StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
+    VersionedStateMixin, BaseEstimator,
 ):
     """Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
 
@@ -112,7 +113,14 @@ class RandomPartitionKernelPCA(
         else:
             op = LinearOperator((n, n), matvec=centred, matmat=centred, dtype=np.float64)
             v0 = rng.uniform(-1.0, 1.0, size=n)
-            w, vecs = eigsh(op, k=k, which="LA", tol=self.tol, v0=v0)
+            try:
+                w, vecs = eigsh(op, k=k, which="LA", tol=self.tol, v0=v0)
+            except ArpackError as exc:  # e.g. a zero centred kernel: ARPACK stops
+                raise ValueError(
+                    "X gives no principal components: the centred kernel of the training "
+                    "points is zero or degenerate (every partition puts them in one cluster, "
+                    f"as for constant X); ARPACK said: {exc}"
+                ) from None
             order = np.argsort(w)[::-1]
             w, vecs = w[order], vecs[:, order]
         signs = np.sign(vecs[np.argmax(np.abs(vecs), axis=0), np.arange(k)])
