@@ -195,6 +195,18 @@ def test_pickle_serialises_the_ensemble_under_the_lock():
     assert model_lock(model)._read_depth() == 0 and model_lock(model)._readers == 0
 
 
+def test_the_lock_mixin_comes_before_the_state_mixin():
+    """``VersionedStateMixin.__reduce_ex__`` takes no lock of its own: the read hold that covers
+    the whole pickle is taken by ``LockedMethodsMixin.__reduce_ex__``, so it must come first."""
+    from mondrian.core.base import VersionedStateMixin
+
+    for cls in estimator_classes():
+        mro = cls.__mro__
+        if VersionedStateMixin in mro:
+            assert LockedMethodsMixin in mro, cls
+            assert mro.index(LockedMethodsMixin) < mro.index(VersionedStateMixin), cls
+
+
 def test_a_failed_pickle_releases_the_lock():
     model, _, _ = fitted(estimator_classes()[3])
     model.__dict__["_probe"] = lambda: None  # not picklable

@@ -293,15 +293,9 @@ class VersionedStateMixin:
         return out
 
     def __reduce_ex__(self, protocol):
-        # The nested objects' states are taken here too, under the read lock of a locked model.
-        if not isinstance(self, LockedMethodsMixin):
-            return canonical_reduce(self, protocol)
-        lock = model_lock(self)
-        lock.acquire_read()
-        try:
-            return canonical_reduce(self, protocol)
-        finally:
-            lock.release_read()
+        # A locked model reaches this through LockedMethodsMixin.__reduce_ex__ (earlier in every
+        # MRO), whose read hold lasts until the pickler has written the whole state.
+        return canonical_reduce(self, protocol)
 
     def __setstate__(self, state):
         self._restore_state(state)
