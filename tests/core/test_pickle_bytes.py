@@ -38,6 +38,9 @@ def _learn(model, X, y, how):
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_same_bytes_reloaded_or_not(name):
     model, _, _ = _fit(name)
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        data = pickle.dumps(model, protocol=protocol)
+        assert pickle.dumps(pickle.loads(data), protocol=protocol) == data, protocol
     data = pickle.dumps(model)
     assert pickle.dumps(model) == data
     reloaded = pickle.loads(data)

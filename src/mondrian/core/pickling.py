@@ -101,6 +101,10 @@ class _Canonicaliser:
             for index, item in np.ndenumerate(array):
                 out[index] = self(item)
             return out
+        if not (array.flags.c_contiguous or array.flags.f_contiguous):
+            # (pickle protocol 5 writes contiguous arrays another way, and a strided one
+            # loads contiguous: the copy it loads as)
+            array = np.ascontiguousarray(array)
         dtype = _dtype(array.dtype)
         return array if array.dtype is dtype else array.view(dtype)
 
