@@ -25,6 +25,7 @@ MODULES = [
     "core._tree",
     "core._walk",
     "core._online",
+    "core._forget",
     "forest._hnsp",
     "forest._gaussian",
     "density._full_cell",
