@@ -14,6 +14,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
+from mondrian.core._forget import forget_trees, renumber_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees
 from mondrian.core.feature_map import FeatureScaler
@@ -350,6 +351,32 @@ class TreeEnsemble:
         self.extend(np.arange(self.store.n_samples, dtype=np.intp), n_jobs, verbose, new)
         self.trees = self.trees + new
         self.seeds = np.concatenate([self.seeds, seeds])
+
+    def forget(self, indices, deltas, drop, rows=None):
+        """Forget stored points exactly (:func:`mondrian.core._forget.forget_trees`): the
+        points ``indices`` with ``drop`` leave every tree and the store, the others lose
+        ``deltas`` from their statistics (their new contribution rows given in ``rows``, a
+        whole new rows array, or None). The store is compacted: its memory is given back and
+        the points keep their order. Not atomic by itself: run it under a snapshot.
+        """
+        self._check_writable()
+        store = self.store
+        if rows is not None:
+            store._rows = np.ascontiguousarray(rows)
+        forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
+        gone = indices[np.asarray(drop, dtype=bool)]
+        if gone.size == 0:
+            return
+        n = store.n_samples
+        keep = np.ones(n, dtype=bool)
+        keep[gone] = False
+        n_alive = n - gone.size
+        remap = np.full(n, -1, dtype=np.intp)
+        remap[keep] = np.arange(n_alive, dtype=np.intp)
+        X, rows = store.X[keep], store.rows[keep]
+        renumber_trees(self.trees, remap, n_alive)
+        store._X, store._rows, store.n_samples = X, rows, n_alive
+        self.attach_points()
 
     # ----------------------------------------------------------------- transactions
 

@@ -161,7 +161,7 @@ class LockedMethodsMixin:
     reads (a model is never pickled half-updated) and leaves the lock out.
     """
 
-    _write_methods = frozenset({"fit", "partial_fit", "learn_one"})
+    _write_methods = frozenset({"fit", "partial_fit", "learn_one", "forget"})
     _read_methods = frozenset({
         "predict", "predict_proba", "predict_log_proba", "predict_one", "predict_proba_one",
         "decision_function", "transform", "score", "score_samples", "sample", "apply", "prune",

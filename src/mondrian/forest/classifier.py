@@ -23,6 +23,7 @@ from mondrian.core.base import (
 )
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest.forgetting import ClassifierForgetMixin
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 
@@ -77,7 +78,8 @@ def _or_none(counts, sample_weight):
     return None if sample_weight is None else counts
 
 class _BaseMondrianClassifier(
-    ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
+    ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, ClassifierForgetMixin,
+    BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 

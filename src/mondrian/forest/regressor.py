@@ -31,6 +31,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
@@ -327,7 +328,8 @@ class _PosteriorCache:
 
 
 class _BaseMondrianRegressor(
-    RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, BaseMondrianEnsemble
+    RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin, RegressorForgetMixin,
+    BaseMondrianEnsemble
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
