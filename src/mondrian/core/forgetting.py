@@ -11,6 +11,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import check_sample_weight, unchanged_on_error
+from mondrian.core.ensemble import TreeEnsemble
+from mondrian.core.feature_map import FeatureScaler
 
 __all__ = ["ForgetMixin", "plan_forget", "stored_matches"]
 
@@ -210,19 +212,44 @@ class ForgetMixin:
             store = ensemble.store
             plan = plan_forget(store.X, store.rows, U, units, columns, amounts,
                                lambda r: _describe(X, y, r))
-            ensemble.forget(*plan)
+            if ensemble.feature_map.n_seen < ensemble.feature_map.warm_up:
+                self._ensemble = _refit_remaining(ensemble, *plan, n_jobs=self._n_jobs())
+            else:
+                ensemble.forget(*plan)
             self._after_forget()
         return self
 
     def _check_frozen_map(self):
-        fm = self._ensemble.feature_map
-        if fm.n_seen < fm.warm_up or "_weights_window" in self.__dict__:
+        if "_weights_window" in self.__dict__:
             raise ValueError(
-                "forget needs a frozen feature map: the model is still in the warm-up of its "
-                f"feature map (it freezes after {fm.warm_up} rows"
-                + (" and the feature-weight window" if "_weights_window" in self.__dict__
-                   else "") + "); learn more rows first"
+                'forget needs fixed feature weights: the stream window of feature_weights='
+                '"auto" is still open (it chooses the weights once it holds '
+                f"{self._auto_warm_up()} rows); learn more rows first"
             )
+
+
+def _refit_remaining(ensemble, indices, deltas, drop, rows=None, n_jobs=None):
+    """During the warm-up of the min-max map (fewer points than ``warm_up`` seen) the map
+    is that of every point seen, and a change re-samples the trees from their seeds: forgetting
+    then re-builds the ensemble from its seeds on the remaining points (a few dozen), which is
+    what a fit on them gives."""
+    fm, store = ensemble.feature_map, ensemble.store
+    if fm.originals is None or fm.originals.shape[0] != store.n_samples:
+        raise ValueError("cannot forget during the warm-up of this model's feature map")
+    keep = np.ones(store.n_samples, dtype=bool)
+    keep[indices[np.asarray(drop, dtype=bool)]] = False
+    kept_rows = (store.rows if rows is None else rows[: store.n_samples])[keep]
+    feature_map = FeatureScaler(fm.enabled, warm_up=fm.warm_up, weights=fm.weights,
+                                knots=fm.knots)
+    out = TreeEnsemble(ensemble.n_features, ensemble.width, ensemble.lifetime, feature_map,
+                       ensemble.seeds, min_samples_split=ensemble.min_samples_split,
+                       pause_pure=ensemble.pause_pure, tree_class=ensemble.tree_class,
+                       count_columns=ensemble.count_columns, lean_values=ensemble.lean_values)
+    if ensemble.column_order is not None:
+        out.set_columns(np.asarray(ensemble.column_order))
+    if keep.any():
+        out.add_points(fm.originals[keep], np.ascontiguousarray(kept_rows), n_jobs)
+    return out
 
 
 def _describe(X, y, r):

@@ -1,0 +1,345 @@
+"""Exact tests of forgetting (docs/algorithms.md §13): after ``forget`` every tree is the tree
+of the remaining points under the same cuts, recounted from its leaf lists bit for bit, and a
+failed call changes nothing."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+import mondrian.core.ensemble as ensemble_module
+from mondrian import (
+    MondrianForestClassifier,
+    MondrianForestRegressor,
+    MondrianTreeClassifier,
+    MondrianTreeRegressor,
+)
+from mondrian.core._forget import forget_trees
+from mondrian.core._tree import MondrianTree
+
+pytestmark = pytest.mark.exact
+
+
+def _awkward(seed, n=160, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 2] = 1.5  # constant column: zero-width sides
+    k = min(30, n // 4)
+    X[n // 2:n // 2 + k] = X[:k]  # duplicate rows
+    X[:, 3] = np.round(X[:, 3])  # ties
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def check_tree(tree, X, rows, exact_values=True):
+    """The tree is the tree of the points in its leaves: counts, parents, stored boxes and
+    statistics equal a recount, every cut separates points of its node, the leaves hold
+    each stored point once, and a node stores a box iff it holds box_min_samples points."""
+    if tree.node_count == 0:
+        assert X.shape[0] == 0
+        return
+    bounds, value, counts, parent = tree.derived_arrays(X, rows)
+    nodes = tree.nodes_array
+    assert (counts >= 0).all(), "a node the root does not reach"
+    assert_array_equal(counts, nodes["n_node_samples"])
+    assert_array_equal(parent, nodes["parent"])
+    assert tree.bounds_array.tobytes() == bounds.tobytes()
+    if exact_values:
+        assert tree._full_value_array().tobytes() == value.tobytes()
+    else:
+        assert_allclose(tree._full_value_array(), value, rtol=1e-9, atol=1e-9)
+    leaves = np.flatnonzero(nodes["left_child"] == -1)
+    held = np.sort(np.concatenate([tree.leaf_samples(j) for j in leaves]))
+    assert_array_equal(held, np.arange(X.shape[0]))
+    internal = np.flatnonzero(nodes["left_child"] != -1)
+    for j in internal:
+        f, t = nodes["feature"][j], nodes["threshold"][j]
+        assert bounds[j, 0, f] <= t < bounds[j, 1, f]
+        assert nodes["split_time"][j] < tree.lifetime
+        assert nodes["split_time"][j] > (0 if nodes["parent"][j] < 0
+                                         else nodes["split_time"][nodes["parent"][j]])
+    if tree.box_min_samples > 0:
+        assert_array_equal(tree.box_slots >= 0, counts >= tree.box_min_samples)
+        assert tree.box_count == int((counts >= tree.box_min_samples).sum())
+
+
+def check_model(model, exact_values=True):
+    store = model._store
+    for tree in model._trees:
+        check_tree(tree, store.X, store.rows, exact_values)
+
+
+def _model(kind, seed, **params):
+    if kind == "classifier":
+        return MondrianForestClassifier(n_estimators=4, random_state=seed, **params)
+    return MondrianForestRegressor(n_estimators=4, random_state=seed, **params)
+
+
+def _state(model):
+    """Everything a forget may change, as bytes."""
+    ens = model._ensemble
+    parts = [ens.store.X.tobytes(), ens.store.rows.tobytes(), pickle.dumps(model.__dict__.get(
+        "_y_sums")), pickle.dumps(model.__dict__.get("_hyper_choice"))]
+    for tree in ens.trees:
+        parts += [tree._raw_nodes().tobytes(), tree.bounds_array.tobytes(),
+                  tree._full_value_array().tobytes(), tree.leaf_sample_assignment().tobytes(),
+                  bytes(tree.get_rng_state())]
+    return parts
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+@pytest.mark.parametrize("lifetime", [np.inf, 1.5])
+def test_forget_leaves_the_trees_of_the_remaining_points(kind, lifetime, global_random_seed):
+    X, y = _awkward(global_random_seed)
+    target = y if kind == "classifier" else X[:, 0] + y
+    model = _model(kind, global_random_seed, lifetime=lifetime).fit(X, target)
+    rng = np.random.default_rng(global_random_seed)
+    order = rng.permutation(len(X))
+    for part in (order[:1], order[1:40], order[40:41], order[41:150]):
+        model.forget(X[part], target[part])
+        check_model(model, exact_values=kind == "classifier")
+    assert model.n_samples_seen_ == len(X) - 150
+    # What remains is exactly the multiset of the rows not forgotten.
+    kept = np.sort(order[150:])
+    U = model._scaler.transform(X[kept])
+    assert_array_equal(np.sort(model._store.X, axis=0), np.sort(U, axis=0))
+    # Online growth after a forget stays consistent.
+    model.partial_fit(X[order[:60]], target[order[:60]])
+    check_model(model, exact_values=kind == "classifier")
+    model.forget(X[kept], target[kept])
+    check_model(model, exact_values=kind == "classifier")
+    assert model.n_samples_seen_ == 60
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_forget_then_partial_fit_restores_the_points(kind, global_random_seed):
+    X, y = _awkward(global_random_seed)
+    target = y if kind == "classifier" else X[:, 1] * 2.0
+    model = _model(kind, global_random_seed).fit(X, target)
+    S = np.arange(10, 70)
+    model.forget(X[S], target[S])
+    model.partial_fit(X[S], target[S])
+    check_model(model, exact_values=kind == "classifier")
+    assert_array_equal(np.sort(model._store.X, axis=0),
+                       np.sort(model._scaler.transform(X), axis=0))
+
+
+def test_forget_everything_then_learn_again(global_random_seed):
+    X, y = _awkward(global_random_seed, n=40)
+    model = MondrianForestClassifier(n_estimators=3, random_state=global_random_seed).fit(X, y)
+    model.forget(X, y)
+    assert model.n_samples_seen_ == 0
+    assert all(tree.node_count == 0 for tree in model._trees)
+    model.partial_fit(X[:10], y[:10])
+    check_model(model)
+
+
+def test_counts_are_recounts_and_class_statistics_exact():
+    """Class counts after a forget equal the counts of the remaining labels (bit for bit)."""
+    X, y = _awkward(3)
+    model = MondrianForestClassifier(n_estimators=5, random_state=3).fit(X, y)
+    model.forget(X[:50], y[:50])
+    for tree in model._trees:
+        root = tree._full_value_array()[0]
+        assert_array_equal(root[model._class_columns()], np.bincount(y[50:], minlength=2))
+
+
+def test_regressor_sums_are_recounted():
+    X, y = _awkward(4)
+    t = X[:, 0] * 3.0
+    a = MondrianForestRegressor(n_estimators=3, random_state=4).fit(X, t)
+    a.forget(X[:60], t[:60])
+    assert_array_equal(a._y_sums, a._store.rows.sum(axis=0))
+    assert a._hyper_choice is not None
+
+
+def test_pure_nodes_become_paused_leaves():
+    """Forgetting the only point of another label below a node pauses it (the classifier's
+    pause rule), dropping its subtree: every remaining internal node is impure."""
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 2))  # past the warm-up of the feature map: the trees forget in place
+    y = (X[:, 0] > 0.5).astype(int)
+    X = np.vstack([X, [[0.1, 0.1]]])
+    y = np.append(y, 1)  # one point of label 1 among the zeros
+    model = MondrianForestClassifier(n_estimators=20, random_state=0).fit(X, y)
+    model.forget(X[-1:], y[-1:])
+    check_model(model)
+    n_paused = 0
+    for tree in model._trees:
+        nodes, values = tree.nodes_array, tree._full_value_array()
+        for j in np.flatnonzero(nodes["left_child"] != -1):
+            assert np.count_nonzero(values[j]) > 1
+        for j in np.flatnonzero(nodes["left_child"] == -1):
+            if np.count_nonzero(values[j]) == 1:
+                assert nodes["paused"][j]
+        n_paused += int(nodes["paused"].sum())
+    assert n_paused > 0
+
+
+def test_weights_partial_and_whole(global_random_seed):
+    X, y = _awkward(global_random_seed, n=80)
+    w = np.arange(80) % 3 + 1.0
+    model = MondrianForestClassifier(n_estimators=3, random_state=global_random_seed,
+                                     min_samples_split=3).fit(X, y, sample_weight=w)
+    keep = w > 1
+    model.forget(X[keep][:20], y[keep][:20], sample_weight=np.ones(20))
+    check_model(model)
+    n = model.n_samples_seen_
+    assert n == 80  # lowering a weight keeps the point
+    rows = model._store.rows[:, model._class_columns()].sum(axis=1)
+    assert_array_equal(rows, np.where(keep, w - np.cumsum(keep) * 0, w) - (
+        keep & (np.cumsum(keep) <= 20)))
+    model.forget(X[:6], y[:6])  # whole copies, whatever their weight
+    assert model.n_samples_seen_ == n - 6
+    check_model(model)
+    with pytest.raises(ValueError, match="less weight"):
+        model.forget(X[79:80], y[79:80], sample_weight=[100.0])
+
+
+def test_duplicates_forget_one_copy_each():
+    X = np.repeat(np.arange(6.0).reshape(3, 2), 3, axis=0)  # three copies of three rows
+    y = np.array([0, 0, 1, 1, 1, 0, 0, 1, 1])
+    model = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    model.forget(X[:1], y[:1])
+    assert model.n_samples_seen_ == 8
+    model.forget(X[1:2], y[1:2])  # the other copy of row 0 with label 0
+    assert model.n_samples_seen_ == 7
+    with pytest.raises(ValueError, match="row 0 of X"):
+        model.forget(X[:1], y[:1])  # no copy with label 0 left
+    model.forget(X[:1])  # any label: the copy labelled 1
+    assert model.n_samples_seen_ == 6
+    with pytest.raises(ValueError, match="row 0 of X"):
+        model.forget(X[:1])
+    check_model(model)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_bad_row_changes_nothing(kind):
+    X, y = _awkward(5)
+    target = y if kind == "classifier" else X[:, 0].copy()
+    model = _model(kind, 5).fit(X, target)
+    before = _state(model)
+    bad = X[:5].copy()
+    bad[3, 0] += 1e-9
+    with pytest.raises(ValueError, match="row 3 of X"):
+        model.forget(bad, target[:5])
+    assert _state(model) == before
+    with pytest.raises(ValueError):
+        model.forget(X[:2, :3], target[:2])  # wrong width
+    assert _state(model) == before
+
+
+@pytest.mark.parametrize("exception", [MemoryError, KeyboardInterrupt])
+def test_failure_inside_the_core_changes_nothing(exception, monkeypatch):
+    X, y = _awkward(6)
+    model = MondrianForestClassifier(n_estimators=6, random_state=6).fit(X, y)
+    before = _state(model)
+    calls = []
+
+    def failing(trees, *args):
+        forget_trees(trees[:3], *args)  # half the trees changed, then the failure
+        calls.append(1)
+        raise exception("injected")
+
+    monkeypatch.setattr(ensemble_module, "forget_trees", failing)
+    with pytest.raises(exception):
+        model.forget(X[:30], y[:30])
+    assert calls and _state(model) == before
+
+    def failing_renumber(trees, remap, n):
+        raise exception("injected")
+
+    monkeypatch.setattr(ensemble_module, "forget_trees", forget_trees)
+    monkeypatch.setattr(ensemble_module, "renumber_trees", failing_renumber)
+    with pytest.raises(exception):
+        model.forget(X[:30], y[:30])
+    assert _state(model) == before
+
+
+def test_undo_log_rolls_a_forget_back_bit_for_bit():
+    rng = np.random.default_rng(7)
+    X = rng.random((300, 3))
+    rows = np.eye(3)[rng.integers(0, 3, 300)]
+    for bms, lean in ((0, False), (8, True), (32, False)):
+        tree = MondrianTree(3, 3, 3.0, 2, True, 7, box_min_samples=bms, lean_values=lean)
+        tree.fit(X, rows, np.arange(300))
+        before = (tree._raw_nodes().tobytes(), tree.bounds_array.tobytes(),
+                  tree._full_value_array().tobytes(), tree.leaf_sample_assignment().tobytes(),
+                  tree.box_count)
+        tree.begin_undo()
+        gone = rng.choice(300, 120, replace=False).astype(np.intp)
+        forget_trees([tree], X, rows, gone, rows[gone], np.ones(120, np.uint8))
+        assert tree.node_count < 2 * 300
+        tree.rollback_undo()
+        after = (tree._raw_nodes().tobytes(), tree.bounds_array.tobytes(),
+                 tree._full_value_array().tobytes(), tree.leaf_sample_assignment().tobytes(),
+                 tree.box_count)
+        assert after == before
+
+
+def test_tree_estimators_forget():
+    X, y = _awkward(8)
+    clf = MondrianTreeClassifier(random_state=0).fit(X, y)
+    clf.forget(X[:20], y[:20])
+    check_model(clf)
+    reg = MondrianTreeRegressor(random_state=0).fit(X, X[:, 0])
+    reg.forget(X[:20], X[:20, 0])
+    check_model(reg, exact_values=False)
+    with pytest.raises(ValueError, match="read-only"):
+        MondrianForestClassifier(n_estimators=2, random_state=0).fit(X, y).estimators_[0] \
+            .forget(X[:1], y[:1])
+
+
+def test_forget_during_the_warm_up_is_a_fit_on_the_rest():
+    """Before the min-max map freezes (fewer than 64 points), a forget re-samples the trees
+    from their seeds on the remaining points: the very model a fit on them gives."""
+    X, y = _awkward(9, n=30)
+    model = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    model.forget(X[:10], y[:10])
+    fresh = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X[10:], y[10:])
+    assert_array_equal(model._store.X, fresh._store.X)
+    for a, b in zip(model._trees, fresh._trees, strict=True):
+        assert a._raw_nodes().tobytes() == b._raw_nodes().tobytes()
+    assert_array_equal(model.predict_proba(X), fresh.predict_proba(X))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 6), st.integers(0, 2**16)),
+                min_size=1, max_size=12),
+       st.sampled_from([np.inf, 1.0]))
+def test_learn_forget_sequences_match_a_refit_on_what_remains(steps, lifetime):
+    """Random sequences of partial_fit and forget: the model always holds exactly the points
+    a reference keeps (its store is the multiset of the remaining rows, in arrival order),
+    its trees are consistent, and its predictions are those of a model whose trees are
+    those trees (no stale statistics)."""
+    rng = np.random.default_rng(0)
+    pool = np.round(rng.random((400, 2)) * 8) / 8  # many duplicates
+    labels = (pool[:, 0] + pool[:, 1] > 1).astype(int)
+    model = MondrianForestClassifier(n_estimators=2, lifetime=lifetime, random_state=1)
+    model.fit(pool[:80], labels[:80])
+    reference = list(range(80))
+    cursor = 80
+    for learn, size, seed in steps:
+        if learn or len(reference) <= size:
+            new = list(range(cursor, min(cursor + size, 400)))
+            cursor += len(new)
+            if new:
+                model.partial_fit(pool[new], labels[new])
+                reference += new
+        else:
+            pick = np.random.default_rng(seed).choice(len(reference), size, replace=False)
+            gone = [reference[k] for k in sorted(pick)]
+            model.forget(pool[gone], labels[gone])
+            # The oldest copy of each identical (row, label) goes.
+            for i in gone:
+                same = [r for r in reference if (pool[r] == pool[i]).all()
+                        and labels[r] == labels[i]]
+                reference.remove(same[0])
+        check_model(model)
+        U = model._scaler.transform(pool[reference])
+        assert_array_equal(model._store.X, U)
+        assert_array_equal(model._store.rows[:, model._class_columns()],
+                           np.eye(2)[labels[reference]])
