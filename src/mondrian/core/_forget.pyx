@@ -13,8 +13,8 @@ bounding boxes of ``D``. Restricting the same process to ``D' ⊂ D`` gives the 
 
 :func:`forget_trees` does this in place for a batch of store indices (with the GIL released),
 every write going through the tree's undo log when one is open, so an update that fails
-part-way rolls back bit for bit. :func:`renumber_trees` then renumbers the stored points once
-the store drops the forgotten rows (a step that cannot fail: its buffers are allocated first).
+part-way rolls back bit for bit. :func:`relocate_trees` then moves the store's last points into
+the places of the forgotten ones (O(depth) per point and tree), so that the store stays dense.
 """
 
 from libc.stdint cimport int32_t
@@ -37,7 +37,7 @@ from mondrian.core._tree cimport (
 )
 from mondrian.core._typedefs cimport float64_t, intp_t
 
-__all__ = ["forget_trees", "renumber_trees", "alloc_renumbering"]
+__all__ = ["forget_trees", "relocate_trees"]
 
 # Bits of the per-node marks of one call.
 cdef enum:
@@ -556,53 +556,57 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0])
 
 
-def renumber_trees(list trees, const intp_t[::1] remap, intp_t n_alive):
-    """Renumber the stored points of every tree after the store dropped rows: point ``i``
-    becomes ``remap[i]`` (-1 for a dropped point, which no tree holds any more).
+cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) except -1 nogil:
+    """The stored point ``old`` moves to the free store index ``new``: its leaf's list now
+    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged)."""
+    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF
+    cdef const float64_t* x = X + old * D
+    if t.node_count == 0:
+        with gil:
+            raise ValueError(f"store index {old} is not held by the tree")
+    while t.nodes[j].left_child != TREE_LEAF:
+        if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+            j = t.nodes[j].left_child
+        else:
+            j = t.nodes[j].right_child
+    i = t.nodes[j].first_sample
+    while i != TREE_LEAF and i != old:
+        prev = i
+        i = t.sample_next[i]
+    if i == TREE_LEAF:
+        with gil:
+            raise ValueError(f"store index {old} is not in the leaf it routes to")
+    t._log_sample(new)
+    t.sample_next[new] = t.sample_next[old]
+    t._log_sample(old)
+    t.sample_next[old] = TREE_LEAF
+    if prev == TREE_LEAF:
+        t._log_node(j)
+        t.nodes[j].first_sample = new
+    else:
+        t._log_sample(prev)
+        t.sample_next[prev] = new
+    return 0
 
-    Closes (commits) the trees' undo logs first: the renumbering is not logged. Its buffers
-    are allocated before any tree changes, and the rest cannot fail, so it changes every
-    tree or none (a ``MemoryError`` leaves them as they were). The caller attaches the new
-    store afterwards.
-    """
+
+def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] movers,
+                   const intp_t[::1] holes, intp_t n_kept):
+    """Move the stored points ``movers[k]`` to the free store indices ``holes[k]`` in every
+    tree (the store's last points into the places of forgotten ones, so that the store stays
+    dense: O(depth + leaf size) per point and tree), and make ``n_kept`` the trees' number of
+    store indices. Logged in the trees' undo logs when they are open.
+
+    ``X`` is the store before the move (the movers' rows at their old indices)."""
     cdef MondrianTree tree
-    cdef intp_t n_trees = len(trees), k, i, r, nxt, j, seen
-    cdef intp_t** buffers = <intp_t**>calloc(max(n_trees, 1), sizeof(intp_t*))
-    cdef intp_t cap = max(n_alive, 1)
-    if buffers == NULL:
-        raise MemoryError()
-    try:
-        for k in range(n_trees):
-            buffers[k] = <intp_t*>malloc(cap * sizeof(intp_t))
-            if buffers[k] == NULL:
-                raise MemoryError("out of memory while renumbering the stored points")
-        for k in range(n_trees):
-            tree = <MondrianTree>trees[k]
-            if tree.n_samples_seen > remap.shape[0]:
-                raise ValueError("remap is shorter than the points a tree refers to")
-        for k in range(n_trees):
-            tree = <MondrianTree>trees[k]
-            tree.commit_undo()
-            with nogil:
-                seen = 0
-                for i in range(cap):
-                    buffers[k][i] = TREE_LEAF
-                for i in range(tree.n_samples_seen):
-                    r = remap[i]
-                    if r < 0:
-                        continue
-                    seen = r + 1
-                    nxt = tree.sample_next[i]
-                    buffers[k][r] = remap[nxt] if nxt != TREE_LEAF else TREE_LEAF
-                for j in range(tree.node_count):
-                    if tree.nodes[j].first_sample != TREE_LEAF:
-                        tree.nodes[j].first_sample = remap[tree.nodes[j].first_sample]
-                free(tree.sample_next)
-                tree.sample_next = buffers[k]
-                buffers[k] = NULL
-                tree.sample_capacity = cap
-                tree.n_samples_seen = seen
-    finally:
-        for k in range(n_trees):
-            free(buffers[k])
-        free(buffers)
+    cdef intp_t n = movers.shape[0], k
+    if holes.shape[0] != n:
+        raise ValueError("movers and holes must have the same length")
+    for tree in trees:
+        if tree.n_features != X.shape[1]:
+            raise ValueError("the store does not match the trees")
+    for tree in trees:
+        with nogil:
+            for k in range(n):
+                _relocate(tree, movers[k], holes[k], &X[0, 0])
+            if tree.n_samples_seen > n_kept:
+                tree.n_samples_seen = n_kept

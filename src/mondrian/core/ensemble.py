@@ -14,7 +14,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
-from mondrian.core._forget import forget_trees, renumber_trees
+from mondrian.core._forget import forget_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees
 from mondrian.core.feature_map import FeatureScaler
@@ -356,8 +356,13 @@ class TreeEnsemble:
         """Forget stored points exactly (:func:`mondrian.core._forget.forget_trees`): the
         points ``indices`` with ``drop`` leave every tree and the store, the others lose
         ``deltas`` from their statistics (their new contribution rows given in ``rows``, a
-        whole new rows array, or None). The store is compacted: its memory is given back and
-        the points keep their order. Not atomic by itself: run it under a snapshot.
+        whole new rows array, or None).
+
+        The store stays dense: its last points move into the places of the forgotten ones
+        (:meth:`DataStore.move`, copy on write), so the cost is O(depth) per point and tree,
+        not a renumbering of every point. The trees' writes go through their undo logs when
+        open (an undo snapshot); run it under a snapshot (:meth:`snapshot` or
+        :meth:`undo_snapshot`).
         """
         self._check_writable()
         store = self.store
@@ -368,14 +373,12 @@ class TreeEnsemble:
         if gone.size == 0:
             return
         n = store.n_samples
-        keep = np.ones(n, dtype=bool)
-        keep[gone] = False
-        n_alive = n - gone.size
-        remap = np.full(n, -1, dtype=np.intp)
-        remap[keep] = np.arange(n_alive, dtype=np.intp)
-        X, rows = store.X[keep], store.rows[keep]
-        renumber_trees(self.trees, remap, n_alive)
-        store._X, store._rows, store.n_samples = X, rows, n_alive
+        n_kept = n - gone.size
+        holes = gone[gone < n_kept]  # (sorted: indices are)
+        tail = np.arange(n_kept, n, dtype=np.intp)
+        movers = tail[~np.isin(tail, gone)]
+        relocate_trees(self.trees, store.X, movers, holes, n_kept)
+        store.move(movers, holes, n_kept)
         self.attach_points()
 
     # ----------------------------------------------------------------- transactions

@@ -48,7 +48,7 @@ def stored_matches(X_store, U):
 
 
 def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts=None,
-                describe=None):
+                describe=None, stamps=None):
     """Which stored points a request removes, and how.
 
     Each row ``r`` of ``U`` (trees' coordinates) removes one stored copy: the oldest point with
@@ -77,6 +77,8 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     """
     describe = describe or (lambda r: f"row {r} of X")
     candidates = stored_matches(X_store, U)
+    if stamps is not None:  # oldest first: by arrival, not by place in the store
+        candidates = [c[np.argsort(stamps[c], kind="stable")] for c in candidates]
     taken = {}  # index -> weight taken so far
     unit_of = {}  # index -> a request row whose unit it matched
     gone = set()
@@ -211,7 +213,7 @@ class ForgetMixin:
             U = ensemble.feature_map.transform(X)
             store = ensemble.store
             plan = plan_forget(store.X, store.rows, U, units, columns, amounts,
-                               lambda r: _describe(X, y, r))
+                               lambda r: _describe(X, y, r), store.stamps)
             if ensemble.feature_map.n_seen < ensemble.feature_map.warm_up:
                 self._ensemble = _refit_remaining(ensemble, *plan, n_jobs=self._n_jobs())
             else:
