@@ -43,6 +43,8 @@ __all__ = ["forget_trees", "relocate_trees"]
 cdef enum:
     ON_PATH = 1  # logged, and on the path of a point whose contribution changed
     DEAD = 2     # removed from the tree (its record and box slot are free)
+    CHANGED = 4  # its box may have changed (its parent's stored box is recomputed)
+    FAILED = 8   # its points fail the pause rule (so do its ancestors': it is monotone)
 
 
 cdef int _cmp_intp(const void* a, const void* b) noexcept nogil:
@@ -145,9 +147,11 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
     cdef const float64_t* row
     cdef const float64_t* x
     cdef float64_t* scratch = t.scratch + 5 * D
+    cdef float64_t* old = t.scratch + 3 * D
     _drop_small_slot(t, w, j)
     if t.box_slot[j] >= 0:
         lo = t.bounds + 2 * D * t.box_slot[j]
+        memcpy(old, lo, 2 * D * sizeof(float64_t))
         i = t.nodes[j].first_sample
         x = X + i * D
         memcpy(lo, x, D * sizeof(float64_t))
@@ -161,12 +165,20 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
                 if x[d] > lo[D + d]:
                     lo[D + d] = x[d]
             i = t.sample_next[i]
+        for d in range(2 * D):
+            if lo[d] != old[d]:
+                w.mark[j] |= CHANGED
+                break
+    else:
+        w.mark[j] |= CHANGED  # (not stored: rebuilt when read, so its parent recomputes)
     if node_paused(&t.nodes[j]):
         return 0  # the pause rule is monotone: fewer points keep it
     box = t._node_box(j, X, scratch)
     row = node_row(t, j, t.row_scratch)
     if _linear_dim(box, D) <= 0.0 or t._should_pause(j, row):
         t.nodes[j].feature = TREE_PAUSED
+    elif not t._should_pause(j, row):
+        w.mark[j] |= FAILED
     return 0
 
 
@@ -233,9 +245,11 @@ cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
         t._log_node(t.nodes[j].right_child)
         t.nodes[child].parent = <int32_t>j
         t.nodes[t.nodes[j].right_child].parent = <int32_t>j
-    # c's record and slot now belong to j: c is a hole, without a slot to give back.
+    # c's record and slot now belong to j: c is a hole, without a slot to give back. j's box
+    # is c's (smaller than j's was), and j fails the pause rule iff c did.
     if t.box_min_samples > 0:
         t.box_slot[c] = -1
+    w.mark[j] |= CHANGED | (w.mark[c] & FAILED)
     w.mark[c] |= DEAD
     w.n_dead += 1
     return 0
@@ -243,23 +257,40 @@ cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
 
 cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """An internal node whose children both keep points: its stored box is the union of
-    theirs; it pauses (dropping its subtree) if its remaining points satisfy the rule."""
-    cdef intp_t D = t.n_features, d
+    theirs (recomputed when one of them may have changed); it pauses, dropping its subtree,
+    if its remaining points satisfy the rule (checked only when no child fails it)."""
+    cdef intp_t D = t.n_features, d, left = t.nodes[j].left_child
+    cdef intp_t right = t.nodes[j].right_child
     cdef float64_t* lo
     cdef const float64_t* a
     cdef const float64_t* b
     cdef const float64_t* row
+    cdef float64_t v
     _drop_small_slot(t, w, j)
-    if t.box_slot[j] >= 0:
-        lo = t.bounds + 2 * D * t.box_slot[j]
-        a = t._node_box(t.nodes[j].left_child, X, t.scratch + 3 * D)
-        b = t._node_box(t.nodes[j].right_child, X, t.scratch + 5 * D)
-        for d in range(D):
-            lo[d] = a[d] if a[d] < b[d] else b[d]
-            lo[D + d] = a[D + d] if a[D + d] > b[D + d] else b[D + d]
+    if (w.mark[left] | w.mark[right]) & CHANGED:
+        if t.box_slot[j] >= 0:
+            lo = t.bounds + 2 * D * t.box_slot[j]
+            a = t._node_box(left, X, t.scratch + 3 * D)
+            b = t._node_box(right, X, t.scratch + 5 * D)
+            for d in range(D):
+                v = a[d] if a[d] < b[d] else b[d]
+                if v != lo[d]:
+                    lo[d] = v
+                    w.mark[j] |= CHANGED
+                v = a[D + d] if a[D + d] > b[D + d] else b[D + d]
+                if v != lo[D + d]:
+                    lo[D + d] = v
+                    w.mark[j] |= CHANGED
+        else:
+            w.mark[j] |= CHANGED
+    if (w.mark[left] | w.mark[right]) & FAILED:
+        w.mark[j] |= FAILED
+        return 0
     row = node_row(t, j, t.row_scratch)
     if t._should_pause(j, row):
         _to_paused_leaf(t, w, j)
+    else:
+        w.mark[j] |= FAILED
     return 0
 
 

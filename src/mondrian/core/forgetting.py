@@ -10,7 +10,7 @@ atomically.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import check_sample_weight, unchanged_on_error
+from mondrian.core.base import check_sample_weight, online_update
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
 
@@ -192,7 +192,7 @@ class ForgetMixin:
         """
         check_is_fitted(self, "_trees")
         self._check_writable()
-        with unchanged_on_error(self, deep=True):
+        with online_update(self, X):
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
             n = X.shape[0]
             if y is not None:
