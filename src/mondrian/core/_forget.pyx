@@ -73,6 +73,9 @@ cdef struct Work:
     intp_t n_free
     intp_t free_cap
     intp_t n_dead
+    intp_t* dead           # the removed nodes (n_dead of them)
+    intp_t dead_cap
+    intp_t n_marked        # nodes on the paths (ON_PATH)
     intp_t* points         # gather buffer of a subtree's points
     intp_t points_cap
 
@@ -83,6 +86,7 @@ cdef void _free_work(Work* w) noexcept nogil:
     free(w.stack)
     free(w.free_slots)
     free(w.points)
+    free(w.dead)
 
 
 cdef int _oom() except -1 nogil:
@@ -90,21 +94,31 @@ cdef int _oom() except -1 nogil:
         raise MemoryError("out of memory while forgetting points")
 
 
-cdef int _give_slot(MondrianTree t, Work* w, intp_t slot) except -1 nogil:
-    """Record ``slot`` as free (lean boxes: compacted at the end)."""
+cdef int _push(intp_t** items, intp_t* n, intp_t* cap, intp_t value) except -1 nogil:
+    """Append ``value`` to the growable array ``items[0][:n[0]]``."""
     cdef intp_t* grown
-    if w.n_free >= w.free_cap:
-        w.free_cap = max(16, 2 * w.free_cap)
-        grown = <intp_t*>malloc(w.free_cap * sizeof(intp_t))
+    if n[0] >= cap[0]:
+        grown = <intp_t*>malloc(max(16, 2 * cap[0]) * sizeof(intp_t))
         if grown == NULL:
             _oom()
-        if w.n_free:
-            memcpy(grown, w.free_slots, w.n_free * sizeof(intp_t))
-        free(w.free_slots)
-        w.free_slots = grown
-    w.free_slots[w.n_free] = slot
-    w.n_free += 1
+        if n[0]:
+            memcpy(grown, items[0], n[0] * sizeof(intp_t))
+        free(items[0])
+        items[0] = grown
+        cap[0] = max(16, 2 * cap[0])
+    items[0][n[0]] = value
+    n[0] += 1
     return 0
+
+
+cdef int _give_slot(MondrianTree t, Work* w, intp_t slot) except -1 nogil:
+    """Record ``slot`` as free (lean boxes: compacted at the end)."""
+    return _push(&w.free_slots, &w.n_free, &w.free_cap, slot)
+
+
+cdef int _mark_dead(Work* w, intp_t j) except -1 nogil:
+    w.mark[j] |= DEAD
+    return _push(&w.dead, &w.n_dead, &w.dead_cap, j)
 
 
 cdef int _kill(MondrianTree t, Work* w, intp_t j) except -1 nogil:
@@ -113,8 +127,7 @@ cdef int _kill(MondrianTree t, Work* w, intp_t j) except -1 nogil:
     if w.mark[j] & DEAD:
         return 0
     t._log_node(j)
-    w.mark[j] |= DEAD
-    w.n_dead += 1
+    _mark_dead(w, j)
     if t.box_min_samples > 0 and t.box_slot[j] >= 0:
         _give_slot(t, w, t.box_slot[j])
     return 0
@@ -250,8 +263,7 @@ cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
     if t.box_min_samples > 0:
         t.box_slot[c] = -1
     w.mark[j] |= CHANGED | (w.mark[c] & FAILED)
-    w.mark[c] |= DEAD
-    w.n_dead += 1
+    _mark_dead(w, c)
     return 0
 
 
@@ -303,9 +315,9 @@ cdef intp_t _remap(const intp_t* where, intp_t alive, intp_t j) noexcept nogil:
 
 cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
     """Move the surviving nodes of the highest ids into the holes, so that ids stay dense
-    (``node_count`` shrinks); O(node_count) to find them, O(moves) writes."""
+    (``node_count`` shrinks): O(holes log holes + moves)."""
     cdef intp_t D = t.n_features, S = t.value_stride
-    cdef intp_t n = t.node_count, alive = n - w.n_dead, h = 0, m, k, c, p
+    cdef intp_t n = t.node_count, alive = n - w.n_dead, h = 0, m, k, c, p, next_hole = 0
     cdef intp_t* where
     cdef intp_t* moved_to
     cdef intp_t n_moves = 0
@@ -322,13 +334,14 @@ cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
         free(where)
         free(moved_to)
         _oom()
-    # Pair every hole below `alive` with a surviving node at or above it.
+    # Pair every hole below `alive` (the sorted dead ids) with a surviving node above it.
+    qsort(w.dead, w.n_dead, sizeof(intp_t), _cmp_intp)
     for m in range(alive, n):
         where[m - alive] = -1
         if w.mark[m] & DEAD:
             continue
-        while (w.mark[h] & DEAD) == 0:
-            h += 1
+        h = w.dead[next_hole]
+        next_hole += 1
         where[m - alive] = h
         moved_to[n_moves] = h
         n_moves += 1
@@ -340,7 +353,6 @@ cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
             memcpy(t.bounds + 2 * D * h, t.bounds + 2 * D * m, 2 * D * sizeof(float64_t))
         if S > 0 and (not t.lean_values or t.box_min_samples == 0):
             memcpy(t.value + S * h, t.value + S * m, S * sizeof(float64_t))
-        h += 1
     # Links: every moved node's own links, its parent's child link and its children's parent.
     for k in range(n_moves):
         h = moved_to[k]
@@ -421,22 +433,24 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     cdef float64_t* row
     cdef intp_t* leaves = NULL
     cdef intp_t* dropped = NULL
+    cdef intp_t* nonzero = NULL
+    cdef intp_t n_nonzero
     cdef Work w
     w.mark = NULL
     w.order = NULL
     w.stack = NULL
     w.free_slots = NULL
     w.points = NULL
-    w.n_free = w.free_cap = w.n_dead = w.points_cap = 0
+    w.dead = NULL
+    w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
     if n == 0:
         return 0
     try:
         w.mark = <unsigned char*>calloc(t.node_count + 1, 1)
-        w.order = <intp_t*>malloc((t.node_count + 1) * sizeof(intp_t))
-        w.stack = <intp_t*>malloc((t.node_count + 1) * sizeof(intp_t))
         leaves = <intp_t*>malloc(n * sizeof(intp_t))
         dropped = <intp_t*>malloc(n * sizeof(intp_t))
-        if w.mark == NULL or w.order == NULL or w.stack == NULL or leaves == NULL or dropped == NULL:
+        nonzero = <intp_t*>malloc((S + 1) * sizeof(intp_t))
+        if w.mark == NULL or leaves == NULL or dropped == NULL or nonzero == NULL:
             _oom()
         # 1. Down every path: counts and stored rows lose the points' contributions.
         for k in range(n):
@@ -445,15 +459,23 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 with gil:
                     raise ValueError(f"store index {i} is not held by the tree")
             x = X + i * D
+            # Only the non-zero entries of the delta (one class of a one-hot row): a
+            # statistics row spans several cache lines, and the paths are cache misses.
+            n_nonzero = 0
+            for c in range(S):
+                if delta[k * S + c] != 0.0:
+                    nonzero[n_nonzero] = c
+                    n_nonzero += 1
             j = 0
             while True:
                 if not w.mark[j] & ON_PATH:
                     t._log_node(j)
                     w.mark[j] |= ON_PATH
+                    w.n_marked += 1
                 row = <float64_t*>stored_row(t, j)
                 if row != NULL:
-                    for c in range(S):
-                        row[c] -= delta[k * S + c]
+                    for c in range(n_nonzero):
+                        row[nonzero[c]] -= delta[k * S + nonzero[c]]
                 if drop[k]:
                     t.nodes[j].n_node_samples -= 1
                 if t.nodes[j].left_child == TREE_LEAF:
@@ -498,6 +520,10 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     "route to: the tree does not hold them"
                 )
         # 3. Bottom-up over the marked nodes (reverse pre-order: children before parents).
+        w.order = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+        w.stack = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+        if w.order == NULL or w.stack == NULL:
+            _oom()
         w.stack[0] = 0
         top = 1
         while top > 0:
@@ -536,6 +562,7 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         _free_work(&w)
         free(leaves)
         free(dropped)
+        free(nonzero)
     return 0
 
 
