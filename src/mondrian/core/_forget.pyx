@@ -21,14 +21,12 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
-import numpy as np
 
 from mondrian.core._tree cimport (
     TREE_LEAF,
     TREE_PAUSED,
     TREE_UNDEFINED,
     MondrianTree,
-    Node,
     check_points,
     node_paused,
     node_row,

@@ -170,6 +170,10 @@ class TreeEnsemble:
         (:meth:`set_columns`).
     """
 
+    # Keep only the most recent ``window`` points after every addition (None: all of them);
+    # set by the estimators (``window`` parameter). Not applied during the map's warm-up.
+    window = None
+
     def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
                  pause_pure=False, tree_class=MondrianTree, count_columns=0, lean_values=False):
         self.n_features = int(n_features)
@@ -297,6 +301,7 @@ class TreeEnsemble:
             self.trees = self._new_trees(self.seeds)
             indices = np.arange(self.store.n_samples, dtype=np.intp)
         self.extend(indices, n_jobs, verbose)
+        self.trim_window()
         return indices
 
     def reweight(self, weights, originals, n_jobs=None, verbose=0):
@@ -321,6 +326,7 @@ class TreeEnsemble:
         self._check_writable()
         indices = self.store.append(U, rows)
         self.extend(indices, n_jobs, verbose)
+        self.trim_window()
         return indices
 
     def extend(self, indices, n_jobs=None, verbose=0, trees=None):
@@ -351,6 +357,16 @@ class TreeEnsemble:
         self.extend(np.arange(self.store.n_samples, dtype=np.intp), n_jobs, verbose, new)
         self.trees = self.trees + new
         self.seeds = np.concatenate([self.seeds, seeds])
+
+    def trim_window(self):
+        """Forget the oldest points beyond the ``window`` most recent (once the feature map
+        is frozen); return whether any was forgotten."""
+        window, store, feature_map = self.window, self.store, self.feature_map
+        if window is None or store.n_samples <= window or feature_map.n_seen < feature_map.warm_up:
+            return False
+        indices = np.sort(store.oldest(store.n_samples - window))
+        self.forget(indices, store.rows[indices], np.ones(len(indices), dtype=np.uint8))
+        return True
 
     def forget(self, indices, deltas, drop, rows=None):
         """Forget stored points exactly (:func:`mondrian.core._forget.forget_trees`): the
@@ -441,6 +457,7 @@ class TreeEnsemble:
             begin_undo_trees(self.trees, opened)
             feature_map.n_seen += U.shape[0]
             self.extend(store.append(U, rows), 1)
+            self.trim_window()
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved
@@ -535,6 +552,7 @@ class TreeEnsemble:
         """
         out = self._like([copy.deepcopy(tree) for tree in self.trees], self.seeds,
                          copy.deepcopy(self.store), copy.deepcopy(self.feature_map))
+        out.window = None  # the transductive copy keeps every point
         # The copy's pause rule counts points: the unlabelled points (zero rows, so zero
         # weight) shape it as labelled ones do. Unweighted fits count the same either way.
         out.count_columns = 0

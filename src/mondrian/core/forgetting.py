@@ -14,7 +14,15 @@ from mondrian.core.base import check_sample_weight, online_update
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
 
-__all__ = ["ForgetMixin", "plan_forget", "stored_matches"]
+__all__ = ["WINDOW_DOC", "ForgetMixin", "plan_forget", "stored_matches"]
+
+WINDOW_DOC = """window : int or None, default=None
+        Keep only the most recent ``window`` training points: after every ``fit``,
+        ``partial_fit`` and ``learn_one`` the oldest points beyond them are forgotten exactly
+        (:meth:`forget`), so the model is, in law, the model fitted on the last ``window``
+        points, and a stream runs in bounded memory. ``None`` keeps every point. The window
+        applies once the feature map is frozen (after its warm-up of 64 points, and once a
+        stream window of ``feature_weights="auto"`` has chosen the weights)."""
 
 # Query batches up to this size compare each row with the whole store (vectorised); larger
 # ones index the store once by the bytes of its rows.
@@ -148,6 +156,21 @@ class ForgetMixin:
 
     def _after_forget(self):
         """Update what the model derives from its stored points (subclasses)."""
+
+    def _after_window(self):
+        """Update what the model derives from its stored points after the window dropped
+        the oldest (subclasses; the update that added points refreshes the rest)."""
+
+    def _add_points(self, X, rows, n_jobs=None):
+        # The window applies once the stream window of feature_weights="auto" (which
+        # re-maps every stored point when it closes) is closed.
+        ensemble = self._ensemble
+        window = getattr(self, "window", None)
+        ensemble.window = None if "_weights_window" in self.__dict__ else window
+        n = ensemble.store.n_samples
+        super()._add_points(X, rows, n_jobs)
+        if ensemble.store.n_samples < n + len(X):
+            self._after_window()
 
     def forget(self, X, y=None, sample_weight=None):
         """Remove training points, exactly: the model then has the law of one fitted

@@ -54,11 +54,15 @@ class RegressorForgetMixin(ForgetMixin):
         units = np.column_stack([np.ones_like(y_std), y_std, y_std * y_std])
         return units, np.zeros(n_rows, dtype=np.intp), None
 
+    def _after_window(self):
+        store = self._store
+        self._y_sums = store.rows.sum(axis=0) if store.n_samples else np.zeros(3)
+
     def _after_forget(self):
         from mondrian.forest.regressor import HYPER_REFRESH_GROWTH, MIN_SAMPLES_HELD_OUT
 
+        self._after_window()
         store = self._store
-        self._y_sums = store.rows.sum(axis=0) if store.n_samples else np.zeros(3)
         n, last = store.n_samples, getattr(self, "_hyper_n", 0)
         if n < MIN_SAMPLES_HELD_OUT:
             self._hyper_choice, self._hyper_n = None, 0

@@ -23,6 +23,7 @@ from mondrian.core.base import (
     online_update,
     unchanged_on_error,
 )
+from mondrian.core.forgetting import WINDOW_DOC
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
 from mondrian.forest._gaussian import (
     GaussianPrior,
@@ -342,6 +343,7 @@ class _BaseMondrianRegressor(
         "prior_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "sigmoid_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
+        "window": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     _mutable_state = ("_posterior_cache",)
@@ -1057,6 +1059,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
         Threads over trees.
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' random streams.
     verbose : int, default=0
@@ -1110,6 +1113,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        window=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -1126,6 +1130,7 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
         self.n_jobs = n_jobs
+        self.window = window
         self.random_state = random_state
         self.verbose = verbose
 
@@ -1140,6 +1145,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}\
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -1177,6 +1183,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        window=None,
         random_state=None,
     ):
         self.lifetime = lifetime
@@ -1189,6 +1196,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
+        self.window = window
         self.random_state = random_state
 
     def _value_in_units(self, value):
