@@ -394,7 +394,11 @@ class TreeEnsemble:
         tail = np.arange(n_kept, n, dtype=np.intp)
         movers = tail[~np.isin(tail, gone)]
         relocate_trees(self.trees, store.X, movers, holes, n_kept)
-        store.move(movers, holes, n_kept)
+        # What a rollback (restore) needs to put the store back: its stamps and the rows the
+        # in-place move overwrites (the snapshot holds the arrays by reference).
+        undo = self.__dict__.setdefault("_store_undo", [])
+        undo.append(("stamps", store._stamps, store.n_arrived))
+        undo.append(store.move(movers, holes, n_kept))
         self.attach_points()
 
     # ----------------------------------------------------------------- transactions
@@ -408,6 +412,7 @@ class TreeEnsemble:
         """
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
+        self._reset_store_undo()
         return {
             "ensemble": dict(self.__dict__),
             "trees": [tree._copy() for tree in self.trees],
@@ -424,6 +429,7 @@ class TreeEnsemble:
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
         opened = []
+        self._reset_store_undo()
         begin_undo_trees(self.trees, opened)  # one call: no interrupt between two trees
         return {
             "ensemble": dict(self.__dict__),
@@ -437,6 +443,21 @@ class TreeEnsemble:
     def commit(self, snapshot):
         """Keep the changes made since ``snapshot`` (closes the undo logs it opened)."""
         commit_undo_trees(snapshot.get("undo", []))
+        self._reset_store_undo()
+
+    def _reset_store_undo(self):
+        """Drop the records of in-place store moves (:meth:`forget`) since the last snapshot."""
+        self.__dict__.pop("_store_undo", None)
+
+    def _undo_store_moves(self):
+        """Put the store's arrays back as they were before the forgets since the last
+        snapshot (after its references were restored)."""
+        store = self.store
+        for record in reversed(self.__dict__.pop("_store_undo", [])):
+            if record is not None and isinstance(record[0], str):
+                store._stamps, store.n_arrived = record[1], record[2]
+            else:
+                store.undo_move(record)
 
     def add_scaled_logged(self, U, rows):
         """Store a few points already in the trees' coordinates and extend every tree with
@@ -453,6 +474,7 @@ class TreeEnsemble:
         store, feature_map = self.store, self.feature_map
         saved = (store._X, store._rows, store.n_samples, feature_map.n_seen)
         opened = []
+        self._reset_store_undo()
         try:
             begin_undo_trees(self.trees, opened)
             feature_map.n_seen += U.shape[0]
@@ -461,9 +483,11 @@ class TreeEnsemble:
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved
+            self._undo_store_moves()
             self.attach_points()  # the trees may hold a grown store's array
             raise
         commit_undo_trees(opened)
+        self._reset_store_undo()
 
     def restore(self, snapshot):
         """Put the ensemble back in the state of ``snapshot`` (after a failed update).
@@ -472,14 +496,18 @@ class TreeEnsemble:
         still extending them cannot touch the restored model).
         """
         rollback_undo_trees(snapshot.get("undo", []))
+        moves = self.__dict__.get("_store_undo")
         self.__dict__.clear()
         self.__dict__.update(snapshot["ensemble"])
+        if moves is not None:
+            self._store_undo = moves
         if snapshot["trees"] is not None:
             self.trees = snapshot["trees"]
         store = self.store
         store._X, store._rows, store.n_samples, X = snapshot["store"]
         if X is not None:
             store._X[: store.n_samples] = X
+        self._undo_store_moves()
         self.attach_points()
         self.feature_map.__dict__.clear()
         self.feature_map.__dict__.update(snapshot["feature_map"])
@@ -654,6 +682,7 @@ class TreeEnsemble:
 
     def __getstate__(self):
         state = dict(self.__dict__)
+        state.pop("_store_undo", None)
         X, rows = self.store.X, self.store.rows
         # One tree at a time: the derived buffers it checks against are freed before the next.
         state["trees"] = [_compact_or_whole(tree, X, rows) for tree in self.trees]

@@ -39,7 +39,7 @@ def _row_keys(U):
 
 
 def stored_matches(X_store, U):
-    """Store indices of the rows of ``X_store`` equal to each row of ``U``, oldest first.
+    """Store indices of the rows of ``X_store`` equal to each row of ``U`` (in store order).
 
     Returns
     -------
@@ -47,12 +47,13 @@ def stored_matches(X_store, U):
     """
     if U.shape[0] <= _DIRECT_ROWS:
         return [np.flatnonzero((X_store == u).all(axis=1)) for u in U]
-    wanted = {bytes(key): [] for key in _row_keys(U)}
-    for i, key in enumerate(_row_keys(X_store)):
-        hit = wanted.get(bytes(key))
-        if hit is not None:
-            hit.append(i)
-    return [np.asarray(wanted[bytes(key)], dtype=np.intp) for key in _row_keys(U)]
+    keys = _row_keys(X_store)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    wanted = _row_keys(U)
+    lo = np.searchsorted(keys, wanted, side="left")
+    hi = np.searchsorted(keys, wanted, side="right")
+    return [np.sort(order[a:b]) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
 def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts=None,

@@ -47,24 +47,45 @@ class DataStore:
 
     def move(self, movers, holes, n_kept):
         """Move the points ``movers`` to the free indices ``holes`` and keep ``n_kept`` points
-        (after a forget; see :func:`mondrian.core._forget.relocate_trees`). Copy on write: the
-        arrays are new when points move, so a snapshot taken before keeps the old ones. The
-        buffers shrink when less than a quarter of them is in use (memory given back,
-        amortised)."""
+        (after a forget; see :func:`mondrian.core._forget.relocate_trees`).
+
+        In place (O(moved points)), returning what :meth:`undo_move` needs to put the arrays
+        back; when less than a quarter of the buffers stays in use they are replaced by
+        smaller ones instead (memory given back, amortised), and the old arrays are left as
+        they were (a snapshot's references stay valid): the record is then None.
+        """
         stamps = self.stamps
         capacity = self._X.shape[0]
-        if n_kept < capacity // 4:
+        if n_kept < capacity // 4 and capacity > 64:
             capacity = max(2 * n_kept, 16)
-        X = np.zeros((capacity, self._X.shape[1]))
-        rows = np.zeros((capacity, self._rows.shape[1]))
-        new_stamps = np.zeros(capacity, dtype=np.int64)
-        X[:n_kept] = self._X[:n_kept]
-        rows[:n_kept] = self._rows[:n_kept]
-        new_stamps[:n_kept] = stamps[:n_kept]
-        X[holes] = self._X[movers]
-        rows[holes] = self._rows[movers]
-        new_stamps[holes] = stamps[movers]
-        self._X, self._rows, self._stamps, self.n_samples = X, rows, new_stamps, n_kept
+            X = np.zeros((capacity, self._X.shape[1]))
+            rows = np.zeros((capacity, self._rows.shape[1]))
+            new_stamps = np.zeros(capacity, dtype=np.int64)
+            X[:n_kept] = self._X[:n_kept]
+            rows[:n_kept] = self._rows[:n_kept]
+            new_stamps[:n_kept] = stamps[:n_kept]
+            X[holes] = self._X[movers]
+            rows[holes] = self._rows[movers]
+            new_stamps[holes] = stamps[movers]
+            self._X, self._rows, self._stamps, self.n_samples = X, rows, new_stamps, n_kept
+            return None
+        record = (self._X, self._rows, self._stamps, holes.copy(), self._X[holes],
+                  self._rows[holes], self._stamps[holes])
+        self._X[holes] = self._X[movers]
+        self._rows[holes] = self._rows[movers]
+        self._stamps[holes] = self._stamps[movers]
+        self.n_samples = n_kept
+        return record
+
+    @staticmethod
+    def undo_move(record):
+        """Put back the arrays :meth:`move` changed in place (``record`` from it)."""
+        if record is None:
+            return
+        X, rows, stamps, holes, old_X, old_rows, old_stamps = record
+        X[holes] = old_X
+        rows[holes] = old_rows
+        stamps[holes] = old_stamps
 
     @property
     def X(self):
