@@ -86,8 +86,10 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     """
     describe = describe or (lambda r: f"row {r} of X")
     candidates = stored_matches(X_store, U)
-    if stamps is not None:  # oldest first: by arrival, not by place in the store
-        candidates = [c[np.argsort(stamps[c], kind="stable")] for c in candidates]
+    if stamps is not None and np.any(stamps[1:] < stamps[:-1]):
+        # Oldest first: by arrival, not by place in the store (moved by earlier forgets).
+        candidates = [c[np.argsort(stamps[c], kind="stable")] if len(c) > 1 else c
+                      for c in candidates]
     taken = {}  # index -> weight taken so far
     unit_of = {}  # index -> a request row whose unit it matched
     gone = set()
@@ -214,10 +216,13 @@ class ForgetMixin:
         >>> clf.forget(X[:2], y[:2]).n_samples_seen_
         8
         """
-        check_is_fitted(self, "_trees")
+        if "_ensemble" not in self.__dict__:
+            check_is_fitted(self, "_trees")
         self._check_writable()
         with online_update(self, X):
-            X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            fast = self._fast_rows(X)
+            X = fast if fast is not None else validate_data(
+                self, X, reset=False, dtype=np.float64, order="C")
             n = X.shape[0]
             if y is not None:
                 y = np.asarray(y)
