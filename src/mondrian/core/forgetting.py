@@ -164,6 +164,14 @@ class ForgetMixin:
         """Update what the model derives from its stored points after the window dropped
         the oldest (subclasses; the update that added points refreshes the rest)."""
 
+    def set_params(self, **params):
+        out = super().set_params(**params)
+        ensemble = self.__dict__.get("_ensemble")
+        if "window" in params and ensemble is not None and not ensemble.read_only:
+            # The one-row paths read the window from the ensemble.
+            ensemble.window = None if "_weights_window" in self.__dict__ else self.window
+        return out
+
     def _add_points(self, X, rows, n_jobs=None):
         # The window applies once the stream window of feature_weights="auto" (which
         # re-maps every stored point when it closes) is closed.
