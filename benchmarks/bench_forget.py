@@ -63,13 +63,13 @@ def cost(args):
         t_fit, model = _cpu(lambda: make().fit(X, y))
         fits.append(t_fit)
         rows = rng.choice(n, args.rows, replace=False)
-        times = [_cpu(lambda i=i: model.forget(X[i:i + 1], y[i:i + 1]))[0] for i in rows]
+        times = [_cpu(lambda i=i, m=model: m.forget(X[i:i + 1], y[i:i + 1]))[0] for i in rows]
         ones.append(statistics.median(times))
         keep = np.setdiff1d(np.arange(n), rows[:1])
-        refits_one.append(_cpu(lambda: make().fit(X[keep], y[keep]))[0])
+        refits_one.append(_cpu(lambda k=keep: make().fit(X[k], y[k]))[0])
         t_fit, model = _cpu(lambda: make().fit(X, y))
         oldest = np.arange(n // 10)
-        tenths.append(_cpu(lambda: model.forget(X[oldest], y[oldest]))[0])
+        tenths.append(_cpu(lambda m=model, o=oldest: m.forget(X[o], y[o]))[0])
         refits_tenth.append(_cpu(lambda: make().fit(X[n // 10:], y[n // 10:]))[0])
     med = statistics.median
     lines = [

@@ -82,3 +82,26 @@ def test_window_is_validated():
     X, y = _stream(0, n=50)
     with pytest.raises(ValueError, match="window"):
         MondrianForestClassifier(n_estimators=2, window=0).fit(X, y)
+
+
+def test_river_adapter_takes_a_windowed_model():
+    pytest.importorskip("river")
+    from mondrian.river import RiverClassifier
+
+    X, y = _stream(1, n=300)
+    adapter = RiverClassifier(MondrianForestClassifier(n_estimators=2, window=100,
+                                                       random_state=0))
+    for row, label in zip(X, y, strict=True):
+        adapter.learn_one({"a": row[0], "b": row[1], "c": row[2]}, int(label))
+    assert adapter.model_.n_samples_seen_ == 100
+
+
+def test_set_params_window_applies_to_the_one_row_path():
+    X, y = _stream(2, n=400)
+    model = MondrianForestClassifier(n_estimators=2, window=300, random_state=0)
+    model.fit(X[:200], y[:200])
+    model.set_params(window=120)
+    for i in range(200, 260):
+        model.learn_one(X[i], y[i])
+    assert model.n_samples_seen_ == 120
+    check_model(model)

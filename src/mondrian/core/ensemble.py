@@ -418,6 +418,7 @@ class TreeEnsemble:
             "trees": [tree._copy() for tree in self.trees],
             "store": (store._X, store._rows, store.n_samples,
                       store.X.copy() if warm else None),
+            "stamps": store.arrival_state(),
             "feature_map": dict(feature_map.__dict__),
         }
 
@@ -437,6 +438,7 @@ class TreeEnsemble:
             "undo": opened,
             "store": (store._X, store._rows, store.n_samples,
                       store.X.copy() if warm else None),
+            "stamps": store.arrival_state(),
             "feature_map": dict(feature_map.__dict__),
         }
 
@@ -473,6 +475,7 @@ class TreeEnsemble:
         self._check_writable()
         store, feature_map = self.store, self.feature_map
         saved = (store._X, store._rows, store.n_samples, feature_map.n_seen)
+        arrival = store.arrival_state()
         opened = []
         self._reset_store_undo()
         try:
@@ -483,6 +486,7 @@ class TreeEnsemble:
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved
+            store.set_arrival_state(arrival)
             self._undo_store_moves()
             self.attach_points()  # the trees may hold a grown store's array
             raise
@@ -505,6 +509,8 @@ class TreeEnsemble:
             self.trees = snapshot["trees"]
         store = self.store
         store._X, store._rows, store.n_samples, X = snapshot["store"]
+        if "stamps" in snapshot:
+            store.set_arrival_state(snapshot["stamps"])
         if X is not None:
             store._X[: store.n_samples] = X
         self._undo_store_moves()

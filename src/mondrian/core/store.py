@@ -38,6 +38,15 @@ class DataStore:
             self.n_arrived = max(getattr(self, "n_arrived", 0), self.n_samples)
         return stamps[: self.n_samples]
 
+    def arrival_state(self):
+        """What :meth:`set_arrival_state` needs to put the arrival numbers back (a snapshot;
+        appends write past ``n_samples`` only, forgets record their in-place moves)."""
+        self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
+        return self._stamps, self.n_arrived
+
+    def set_arrival_state(self, state):
+        self._stamps, self.n_arrived = state
+
     def oldest(self, k):
         """Store indices of the ``k`` points that arrived first (any order)."""
         stamps = self.stamps
