@@ -16,6 +16,8 @@ from scipy import stats
 
 from mondrian import MondrianForestClassifier
 
+from _checks import two_sample_chi2_pvalue as _two_sample_chi2_pvalue
+
 pytestmark = pytest.mark.statistical
 
 P_MIN = 1e-4
@@ -25,28 +27,6 @@ def _forest(seed, n_trees, **params):
     params.setdefault("feature_scaling", None)
     return MondrianForestClassifier(n_estimators=n_trees, feature_weights=None,
                                     random_state=seed, **params)
-
-
-def _two_sample_chi2_pvalue(a, b, min_expected=5.0):
-    """Chi-square homogeneity test of two samples of small integers, rare values pooled with
-    their neighbours until every pooled cell expects ``min_expected`` in both samples."""
-    values = np.union1d(a, b)
-    table = np.array([[np.sum(a == v) for v in values], [np.sum(b == v) for v in values]])
-    frac = np.array([len(a), len(b)]) / (len(a) + len(b))
-    pooled, current = [], np.zeros(2)
-    for col in table.T:
-        current = current + col
-        if np.all(current.sum() * frac >= min_expected):
-            pooled.append(current)
-            current = np.zeros(2)
-    if current.sum() > 0:
-        if pooled:
-            pooled[-1] = pooled[-1] + current
-        else:
-            pooled.append(current)
-    if len(pooled) < 2:
-        return 1.0
-    return stats.chi2_contingency(np.array(pooled).T).pvalue
 
 
 def _leaf_counts(forest):
