@@ -193,11 +193,44 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
     return 0
 
 
+cdef int _kill_subtree(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Remove every node below ``j`` (their records become holes)."""
+    cdef intp_t* stack = NULL
+    cdef intp_t top = 0, cap = 0, c
+    if t.nodes[j].left_child == TREE_LEAF:
+        return 0
+    try:
+        _push(&stack, &top, &cap, t.nodes[j].left_child)
+        _push(&stack, &top, &cap, t.nodes[j].right_child)
+        while top > 0:
+            top -= 1
+            c = stack[top]
+            if t.nodes[c].left_child != TREE_LEAF:
+                _push(&stack, &top, &cap, t.nodes[c].left_child)
+                _push(&stack, &top, &cap, t.nodes[c].right_child)
+            _kill(t, w, c)
+    finally:
+        free(stack)
+    return 0
+
+
+cdef int _empty_cell(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Full cells: a cell left without points becomes an unexpanded leaf (its subtree is
+    dropped), as a fit on the remaining points leaves it; its cell is unchanged."""
+    _kill_subtree(t, w, j)
+    t.nodes[j].left_child = TREE_LEAF
+    t.nodes[j].right_child = TREE_LEAF
+    t.nodes[j].feature = TREE_UNDEFINED
+    t.nodes[j].threshold = TREE_UNDEFINED
+    t.nodes[j].split_time = t.lifetime
+    t.nodes[j].first_sample = TREE_LEAF
+    return 0
+
+
 cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
     """Make the internal node ``j`` a paused leaf holding every point below it; its subtree's
     nodes are removed."""
-    cdef intp_t count = t.nodes[j].n_node_samples, n, top, c
-    cdef intp_t* stack
+    cdef intp_t count = t.nodes[j].n_node_samples, n
     if count > w.points_cap:
         free(w.points)
         w.points = <intp_t*>malloc(count * sizeof(intp_t))
@@ -206,24 +239,7 @@ cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
             _oom()
         w.points_cap = count
     n = subtree_points(t, j, w.points, count)
-    # The subtree's nodes, through w.order's tail is unsafe (in use): a stack of its own.
-    stack = <intp_t*>malloc((2 * count + 2) * sizeof(intp_t))
-    if stack == NULL:
-        _oom()
-    stack[0] = t.nodes[j].left_child
-    stack[1] = t.nodes[j].right_child
-    top = 2
-    try:
-        while top > 0:
-            top -= 1
-            c = stack[top]
-            if t.nodes[c].left_child != TREE_LEAF:
-                stack[top] = t.nodes[c].left_child
-                stack[top + 1] = t.nodes[c].right_child
-                top += 2
-            _kill(t, w, c)
-    finally:
-        free(stack)
+    _kill_subtree(t, w, j)
     t.nodes[j].left_child = TREE_LEAF
     t.nodes[j].right_child = TREE_LEAF
     t.nodes[j].feature = TREE_PAUSED
@@ -422,7 +438,8 @@ cdef int _fill_slot_holes(MondrianTree t, Work* w) except -1 nogil:
 
 
 cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                 const unsigned char* drop, intp_t n, const float64_t* X) except -1 nogil:
+                 const unsigned char* drop, intp_t n, const float64_t* X,
+                 bint full_cells) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
     ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``."""
     cdef intp_t D = t.n_features, S = t.value_stride
@@ -538,6 +555,13 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 if w.mark[c] & ON_PATH:
                     w.stack[top] = c
                     top += 1
+        if full_cells:
+            # Cells do not shrink: only a cell left empty changes, top-down (its subtree goes).
+            for k in range(n_order):
+                j = w.order[k]
+                if not w.mark[j] & DEAD and t.nodes[j].n_node_samples == 0:
+                    _empty_cell(t, &w, j)
+            n_order = 0
         for k in range(n_order - 1, -1, -1):
             j = w.order[k]
             if w.mark[j] & DEAD:
@@ -604,12 +628,15 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     if tree.value_stride > 0:
         rows_ptr = &rows[0, 0]
         delta_ptr = &deltas[0, 0]
+    cdef bint full_cells
     for tree in trees:
+        # The density's full-cell trees (a class flag: this module cannot import them).
+        full_cells = getattr(tree, "_full_cells", False)
         tree._attach(X.base, &X[0, 0], X.shape[0])
         tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
         check_points(tree)
         with nogil:
-            _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0])
+            _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
 
 
 cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) except -1 nogil:
