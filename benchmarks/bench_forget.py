@@ -125,7 +125,7 @@ def memory(args):
                                 check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         runs[window] = json.loads(result.stdout.strip().splitlines()[-1])
     w = runs[args.window]
-    start = args.stream // 10
+    start = max(args.stream // 10, 2 * args.window)  # the window full, twice over
     steady = [r for r in w if r[0] >= start]
     rss = [r[3] for r in steady]
     lines = [

@@ -308,3 +308,17 @@ def test_learn_forget_sequences_match_a_refit_on_what_remains(steps, lifetime):
         assert_array_equal(model._store.X[arrival], U)
         assert_array_equal(model._store.rows[arrival][:, model._class_columns()],
                            np.eye(2)[labels[reference]])
+
+
+def test_pickle_after_forget_round_trips_and_keeps_learning():
+    X, y = _awkward(10)
+    model = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    model.forget(X[5:40], y[5:40])
+    copy = pickle.loads(pickle.dumps(model))
+    assert _state(copy) == _state(model)
+    assert_array_equal(copy._store.stamps, model._store.stamps)
+    for m in (model, copy):
+        m.partial_fit(X[5:20], y[5:20])
+        m.forget(X[100:110], y[100:110])
+    assert _state(copy) == _state(model)
+    check_model(copy)

@@ -192,7 +192,8 @@ class ForgetMixin:
         The trees shrink their boxes, drop the cuts that no longer separate the remaining
         points and pause the leaves that a fit on the remaining points would pause; by the
         projectivity of the Mondrian process the result has the law of a fit on what remains
-        (see the user guide, "Forgetting"). The feature map stays frozen.
+        (docs/forgetting.md; the argument is in docs/algorithms.md §13). The feature map
+        stays frozen.
 
         Parameters
         ----------
