@@ -322,3 +322,53 @@ def test_pickle_after_forget_round_trips_and_keeps_learning():
         m.forget(X[100:110], y[100:110])
     assert _state(copy) == _state(model)
     check_model(copy)
+
+
+@pytest.mark.parametrize("trial", range(24))
+def test_tree_core_forget_and_relocate_random(trial):
+    """The tree core alone, on random small problems (every box stored or lean boxes, lean
+    values, pausing or not, finite or infinite lifetime, ties): forget random subsets in
+    steps (one step under an undo log rolled back and replayed), move the store's last
+    points into the freed places, then learn online again; the tree always equals the
+    recount of its points."""
+    rng = np.random.default_rng(trial)
+    n, D, K = int(rng.integers(2, 120)), int(rng.integers(1, 4)), 3
+    X = rng.random((n, D))
+    if trial % 2:
+        X = np.round(X * 5) / 5
+    rows = np.eye(K)[rng.integers(0, K, n)]
+    tree = MondrianTree(D, K, [np.inf, 2.0][trial % 2], 2, trial % 4 < 2, trial,
+                        box_min_samples=[0, 4, 32][trial % 3], lean_values=trial % 3 == 1)
+    tree.fit(X, rows, np.arange(n))
+    held = np.arange(n)
+    for step in range(3):
+        if len(held) < 2:
+            break
+        gone = rng.choice(held, int(rng.integers(1, len(held))), replace=False).astype(np.intp)
+        args = (X, rows, gone, rows[gone].copy(), np.ones(len(gone), np.uint8))
+        if step == 1:
+            before = (tree._raw_nodes().tobytes(), tree.bounds_array.tobytes(),
+                      tree._full_value_array().tobytes(), tree.leaf_sample_assignment().tobytes())
+            tree.begin_undo()
+            forget_trees([tree], *args)
+            tree.rollback_undo()
+            assert before == (tree._raw_nodes().tobytes(), tree.bounds_array.tobytes(),
+                              tree._full_value_array().tobytes(),
+                              tree.leaf_sample_assignment().tobytes())
+        forget_trees([tree], *args)
+        held = np.setdiff1d(held, gone)
+    # The store keeps `held` only: its last points move into the places of the others.
+    m = len(held)
+    holes = np.setdiff1d(np.arange(m), held).astype(np.intp)
+    movers = held[held >= m].astype(np.intp)
+    relocate_trees([tree], X, movers, holes, m)
+    X2, rows2 = X.copy(), rows.copy()
+    X2[holes], rows2[holes] = X[movers], rows[movers]
+    X2, rows2 = np.ascontiguousarray(X2[:m]), np.ascontiguousarray(rows2[:m])
+    tree.attach_points(X2, rows2)
+    check_tree(tree, X2, rows2)
+    Xn = rng.random((5, D))
+    X3 = np.vstack([X2, Xn])
+    rows3 = np.vstack([rows2, np.eye(K)[rng.integers(0, K, 5)]])
+    tree.extend(X3, rows3, np.arange(m, m + 5))
+    check_tree(tree, X3, rows3)
