@@ -1,6 +1,6 @@
 """Forgetting benchmark: exact deletion vs refitting, and a windowed stream's memory.
 
-Two experiments:
+Three experiments:
 
 cost
     letter (the 15000 training rows), a Mondrian forest of 100 trees (``n_jobs=1``). CPU time
@@ -12,12 +12,18 @@ memory
     batches of 1000 rows by a 10-tree forest with ``window=--window`` and with
     ``window=None``; ``memory_usage_`` (used and reserved bytes) and the process's resident
     set size are recorded along the stream. Each model runs in its own process (clean RSS).
+drift
+    Prequential accuracy on river's ``ConceptDriftStream`` over SEA and Agrawal (``--drift-rows``
+    rows, the concept changing at the middle): mondrian without a window, with a window, and
+    with the window shrunk by ADWIN, against river's ``AMFClassifier`` and ``ARFClassifier``
+    (10 trees each), CPU seconds.
 
 Run from the repository root::
 
     python benchmarks/bench_forget.py                 # both parts, report in results/forget.md
     python benchmarks/bench_forget.py --quick         # small sizes
     python benchmarks/bench_forget.py --parts cost
+    python benchmarks/bench_forget.py --parts drift --output results/forget_drift.md
 """
 
 from __future__ import annotations
@@ -164,6 +170,76 @@ def memory(args):
     return "\n".join(lines)
 
 
+def _drift_streams(n):
+    from river.datasets import synth
+
+    return {
+        "SEA drift": synth.ConceptDriftStream(
+            synth.SEA(variant=0, seed=1), synth.SEA(variant=2, seed=2), seed=3,
+            position=n // 2, width=n // 20).take(n),
+        "Agrawal drift": synth.ConceptDriftStream(
+            synth.Agrawal(classification_function=0, seed=1),
+            synth.Agrawal(classification_function=4, seed=2), seed=3,
+            position=n // 2, width=n // 20).take(n),
+    }
+
+
+def drift(args):
+    """Prequential accuracy (test then train, one row at a time) on river's drifting
+    streams: mondrian without a window, with ``window``, and with the window shrunk by
+    ADWIN (docs/forgetting.md), against river's AMF and ARF; CPU seconds."""
+    from river import forest
+    from river.drift import ADWIN
+
+    from mondrian import MondrianForestClassifier
+
+    n, trees = args.drift_rows, 10
+    lines = [f"{n} rows per stream, {trees} trees each, prequential accuracy (CPU seconds).",
+             "", "| stream | mondrian | mondrian window | mondrian window + ADWIN | river AMF "
+             "| river ARF |", "|---|---|---|---|---|---|"]
+    for name in _drift_streams(n):
+        rows = list(_drift_streams(n)[name])
+        keys = sorted(rows[0][0])
+        X = np.array([[x[k] for k in keys] for x, _ in rows], dtype=float)
+        y = np.array([int(label) for _, label in rows])
+        cells = []
+        for kind in ("none", "window", "adwin"):
+            model = MondrianForestClassifier(n_estimators=trees, random_state=0,
+                                             window=None if kind == "none" else args.drift_window)
+            detector = ADWIN()
+
+            def run(model=model, kind=kind, detector=detector, X=X, y=y):
+                hits = 0
+                model.partial_fit(X[:1], y[:1], classes=np.unique(y))
+                for i in range(1, n):
+                    hit = model.predict_one(X[i]) == y[i]
+                    hits += hit
+                    if kind == "adwin":
+                        detector.update(0.0 if hit else 1.0)
+                        if detector.drift_detected:
+                            model.set_params(window=max(int(detector.width), 200))
+                        elif model.window < args.drift_window:
+                            model.set_params(window=min(2 * model.window, args.drift_window))
+                    model.learn_one(X[i], y[i])
+                return hits / (n - 1)
+
+            seconds, accuracy = _cpu(run)
+            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
+        for model in (forest.AMFClassifier(n_estimators=trees, seed=0),
+                      forest.ARFClassifier(n_models=trees, seed=0)):
+            def run(model=model, rows=rows):
+                hits = 0
+                for x, label in rows:
+                    hits += model.predict_one(x) == label
+                    model.learn_one(x, label)
+                return hits / n
+
+            seconds, accuracy = _cpu(run)
+            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="cost,memory")
@@ -174,11 +250,14 @@ def main():
     parser.add_argument("--stream", type=int, default=400_000)
     parser.add_argument("--stream-trees", type=int, default=10)
     parser.add_argument("--window", type=int, default=50_000)
+    parser.add_argument("--drift-rows", type=int, default=20_000)
+    parser.add_argument("--drift-window", type=int, default=5_000)
     parser.add_argument("--output", default=str(HERE / "results" / "forget.md"))
     args = parser.parse_args()
     if args.quick:
         args.trees, args.rows, args.repeats = 10, 5, 1
         args.stream, args.window = 40_000, 5_000
+        args.drift_rows, args.drift_window = 3_000, 1_000
     sections = ["# Forgetting", "", "Command: `python benchmarks/bench_forget.py "
                 + " ".join(sys.argv[1:]) + "`", ""]
     parts = args.parts.split(",")
@@ -187,6 +266,10 @@ def main():
         print(sections[-2])
     if "memory" in parts:
         sections += ["## Memory of a windowed stream", "", memory(args), ""]
+        print(sections[-2])
+    if "drift" in parts:
+        sections += ["## Drift: prequential accuracy on river's drifting streams", "",
+                     drift(args), ""]
         print(sections[-2])
     if not args.quick:
         Path(args.output).write_text("\n".join(sections))
