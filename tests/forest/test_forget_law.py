@@ -139,3 +139,24 @@ def test_forgetting_weight_matches_a_fit_with_the_lower_weights(global_random_se
     lb, pb = _leaf_counts(b)
     assert _two_sample_chi2_pvalue(la, lb) > P_MIN
     assert _two_sample_chi2_pvalue(pa, pb) > P_MIN
+
+
+def test_regressor_leaf_counts_after_forget_match_a_fit_on_the_rest(global_random_seed):
+    """The regressor (pause rule: fewer than min_samples_split=3 points, weighted) after
+    fit(D) + forget(S) against fit(D \\ S): leaf counts, two-sample chi-square at p > 1e-4,
+    1500 trees each."""
+    from mondrian import MondrianForestRegressor
+
+    X, _ = _labelled_cloud(global_random_seed)
+    t = X[:, 0] - X[:, 1]
+    S = np.random.default_rng(global_random_seed + 3).choice(len(X), 25, replace=False)
+    rest = np.setdiff1d(np.arange(len(X)), S)
+    params = dict(n_estimators=1500, lifetime=4.0, min_samples_split=3, feature_scaling=None,
+                  feature_weights=None, noise_variance=0.1, prior_variance=1.0,
+                  sigmoid_rate=1.0)
+    a = MondrianForestRegressor(random_state=global_random_seed, **params).fit(X, t)
+    a.forget(X[S], t[S])
+    b = MondrianForestRegressor(random_state=global_random_seed + 100, **params)
+    b.fit(X[rest], t[rest])
+    la, lb = _leaf_counts(a)[0], _leaf_counts(b)[0]
+    assert _two_sample_chi2_pvalue(la, lb) > P_MIN
