@@ -214,17 +214,23 @@ cdef int _kill_subtree(MondrianTree t, Work* w, intp_t j) except -1 nogil:
     return 0
 
 
-cdef int _empty_cell(MondrianTree t, Work* w, intp_t j) except -1 nogil:
-    """Full cells: a cell left without points becomes an unexpanded leaf (its subtree is
-    dropped), as a fit on the remaining points leaves it; its cell is unchanged."""
+cdef int _make_leaf(MondrianTree t, Work* w, intp_t j, int32_t feature) except -1 nogil:
+    """Drop the subtree below ``j``, which becomes a leaf with an empty list (``feature``:
+    TREE_UNDEFINED, or TREE_PAUSED for a paused leaf)."""
     _kill_subtree(t, w, j)
     t.nodes[j].left_child = TREE_LEAF
     t.nodes[j].right_child = TREE_LEAF
-    t.nodes[j].feature = TREE_UNDEFINED
+    t.nodes[j].feature = feature
     t.nodes[j].threshold = TREE_UNDEFINED
     t.nodes[j].split_time = t.lifetime
     t.nodes[j].first_sample = TREE_LEAF
     return 0
+
+
+cdef int _empty_cell(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Full cells: a cell left without points becomes an unexpanded leaf (its subtree is
+    dropped), as a fit on the remaining points leaves it; its cell is unchanged."""
+    return _make_leaf(t, w, j, TREE_UNDEFINED)
 
 
 cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
@@ -239,12 +245,7 @@ cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
             _oom()
         w.points_cap = count
     n = subtree_points(t, j, w.points, count)
-    _kill_subtree(t, w, j)
-    t.nodes[j].left_child = TREE_LEAF
-    t.nodes[j].right_child = TREE_LEAF
-    t.nodes[j].feature = TREE_PAUSED
-    t.nodes[j].threshold = TREE_UNDEFINED
-    t.nodes[j].split_time = t.lifetime
+    _make_leaf(t, w, j, TREE_PAUSED)
     t._make_leaf_list(j, w.points, 0, n)
     return 0
 
