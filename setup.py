@@ -26,6 +26,7 @@ MODULES = [
     "core._state_checks",
     "core._walk",
     "core._online",
+    "core._forget",
     "forest._hnsp",
     "forest._gaussian",
     "density._full_cell",

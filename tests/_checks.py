@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 from numpy.testing import assert_array_equal
+from scipy import stats
 
 from _reference import feature_map
 
@@ -261,3 +262,29 @@ def box_min_samples(k):
         yield
     finally:
         _tree.BOX_MIN_SAMPLES, _tree.BOX_MIN_SAMPLES_PER_FEATURE = old
+
+
+def two_sample_chi2_pvalue(a, b, min_expected=5.0):
+    """p-value of the chi-square homogeneity test of two samples of small integers.
+
+    Rare categories are pooled with their neighbours (in sorted order) until every pooled
+    category has an expected count of at least `min_expected` in both samples, which keeps
+    the chi-square approximation valid.
+    """
+    values = np.union1d(a, b)
+    table = np.array([[np.sum(a == v) for v in values], [np.sum(b == v) for v in values]])
+    frac = np.array([len(a), len(b)]) / (len(a) + len(b))
+    pooled, current = [], np.zeros(2)
+    for col in table.T:
+        current = current + col
+        if np.all(current.sum() * frac >= min_expected):
+            pooled.append(current)
+            current = np.zeros(2)
+    if current.sum() > 0:
+        if pooled:
+            pooled[-1] = pooled[-1] + current
+        else:
+            pooled.append(current)
+    if len(pooled) < 2:
+        return 1.0  # both samples sit in one category
+    return stats.chi2_contingency(np.array(pooled).T).pvalue

@@ -15,6 +15,8 @@ from scipy import stats
 
 from mondrian import MondrianForestClassifier
 
+from _checks import two_sample_chi2_pvalue as _two_sample_chi2_pvalue
+
 pytestmark = pytest.mark.statistical
 
 P_MIN = 1e-4  # rejection level of the goodness-of-fit tests
@@ -35,32 +37,6 @@ def _root_forest(seed, n_samples, widths, feature_scaling):
         n_estimators=3000, feature_scaling=feature_scaling, random_state=seed
     ).fit(X, y)
     return X, forest
-
-
-def _two_sample_chi2_pvalue(a, b, min_expected=5.0):
-    """p-value of the chi-square homogeneity test of two samples of small integers.
-
-    Rare categories are pooled with their neighbours (in sorted order) until every pooled
-    category has an expected count of at least `min_expected` in both samples, which keeps
-    the chi-square approximation valid.
-    """
-    values = np.union1d(a, b)
-    table = np.array([[np.sum(a == v) for v in values], [np.sum(b == v) for v in values]])
-    frac = np.array([len(a), len(b)]) / (len(a) + len(b))
-    pooled, current = [], np.zeros(2)
-    for col in table.T:
-        current = current + col
-        if np.all(current.sum() * frac >= min_expected):
-            pooled.append(current)
-            current = np.zeros(2)
-    if current.sum() > 0:
-        if pooled:
-            pooled[-1] = pooled[-1] + current
-        else:
-            pooled.append(current)
-    if len(pooled) < 2:
-        return 1.0  # both samples sit in one category
-    return stats.chi2_contingency(np.array(pooled).T).pvalue
 
 
 # --------------------------------------------------------------------------------------------

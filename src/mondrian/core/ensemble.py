@@ -14,6 +14,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
+from mondrian.core._forget import forget_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler
@@ -170,6 +171,10 @@ class TreeEnsemble:
         (:meth:`set_columns`).
     """
 
+    # Keep only the most recent ``window`` points after every addition (None: all of them);
+    # set by the estimators (``window`` parameter). Not applied during the map's warm-up.
+    window = None
+
     def __init__(self, n_features, width, lifetime, feature_map, seeds, *, min_samples_split=1,
                  pause_pure=False, tree_class=MondrianTree, count_columns=0, lean_values=False):
         self.n_features = int(n_features)
@@ -296,6 +301,7 @@ class TreeEnsemble:
             self.trees = self._new_trees(self.seeds)
             indices = np.arange(self.store.n_samples, dtype=np.intp)
         self.extend(indices, n_jobs, verbose)
+        self.trim_window()
         return indices
 
     def reweight(self, weights, originals, n_jobs=None, verbose=0):
@@ -320,6 +326,7 @@ class TreeEnsemble:
         self._check_writable()
         indices = self.store.append(U, rows)
         self.extend(indices, n_jobs, verbose)
+        self.trim_window()
         return indices
 
     def extend(self, indices, n_jobs=None, verbose=0, trees=None):
@@ -351,6 +358,49 @@ class TreeEnsemble:
         self.trees = self.trees + new
         self.seeds = np.concatenate([self.seeds, seeds])
 
+    def trim_window(self):
+        """Forget the oldest points beyond the ``window`` most recent (once the feature map
+        is frozen); return whether any was forgotten."""
+        window, store, feature_map = self.window, self.store, self.feature_map
+        if window is None or store.n_samples <= window or feature_map.n_seen < feature_map.warm_up:
+            return False
+        indices = np.sort(store.oldest(store.n_samples - window))
+        self.forget(indices, store.rows[indices], np.ones(len(indices), dtype=np.uint8))
+        return True
+
+    def forget(self, indices, deltas, drop, rows=None):
+        """Forget stored points exactly (:func:`mondrian.core._forget.forget_trees`): the
+        points ``indices`` with ``drop`` leave every tree and the store, the others lose
+        ``deltas`` from their statistics (their new contribution rows given in ``rows``, a
+        whole new rows array, or None).
+
+        The store stays dense: its last points move into the places of the forgotten ones
+        (:meth:`DataStore.move`, copy on write), so the cost is O(depth) per point and tree,
+        not a renumbering of every point. The trees' writes go through their undo logs when
+        open (an undo snapshot); run it under a snapshot (:meth:`snapshot` or
+        :meth:`undo_snapshot`).
+        """
+        self._check_writable()
+        store = self.store
+        if rows is not None:
+            store._rows = np.ascontiguousarray(rows)
+        forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
+        gone = indices[np.asarray(drop, dtype=bool)]
+        if gone.size == 0:
+            return
+        n = store.n_samples
+        n_kept = n - gone.size
+        holes = gone[gone < n_kept]  # (sorted: indices are)
+        tail = np.arange(n_kept, n, dtype=np.intp)
+        movers = tail[~np.isin(tail, gone)]
+        relocate_trees(self.trees, store.X, movers, holes, n_kept)
+        # What a rollback (restore) needs to put the store back: its stamps and the rows the
+        # in-place move overwrites (the snapshot holds the arrays by reference).
+        undo = self.__dict__.setdefault("_store_undo", [])
+        undo.append(("stamps", store._stamps, store.n_arrived))
+        undo.append(store.move(movers, holes, n_kept))
+        self.attach_points()
+
     # ----------------------------------------------------------------- transactions
 
     def snapshot(self):
@@ -362,11 +412,13 @@ class TreeEnsemble:
         """
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
+        self._reset_store_undo()
         return {
             "ensemble": dict(self.__dict__),
             "trees": [tree._copy() for tree in self.trees],
             "store": (store._X, store._rows, store.n_samples,
                       store.X.copy() if warm else None),
+            "stamps": store.arrival_state(),
             "feature_map": dict(feature_map.__dict__),
         }
 
@@ -378,6 +430,7 @@ class TreeEnsemble:
         store, feature_map = self.store, self.feature_map
         warm = feature_map.n_seen < feature_map.warm_up
         opened = []
+        self._reset_store_undo()
         begin_undo_trees(self.trees, opened)  # one call: no interrupt between two trees
         return {
             "ensemble": dict(self.__dict__),
@@ -385,12 +438,28 @@ class TreeEnsemble:
             "undo": opened,
             "store": (store._X, store._rows, store.n_samples,
                       store.X.copy() if warm else None),
+            "stamps": store.arrival_state(),
             "feature_map": dict(feature_map.__dict__),
         }
 
     def commit(self, snapshot):
         """Keep the changes made since ``snapshot`` (closes the undo logs it opened)."""
         commit_undo_trees(snapshot.get("undo", []))
+        self._reset_store_undo()
+
+    def _reset_store_undo(self):
+        """Drop the records of in-place store moves (:meth:`forget`) since the last snapshot."""
+        self.__dict__.pop("_store_undo", None)
+
+    def _undo_store_moves(self):
+        """Put the store's arrays back as they were before the forgets since the last
+        snapshot (after its references were restored)."""
+        store = self.store
+        for record in reversed(self.__dict__.pop("_store_undo", [])):
+            if record is not None and isinstance(record[0], str):
+                store._stamps, store.n_arrived = record[1], record[2]
+            else:
+                store.undo_move(record)
 
     def add_scaled_logged(self, U, rows):
         """Store a few points already in the trees' coordinates and extend every tree with
@@ -406,17 +475,23 @@ class TreeEnsemble:
         self._check_writable()
         store, feature_map = self.store, self.feature_map
         saved = (store._X, store._rows, store.n_samples, feature_map.n_seen)
+        arrival = store.arrival_state()
         opened = []
+        self._reset_store_undo()
         try:
             begin_undo_trees(self.trees, opened)
             feature_map.n_seen += U.shape[0]
             self.extend(store.append(U, rows), 1)
+            self.trim_window()
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved
+            store.set_arrival_state(arrival)
+            self._undo_store_moves()
             self.attach_points()  # the trees may hold a grown store's array
             raise
         commit_undo_trees(opened)
+        self._reset_store_undo()
 
     def restore(self, snapshot):
         """Put the ensemble back in the state of ``snapshot`` (after a failed update).
@@ -425,14 +500,20 @@ class TreeEnsemble:
         still extending them cannot touch the restored model).
         """
         rollback_undo_trees(snapshot.get("undo", []))
+        moves = self.__dict__.get("_store_undo")
         self.__dict__.clear()
         self.__dict__.update(snapshot["ensemble"])
+        if moves is not None:
+            self._store_undo = moves
         if snapshot["trees"] is not None:
             self.trees = snapshot["trees"]
         store = self.store
         store._X, store._rows, store.n_samples, X = snapshot["store"]
+        if "stamps" in snapshot:
+            store.set_arrival_state(snapshot["stamps"])
         if X is not None:
             store._X[: store.n_samples] = X
+        self._undo_store_moves()
         self.attach_points()
         self.feature_map.__dict__.clear()
         self.feature_map.__dict__.update(snapshot["feature_map"])
@@ -505,6 +586,7 @@ class TreeEnsemble:
         """
         out = self._like([copy.deepcopy(tree) for tree in self.trees], self.seeds,
                          copy.deepcopy(self.store), copy.deepcopy(self.feature_map))
+        out.window = None  # the transductive copy keeps every point
         # The copy's pause rule counts points: the unlabelled points (zero rows, so zero
         # weight) shape it as labelled ones do. Unweighted fits count the same either way.
         out.count_columns = 0
@@ -606,6 +688,7 @@ class TreeEnsemble:
 
     def __getstate__(self):
         state = dict(self.__dict__)
+        state.pop("_store_undo", None)
         X, rows = self.store.X, self.store.rows
         # One tree at a time: the derived buffers it checks against are freed before the next.
         state["trees"] = [_compact_or_whole(tree, X, rows) for tree in self.trees]

@@ -271,7 +271,7 @@ class LockedMethodsMixin:
     """
 
     # Writers by name (scikit-learn's mixins define some, e.g. fit_transform calls fit).
-    _write_methods = frozenset({"fit", "partial_fit", "learn_one", "fit_transform",
+    _write_methods = frozenset({"fit", "partial_fit", "learn_one", "forget", "fit_transform",
                                 "fit_predict", "set_params"})
 
     def __init_subclass__(cls, **kwargs):

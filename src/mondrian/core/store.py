@@ -26,6 +26,77 @@ class DataStore:
         self._X = np.zeros((0, n_features), dtype=np.float64)
         self._rows = np.zeros((0, width), dtype=np.float64)
         self.n_samples = 0
+        self._stamps = np.zeros(0, dtype=np.int64)
+        self.n_arrived = 0
+
+    @property
+    def stamps(self):
+        """Arrival number of each stored point (0 for the first point ever stored), shape
+        ``(n_samples,)``: forgetting moves the last points into the places of forgotten ones,
+        so the store's order is not the arrival order once points were forgotten."""
+        stamps = self.__dict__.get("_stamps")
+        if stamps is None or stamps.shape[0] < self.n_samples:  # (stores pickled before)
+            self._stamps = stamps = np.arange(self._X.shape[0], dtype=np.int64)
+            self.n_arrived = max(getattr(self, "n_arrived", 0), self.n_samples)
+        return stamps[: self.n_samples]
+
+    def arrival_state(self):
+        """What :meth:`set_arrival_state` needs to put the arrival numbers back (a snapshot;
+        appends write past ``n_samples`` only, forgets record their in-place moves)."""
+        self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
+        return self._stamps, self.n_arrived
+
+    def set_arrival_state(self, state):
+        self._stamps, self.n_arrived = state
+
+    def oldest(self, k):
+        """Store indices of the ``k`` points that arrived first (any order)."""
+        stamps = self.stamps
+        if k >= stamps.shape[0]:
+            return np.arange(stamps.shape[0], dtype=np.intp)
+        return np.argpartition(stamps, k - 1)[:k].astype(np.intp)
+
+    def move(self, movers, holes, n_kept):
+        """Move the points ``movers`` to the free indices ``holes`` and keep ``n_kept`` points
+        (after a forget; see :func:`mondrian.core._forget.relocate_trees`).
+
+        In place (O(moved points)), returning what :meth:`undo_move` needs to put the arrays
+        back; when less than a quarter of the buffers stays in use they are replaced by
+        smaller ones instead (memory given back, amortised), and the old arrays are left as
+        they were (a snapshot's references stay valid): the record is then None.
+        """
+        stamps = self.stamps
+        capacity = self._X.shape[0]
+        if n_kept < capacity // 4 and capacity > 64:
+            capacity = max(2 * n_kept, 16)
+            X = np.zeros((capacity, self._X.shape[1]))
+            rows = np.zeros((capacity, self._rows.shape[1]))
+            new_stamps = np.zeros(capacity, dtype=np.int64)
+            X[:n_kept] = self._X[:n_kept]
+            rows[:n_kept] = self._rows[:n_kept]
+            new_stamps[:n_kept] = stamps[:n_kept]
+            X[holes] = self._X[movers]
+            rows[holes] = self._rows[movers]
+            new_stamps[holes] = stamps[movers]
+            self._X, self._rows, self._stamps, self.n_samples = X, rows, new_stamps, n_kept
+            return None
+        record = (self._X, self._rows, self._stamps, holes.copy(), self._X[holes],
+                  self._rows[holes], self._stamps[holes])
+        self._X[holes] = self._X[movers]
+        self._rows[holes] = self._rows[movers]
+        self._stamps[holes] = self._stamps[movers]
+        self.n_samples = n_kept
+        return record
+
+    @staticmethod
+    def undo_move(record):
+        """Put back the arrays :meth:`move` changed in place (``record`` from it)."""
+        if record is None:
+            return
+        X, rows, stamps, holes, old_X, old_rows, old_stamps = record
+        X[holes] = old_X
+        rows[holes] = old_rows
+        stamps[holes] = old_stamps
 
     @property
     def X(self):
@@ -55,8 +126,16 @@ class DataStore:
             capacity = max(end, 2 * self._X.shape[0], 16)
             self._X = self._grow(self._X, capacity)
             self._rows = self._grow(self._rows, capacity)
+        stamps = self.stamps  # (before the buffers grow: its length follows theirs)
+        if self._stamps.shape[0] < self._X.shape[0]:
+            grown = np.zeros(self._X.shape[0], dtype=np.int64)
+            grown[: self.n_samples] = stamps
+            self._stamps = grown
         self._X[self.n_samples : end] = X
         self._rows[self.n_samples : end] = rows
+        arrived = getattr(self, "n_arrived", self.n_samples)
+        self._stamps[self.n_samples : end] = np.arange(arrived, arrived + n)
+        self.n_arrived = arrived + n
         start, self.n_samples = self.n_samples, end
         return np.arange(start, end, dtype=np.intp)
 
@@ -81,7 +160,15 @@ class DataStore:
     def __getstate__(self):
         # Only the used part is saved.
         # Views: pickle writes only the viewed rows, and no copy stays alive while it runs.
-        return {"X": self.X, "rows": self.rows, "n_samples": self.n_samples}
+        state = {"X": self.X, "rows": self.rows, "n_samples": self.n_samples}
+        stamps = self.stamps
+        if stamps.shape[0] and (self.n_arrived != self.n_samples
+                                or stamps[-1] != self.n_samples - 1
+                                or not np.array_equal(stamps, np.arange(self.n_samples))):
+            # Only after a forget: a store in arrival order pickles as before.
+            state["stamps"] = stamps
+            state["n_arrived"] = self.n_arrived
+        return state
 
     def __setstate__(self, state):
         X = loaded_array("DataStore", "X", state["X"], np.float64, 2)
@@ -92,4 +179,11 @@ class DataStore:
         n_samples = int(state["n_samples"])
         if not 0 <= n_samples <= X.shape[0]:
             refuse("DataStore", f"n_samples={n_samples} but {X.shape[0]} stored rows")
+        stamps = state.get("stamps")
+        stamps = (np.arange(n_samples, dtype=np.int64) if stamps is None
+                  else loaded_array("DataStore", "stamps", stamps, np.int64, 1, (n_samples,)))
+        n_arrived = int(state.get("n_arrived", n_samples))
+        if n_arrived < n_samples:
+            refuse("DataStore", f"n_arrived={n_arrived} is below n_samples={n_samples}")
         self._X, self._rows, self.n_samples = X, rows, n_samples
+        self._stamps, self.n_arrived = stamps, n_arrived

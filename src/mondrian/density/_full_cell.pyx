@@ -56,6 +56,9 @@ cdef class FullCellTree(MondrianTree):
     :meth:`start_cell` before the first points.
     """
 
+    # Read by mondrian.core._forget: a forget empties cells instead of shrinking boxes.
+    _full_cells = True
+
     def __cinit__(self, intp_t n_features, intp_t value_stride, float64_t lifetime, *args,
                   **kwargs):
         # At an infinite lifetime the cells around the points would be cut forever.

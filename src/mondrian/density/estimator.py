@@ -18,6 +18,7 @@ from mondrian.core.base import (
 )
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler, check_weights
+from mondrian.core.forgetting import plan_forget
 from mondrian.core.relevance import beats, power_weights
 from mondrian.density._full_cell import (
     FullCellTree,
@@ -381,6 +382,56 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
                                           np.zeros((n_inside, 0)), self.n_jobs)
             self._n_outside += X.shape[0] - n_inside
             self.n_samples_seen_ += X.shape[0]
+            self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
+        return self
+
+    def forget(self, X):
+        """Remove training points, exactly: the forest then has the law of one fitted
+        without them (docs/algorithms.md §13).
+
+        Each row removes one stored copy of itself (matched bit for bit in the unit cube of
+        the domain ``B_0``, which stays fixed); a row outside ``B_0`` lowers the weight of the
+        background density instead. A cell left without points becomes an unexpanded leaf,
+        as a fit on the remaining points leaves it. The lifetime and concentration stay as
+        they were chosen. A row that is not stored raises a ``ValueError`` and nothing
+        changes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to forget, as they were learnt.
+
+        Returns
+        -------
+        self : object
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from mondrian import MondrianForestDensity
+        >>> X = np.random.default_rng(0).normal(size=(200, 2))
+        >>> density = MondrianForestDensity(n_estimators=5, lifetime=2.0, random_state=0).fit(X)
+        >>> density.forget(X[:50]).n_samples_seen_
+        150
+        """
+        if "_ensemble" not in self.__dict__:
+            check_is_fitted(self, "_trees")
+        self._check_writable()
+        with online_update(self, X):
+            X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+            U, inside = self._to_unit(X)
+            n_outside = X.shape[0] - int(inside.sum())
+            if n_outside > self._n_outside:
+                raise ValueError(f"cannot forget {n_outside} rows outside the domain: the "
+                                 f"model learnt {self._n_outside} such rows")
+            if inside.any():
+                rows = np.flatnonzero(inside)
+                store = self._ensemble.store
+                plan = plan_forget(store.X, store.rows, np.ascontiguousarray(U[inside]),
+                                   describe=lambda r: f"row {rows[r]} of X", stamps=store.stamps)
+                self._ensemble.forget(*plan)
+            self._n_outside -= n_outside
+            self.n_samples_seen_ -= X.shape[0]
             self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
         return self
 

@@ -22,9 +22,11 @@ from mondrian.core.base import (
     unchanged_on_error,
 )
 from mondrian.core.conventions import ConventionsMixin, TreeSequenceMixin
+from mondrian.core.forgetting import WINDOW_DOC
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.core.state_checks import check_classes, refuse
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest.forgetting import ClassifierForgetMixin
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 
@@ -80,6 +82,7 @@ def _or_none(counts, sample_weight):
 
 class _BaseMondrianClassifier(
     ConventionsMixin, ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    ClassifierForgetMixin,
     BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
@@ -93,6 +96,7 @@ class _BaseMondrianClassifier(
         "branch_off_counts": [StrOptions({"node", "tables"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "window": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     _pause_pure = True
@@ -812,6 +816,7 @@ class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
     n_jobs : int, default=None
         Number of threads over trees for training and prediction (the Cython core releases the
         GIL). ``None`` means 1, ``-1`` all cores. Results do not depend on it.
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' independent random streams.
     verbose : int, default=0
@@ -883,6 +888,7 @@ class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
         branch_off_counts="node",
         validation_fraction=0.2,
         class_weight=None,
+        window=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -899,6 +905,7 @@ class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
         self.feature_weights = feature_weights
         self.branch_off_counts = branch_off_counts
         self.n_jobs = n_jobs
+        self.window = window
         self.random_state = random_state
         self.verbose = verbose
 
@@ -932,6 +939,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         Share of the data held out by ``lifetime="auto"``.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, as in the forest.
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -973,6 +981,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         branch_off_counts="node",
         validation_fraction=0.2,
         class_weight=None,
+        window=None,
         random_state=None,
     ):
         self.lifetime = lifetime
@@ -985,6 +994,7 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         self.branch_off_counts = branch_off_counts
         self.validation_fraction = validation_fraction
         self.class_weight = class_weight
+        self.window = window
         self.random_state = random_state
 
     @property

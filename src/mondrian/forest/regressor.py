@@ -28,6 +28,7 @@ from mondrian.core.conventions import (
     TreeSequenceMixin,
     resolve_min_samples_split,
 )
+from mondrian.core.forgetting import WINDOW_DOC
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
 from mondrian.forest._gaussian import (
     GaussianPrior,
@@ -36,6 +37,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
@@ -338,6 +340,7 @@ class _PosteriorCache:
 
 class _BaseMondrianRegressor(
     ConventionsMixin, RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
+    RegressorForgetMixin,
     BaseMondrianEnsemble
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
@@ -351,6 +354,7 @@ class _BaseMondrianRegressor(
         "prior_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "sigmoid_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
+        "window": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
     _mutable_state = ("_posterior_cache",)
@@ -1074,6 +1078,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
         Threads over trees.
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' random streams.
     verbose : int, default=0
@@ -1127,6 +1132,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        window=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -1143,6 +1149,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
         self.n_jobs = n_jobs
+        self.window = window
         self.random_state = random_state
         self.verbose = verbose
 
@@ -1158,6 +1165,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
 {FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}\
+    {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
@@ -1195,6 +1203,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        window=None,
         random_state=None,
     ):
         self.lifetime = lifetime
@@ -1207,6 +1216,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
+        self.window = window
         self.random_state = random_state
 
     def _value_in_units(self, value):

@@ -1,0 +1,279 @@
+"""Forgetting benchmark: exact deletion vs refitting, and a windowed stream's memory.
+
+Three experiments:
+
+cost
+    letter (the 15000 training rows), a Mondrian forest of 100 trees (``n_jobs=1``). CPU time
+    (``time.process_time``) of ``forget`` of one random row (median over ``--rows`` rows, each
+    on the model the previous ones left) and of the oldest 10% in one call, against a refit on
+    the remaining rows, measured in the same run, interleaved, medians of ``--repeats``.
+memory
+    A synthetic stream (``--stream`` rows of 4 features, a drifting linear concept) learnt in
+    batches of 1000 rows by a 10-tree forest with ``window=--window`` and with
+    ``window=None``; ``memory_usage_`` (used and reserved bytes) and the process's resident
+    set size are recorded along the stream. Each model runs in its own process (clean RSS).
+drift
+    Prequential accuracy on river's ``ConceptDriftStream`` over SEA and Agrawal (``--drift-rows``
+    rows, the concept changing at the middle): mondrian without a window, with a window, and
+    with the window shrunk by ADWIN, against river's ``AMFClassifier`` and ``ARFClassifier``
+    (10 trees each), CPU seconds.
+
+Run from the repository root::
+
+    python benchmarks/bench_forget.py                 # both parts, report in results/forget.md
+    python benchmarks/bench_forget.py --quick         # small sizes
+    python benchmarks/bench_forget.py --parts cost
+    python benchmarks/bench_forget.py --parts drift --output results/forget_drift.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from shared.datasets import load_letter, require_datasets  # noqa: E402
+
+
+def _cpu(func):
+    start = time.process_time()
+    out = func()
+    return time.process_time() - start, out
+
+
+def cost(args):
+    from mondrian import MondrianForestClassifier
+
+    require_datasets()
+    data = load_letter()
+    X, y = data.X_train, data.y_train
+    n = len(X)
+    rng = np.random.default_rng(0)
+
+    def make():
+        return MondrianForestClassifier(n_estimators=args.trees, random_state=0, n_jobs=1)
+
+    fits, ones, tenths, refits_one, refits_tenth = [], [], [], [], []
+    for _ in range(args.repeats):
+        t_fit, model = _cpu(lambda: make().fit(X, y))
+        fits.append(t_fit)
+        rows = rng.choice(n, args.rows, replace=False)
+        times = [_cpu(lambda i=i, m=model: m.forget(X[i:i + 1], y[i:i + 1]))[0] for i in rows]
+        ones.append(statistics.median(times))
+        keep = np.setdiff1d(np.arange(n), rows[:1])
+        refits_one.append(_cpu(lambda k=keep: make().fit(X[k], y[k]))[0])
+        t_fit, model = _cpu(lambda: make().fit(X, y))
+        oldest = np.arange(n // 10)
+        tenths.append(_cpu(lambda m=model, o=oldest: m.forget(X[o], y[o]))[0])
+        refits_tenth.append(_cpu(lambda: make().fit(X[n // 10:], y[n // 10:]))[0])
+    med = statistics.median
+    lines = [
+        f"letter, {n} rows, {args.trees} trees, n_jobs=1; CPU seconds, medians of "
+        f"{args.repeats} interleaved runs (one-row time: median over {args.rows} random rows).",
+        "",
+        "| operation | CPU s | refit on the rest, CPU s | ratio (forget / refit) |",
+        "|---|---|---|---|",
+        f"| fit on all rows | {med(fits):.3f} | | |",
+        f"| forget one row | {med(ones) * 1e3:.2f} ms | {med(refits_one):.3f} | "
+        f"1/{med(refits_one) / med(ones):.0f} |",
+        f"| forget the oldest 10% ({n // 10} rows, one call) | {med(tenths):.3f} | "
+        f"{med(refits_tenth):.3f} | 1/{med(refits_tenth) / med(tenths):.1f} |",
+    ]
+    return "\n".join(lines)
+
+
+def _stream_rows(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 4))
+    angle = np.linspace(0.0, np.pi, n)  # the concept turns slowly: a drifting stream
+    y = ((X[:, 0] - 0.5) * np.cos(angle) + (X[:, 1] - 0.5) * np.sin(angle) > 0).astype(int)
+    return X, y
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_child(n, window, trees):
+    from mondrian import MondrianForestClassifier
+
+    X, y = _stream_rows(n)
+    model = MondrianForestClassifier(n_estimators=trees, window=window, random_state=0, n_jobs=1)
+    out = []
+    step = 1000
+    report = max(n // 40, step)
+    for start in range(0, n, step):
+        model.partial_fit(X[start:start + step], y[start:start + step])
+        if (start + step) % report == 0:
+            usage = model.memory_usage_
+            out.append((start + step, usage["total"], usage["reserved"], _rss_bytes()))
+    print(json.dumps(out))
+
+
+def memory(args):
+    runs = {}
+    for window in (args.window, None):
+        code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_forget; "
+                f"bench_forget.memory_child({args.stream}, {window!r}, {args.stream_trees})")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        runs[window] = json.loads(result.stdout.strip().splitlines()[-1])
+    w = runs[args.window]
+    start = max(args.stream // 10, 2 * args.window)  # the window full, twice over
+    steady = [r for r in w if r[0] >= start]
+    rss = [r[3] for r in steady]
+    lines = [
+        f"Stream of {args.stream} rows (4 features, batches of 1000), {args.stream_trees} trees; "
+        f"window={args.window} vs window=None. MB: model bytes used (memory_usage_ total), "
+        "reserved growth room, resident set size of the process.",
+        "",
+        "| rows | window: used | window: RSS | None: used | None: RSS |",
+        "|---|---|---|---|---|",
+    ]
+    for a, b in zip(w[:: max(len(w) // 10, 1)], runs[None][:: max(len(w) // 10, 1)],
+                    strict=False):
+        lines.append(f"| {a[0]} | {a[1] / 1e6:.1f} | {a[3] / 1e6:.1f} | {b[1] / 1e6:.1f} | "
+                     f"{b[3] / 1e6:.1f} |")
+    lines += ["", f"Windowed RSS from {start} rows on: min {min(rss) / 1e6:.1f} MB, max "
+              f"{max(rss) / 1e6:.1f} MB (spread {100 * (max(rss) / min(rss) - 1):.1f}%)."]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for key, label in ((args.window, f"window={args.window}"), (None, "window=None")):
+            r = np.array(runs[key], dtype=float)
+            ax.plot(r[:, 0], r[:, 3] / 1e6, label=f"{label} (RSS)")
+            ax.plot(r[:, 0], r[:, 1] / 1e6, "--", label=f"{label} (model)")
+        ax.set_xlabel("rows learnt")
+        ax.set_ylabel("MB")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(HERE / "results" / "forget_memory.png", dpi=100)
+        lines += ["", "![memory](forget_memory.png)"]
+    except ImportError:  # pragma: no cover
+        pass
+    return "\n".join(lines)
+
+
+def _drift_streams(n):
+    from river.datasets import synth
+
+    return {
+        "SEA drift": synth.ConceptDriftStream(
+            synth.SEA(variant=0, seed=1), synth.SEA(variant=2, seed=2), seed=3,
+            position=n // 2, width=n // 20).take(n),
+        "Agrawal drift": synth.ConceptDriftStream(
+            synth.Agrawal(classification_function=0, seed=1),
+            synth.Agrawal(classification_function=4, seed=2), seed=3,
+            position=n // 2, width=n // 20).take(n),
+    }
+
+
+def drift(args):
+    """Prequential accuracy (test then train, one row at a time) on river's drifting
+    streams: mondrian without a window, with ``window``, and with the window shrunk by
+    ADWIN (docs/forgetting.md), against river's AMF and ARF; CPU seconds."""
+    from river import forest
+    from river.drift import ADWIN
+
+    from mondrian import MondrianForestClassifier
+
+    n, trees = args.drift_rows, 10
+    lines = [f"{n} rows per stream, {trees} trees each, prequential accuracy (CPU seconds).",
+             "", "| stream | mondrian | mondrian window | mondrian window + ADWIN | river AMF "
+             "| river ARF |", "|---|---|---|---|---|---|"]
+    for name in _drift_streams(n):
+        rows = list(_drift_streams(n)[name])
+        keys = sorted(rows[0][0])
+        X = np.array([[x[k] for k in keys] for x, _ in rows], dtype=float)
+        y = np.array([int(label) for _, label in rows])
+        cells = []
+        for kind in ("none", "window", "adwin"):
+            model = MondrianForestClassifier(n_estimators=trees, random_state=0,
+                                             window=None if kind == "none" else args.drift_window)
+            detector = ADWIN()
+
+            def run(model=model, kind=kind, detector=detector, X=X, y=y):
+                hits = 0
+                model.partial_fit(X[:1], y[:1], classes=np.unique(y))
+                for i in range(1, n):
+                    hit = model.predict_one(X[i]) == y[i]
+                    hits += hit
+                    if kind == "adwin":
+                        detector.update(0.0 if hit else 1.0)
+                        if detector.drift_detected:
+                            model.set_params(window=max(int(detector.width), 200))
+                        elif model.window < args.drift_window:
+                            model.set_params(window=min(2 * model.window, args.drift_window))
+                    model.learn_one(X[i], y[i])
+                return hits / (n - 1)
+
+            seconds, accuracy = _cpu(run)
+            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
+        for model in (forest.AMFClassifier(n_estimators=trees, seed=0),
+                      forest.ARFClassifier(n_models=trees, seed=0)):
+            def run(model=model, rows=rows):
+                hits = 0
+                for x, label in rows:
+                    hits += model.predict_one(x) == label
+                    model.learn_one(x, label)
+                return hits / n
+
+            seconds, accuracy = _cpu(run)
+            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="cost,memory")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--rows", type=int, default=20)
+    parser.add_argument("--stream", type=int, default=400_000)
+    parser.add_argument("--stream-trees", type=int, default=10)
+    parser.add_argument("--window", type=int, default=50_000)
+    parser.add_argument("--drift-rows", type=int, default=20_000)
+    parser.add_argument("--drift-window", type=int, default=5_000)
+    parser.add_argument("--output", default=str(HERE / "results" / "forget.md"))
+    args = parser.parse_args()
+    if args.quick:
+        args.trees, args.rows, args.repeats = 10, 5, 1
+        args.stream, args.window = 40_000, 5_000
+        args.drift_rows, args.drift_window = 3_000, 1_000
+    sections = ["# Forgetting", "", "Command: `python benchmarks/bench_forget.py "
+                + " ".join(sys.argv[1:]) + "`", ""]
+    parts = args.parts.split(",")
+    if "cost" in parts:
+        sections += ["## Cost of forgetting vs refitting", "", cost(args), ""]
+        print(sections[-2])
+    if "memory" in parts:
+        sections += ["## Memory of a windowed stream", "", memory(args), ""]
+        print(sections[-2])
+    if "drift" in parts:
+        sections += ["## Drift: prequential accuracy on river's drifting streams", "",
+                     drift(args), ""]
+        print(sections[-2])
+    if not args.quick:
+        Path(args.output).write_text("\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

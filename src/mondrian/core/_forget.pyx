@@ -1,0 +1,696 @@
+"""Exact forgetting: remove stored points from Mondrian trees (docs/algorithms.md, §13).
+
+A tree fitted on a set of points ``D`` is the restriction of one Mondrian process to the
+bounding boxes of ``D``. Restricting the same process to ``D' ⊂ D`` gives the tree of ``D'``:
+
+* every box on the path of a removed point shrinks to the bounding box of what remains;
+* a cut that no longer separates remaining points (one side of it is now empty) disappears,
+  its node replaced by the child that keeps the points, which keeps its own split time;
+* a node whose remaining points satisfy the pause rule becomes a paused leaf holding them all
+  (its subtree is dropped: a fresh fit would pause there, and dropping a subtree to resample it
+  later from its conditional law keeps the law);
+* statistics rows lose the removed points' contribution rows.
+
+:func:`forget_trees` does this in place for a batch of store indices (with the GIL released),
+every write going through the tree's undo log when one is open, so an update that fails
+part-way rolls back bit for bit. :func:`relocate_trees` then moves the store's last points into
+the places of the forgotten ones (O(depth) per point and tree), so that the store stays dense.
+"""
+
+from libc.stdint cimport int32_t
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memcpy
+
+
+from mondrian.core._tree cimport (
+    TREE_LEAF,
+    TREE_PAUSED,
+    TREE_UNDEFINED,
+    MondrianTree,
+    check_points,
+    node_paused,
+    node_row,
+    stored_row,
+    subtree_points,
+)
+from mondrian.core._typedefs cimport float64_t, intp_t
+
+__all__ = ["forget_trees", "relocate_trees"]
+
+# Bits of the per-node marks of one call.
+cdef enum:
+    ON_PATH = 1  # logged, and on the path of a point whose contribution changed
+    DEAD = 2     # removed from the tree (its record and box slot are free)
+    CHANGED = 4  # its box may have changed (its parent's stored box is recomputed)
+    FAILED = 8   # its points fail the pause rule (so do its ancestors': it is monotone)
+
+
+cdef int _cmp_intp(const void* a, const void* b) noexcept nogil:
+    cdef intp_t x = (<const intp_t*>a)[0], y = (<const intp_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
+    """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
+    cdef intp_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_idx[mid] < i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < n and sorted_idx[lo] == i
+
+
+cdef struct Work:
+    # Scratch of one call on one tree.
+    unsigned char* mark    # (node_count,) ON_PATH / DEAD bits
+    intp_t* order          # (node_count,) marked nodes in pre-order
+    intp_t* stack          # (node_count,) scratch of the pre-order walk
+    intp_t* free_slots     # box slots given back
+    intp_t n_free
+    intp_t free_cap
+    intp_t n_dead
+    intp_t* dead           # the removed nodes (n_dead of them)
+    intp_t dead_cap
+    intp_t n_marked        # nodes on the paths (ON_PATH)
+    intp_t* points         # gather buffer of a subtree's points
+    intp_t points_cap
+
+
+cdef void _free_work(Work* w) noexcept nogil:
+    free(w.mark)
+    free(w.order)
+    free(w.stack)
+    free(w.free_slots)
+    free(w.points)
+    free(w.dead)
+
+
+cdef int _oom() except -1 nogil:
+    with gil:
+        raise MemoryError("out of memory while forgetting points")
+
+
+cdef int _push(intp_t** items, intp_t* n, intp_t* cap, intp_t value) except -1 nogil:
+    """Append ``value`` to the growable array ``items[0][:n[0]]``."""
+    cdef intp_t* grown
+    if n[0] >= cap[0]:
+        grown = <intp_t*>malloc(max(16, 2 * cap[0]) * sizeof(intp_t))
+        if grown == NULL:
+            _oom()
+        if n[0]:
+            memcpy(grown, items[0], n[0] * sizeof(intp_t))
+        free(items[0])
+        items[0] = grown
+        cap[0] = max(16, 2 * cap[0])
+    items[0][n[0]] = value
+    n[0] += 1
+    return 0
+
+
+cdef int _give_slot(MondrianTree t, Work* w, intp_t slot) except -1 nogil:
+    """Record ``slot`` as free (lean boxes: compacted at the end)."""
+    return _push(&w.free_slots, &w.n_free, &w.free_cap, slot)
+
+
+cdef int _mark_dead(Work* w, intp_t j) except -1 nogil:
+    w.mark[j] |= DEAD
+    return _push(&w.dead, &w.n_dead, &w.dead_cap, j)
+
+
+cdef int _kill(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Mark node ``j`` removed. Its record is not written (it becomes a hole); its box slot,
+    if it has its own, is given back, its box and row logged first (the slot is reused)."""
+    if w.mark[j] & DEAD:
+        return 0
+    t._log_node(j)
+    _mark_dead(w, j)
+    if t.box_min_samples > 0 and t.box_slot[j] >= 0:
+        _give_slot(t, w, t.box_slot[j])
+    return 0
+
+
+cdef int _drop_small_slot(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """A node left with fewer than ``box_min_samples`` points stores no box (the invariant of
+    lean boxes): give its slot back (``j`` is logged, being on a path)."""
+    if t.box_min_samples > 0 and t.box_slot[j] >= 0 and \
+            t.nodes[j].n_node_samples < t.box_min_samples:
+        _give_slot(t, w, t.box_slot[j])
+        t.box_slot[j] = -1
+    return 0
+
+
+cdef float64_t _linear_dim(const float64_t* box, intp_t D) noexcept nogil:
+    cdef intp_t d
+    cdef float64_t total = 0.0
+    for d in range(D):
+        total += box[D + d] - box[d]
+    return total
+
+
+cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
+    """A leaf that lost points: its stored box recomputed from its list, and paused if its
+    remaining points satisfy the pause rule (or all coincide), as a fresh fit would."""
+    cdef intp_t D = t.n_features, i, d
+    cdef float64_t* lo
+    cdef const float64_t* box
+    cdef const float64_t* row
+    cdef const float64_t* x
+    cdef float64_t* scratch = t.scratch + 5 * D
+    cdef float64_t* old = t.scratch + 3 * D
+    _drop_small_slot(t, w, j)
+    if t.box_slot[j] >= 0:
+        lo = t.bounds + 2 * D * t.box_slot[j]
+        memcpy(old, lo, 2 * D * sizeof(float64_t))
+        i = t.nodes[j].first_sample
+        x = X + i * D
+        memcpy(lo, x, D * sizeof(float64_t))
+        memcpy(lo + D, x, D * sizeof(float64_t))
+        i = t.sample_next[i]
+        while i != TREE_LEAF:
+            x = X + i * D
+            for d in range(D):
+                if x[d] < lo[d]:
+                    lo[d] = x[d]
+                if x[d] > lo[D + d]:
+                    lo[D + d] = x[d]
+            i = t.sample_next[i]
+        for d in range(2 * D):
+            if lo[d] != old[d]:
+                w.mark[j] |= CHANGED
+                break
+    else:
+        w.mark[j] |= CHANGED  # (not stored: rebuilt when read, so its parent recomputes)
+    if node_paused(&t.nodes[j]):
+        return 0  # the pause rule is monotone: fewer points keep it
+    box = t._node_box(j, X, scratch)
+    row = node_row(t, j, t.row_scratch)
+    if _linear_dim(box, D) <= 0.0 or t._should_pause(j, row):
+        t.nodes[j].feature = TREE_PAUSED
+    elif not t._should_pause(j, row):
+        w.mark[j] |= FAILED
+    return 0
+
+
+cdef int _kill_subtree(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Remove every node below ``j`` (their records become holes)."""
+    cdef intp_t* stack = NULL
+    cdef intp_t top = 0, cap = 0, c
+    if t.nodes[j].left_child == TREE_LEAF:
+        return 0
+    try:
+        _push(&stack, &top, &cap, t.nodes[j].left_child)
+        _push(&stack, &top, &cap, t.nodes[j].right_child)
+        while top > 0:
+            top -= 1
+            c = stack[top]
+            if t.nodes[c].left_child != TREE_LEAF:
+                _push(&stack, &top, &cap, t.nodes[c].left_child)
+                _push(&stack, &top, &cap, t.nodes[c].right_child)
+            _kill(t, w, c)
+    finally:
+        free(stack)
+    return 0
+
+
+cdef int _make_leaf(MondrianTree t, Work* w, intp_t j, int32_t feature) except -1 nogil:
+    """Drop the subtree below ``j``, which becomes a leaf with an empty list (``feature``:
+    TREE_UNDEFINED, or TREE_PAUSED for a paused leaf)."""
+    _kill_subtree(t, w, j)
+    t.nodes[j].left_child = TREE_LEAF
+    t.nodes[j].right_child = TREE_LEAF
+    t.nodes[j].feature = feature
+    t.nodes[j].threshold = TREE_UNDEFINED
+    t.nodes[j].split_time = t.lifetime
+    t.nodes[j].first_sample = TREE_LEAF
+    return 0
+
+
+cdef int _empty_cell(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Full cells: a cell left without points becomes an unexpanded leaf (its subtree is
+    dropped), as a fit on the remaining points leaves it; its cell is unchanged."""
+    return _make_leaf(t, w, j, TREE_UNDEFINED)
+
+
+cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
+    """Make the internal node ``j`` a paused leaf holding every point below it; its subtree's
+    nodes are removed."""
+    cdef intp_t count = t.nodes[j].n_node_samples, n
+    if count > w.points_cap:
+        free(w.points)
+        w.points = <intp_t*>malloc(count * sizeof(intp_t))
+        if w.points == NULL:
+            w.points_cap = 0
+            _oom()
+        w.points_cap = count
+    n = subtree_points(t, j, w.points, count)
+    _make_leaf(t, w, j, TREE_PAUSED)
+    t._make_leaf_list(j, w.points, 0, n)
+    return 0
+
+
+cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
+    """Node ``j``'s cut no longer separates remaining points (its other child is empty):
+    ``j`` takes the content of its child ``c`` (keeping its id and parent link), as the tree
+    of the remaining points has ``c``'s cut, with ``c``'s split time, in ``j``'s place."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t parent = t.nodes[j].parent, child
+    t._log_node(c)
+    if t.box_min_samples > 0:
+        if t.box_slot[j] >= 0:
+            _give_slot(t, w, t.box_slot[j])
+        t.box_slot[j] = t.box_slot[c]  # (lean values: the row moves with the slot)
+    else:  # every node stores its box in slot == id: copy it (and a row kept by slot)
+        memcpy(t.bounds + 2 * D * j, t.bounds + 2 * D * c, 2 * D * sizeof(float64_t))
+    if S > 0 and (not t.lean_values or t.box_min_samples == 0):
+        memcpy(t.value + S * j, t.value + S * c, S * sizeof(float64_t))
+    t.nodes[j] = t.nodes[c]
+    t.nodes[j].parent = <int32_t>parent
+    child = t.nodes[j].left_child
+    if child != TREE_LEAF:
+        t._log_node(child)
+        t._log_node(t.nodes[j].right_child)
+        t.nodes[child].parent = <int32_t>j
+        t.nodes[t.nodes[j].right_child].parent = <int32_t>j
+    # c's record and slot now belong to j: c is a hole, without a slot to give back. j's box
+    # is c's (smaller than j's was), and j fails the pause rule iff c did.
+    if t.box_min_samples > 0:
+        t.box_slot[c] = -1
+    w.mark[j] |= CHANGED | (w.mark[c] & FAILED)
+    _mark_dead(w, c)
+    return 0
+
+
+cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
+    """An internal node whose children both keep points: its stored box is the union of
+    theirs (recomputed when one of them may have changed); it pauses, dropping its subtree,
+    if its remaining points satisfy the rule (checked only when no child fails it)."""
+    cdef intp_t D = t.n_features, d, left = t.nodes[j].left_child
+    cdef intp_t right = t.nodes[j].right_child
+    cdef float64_t* lo
+    cdef const float64_t* a
+    cdef const float64_t* b
+    cdef const float64_t* row
+    cdef float64_t v
+    _drop_small_slot(t, w, j)
+    if (w.mark[left] | w.mark[right]) & CHANGED:
+        if t.box_slot[j] >= 0:
+            lo = t.bounds + 2 * D * t.box_slot[j]
+            a = t._node_box(left, X, t.scratch + 3 * D)
+            b = t._node_box(right, X, t.scratch + 5 * D)
+            for d in range(D):
+                v = a[d] if a[d] < b[d] else b[d]
+                if v != lo[d]:
+                    lo[d] = v
+                    w.mark[j] |= CHANGED
+                v = a[D + d] if a[D + d] > b[D + d] else b[D + d]
+                if v != lo[D + d]:
+                    lo[D + d] = v
+                    w.mark[j] |= CHANGED
+        else:
+            w.mark[j] |= CHANGED
+    if (w.mark[left] | w.mark[right]) & FAILED:
+        w.mark[j] |= FAILED
+        return 0
+    row = node_row(t, j, t.row_scratch)
+    if t._should_pause(j, row):
+        _to_paused_leaf(t, w, j)
+    else:
+        w.mark[j] |= FAILED
+    return 0
+
+
+cdef intp_t _remap(const intp_t* where, intp_t alive, intp_t j) noexcept nogil:
+    """New id of node ``j`` after the holes are filled (``where``: new ids of the moved)."""
+    if j >= alive:
+        return where[j - alive]
+    return j
+
+
+cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
+    """Move the surviving nodes of the highest ids into the holes, so that ids stay dense
+    (``node_count`` shrinks): O(holes log holes + moves)."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t n = t.node_count, alive = n - w.n_dead, h = 0, m, k, c, p, next_hole = 0
+    cdef intp_t* where
+    cdef intp_t* moved_to
+    cdef intp_t n_moves = 0
+    if w.n_dead == 0:
+        return 0
+    if alive == 0:
+        t.node_count = 0
+        if t.box_min_samples == 0:
+            t.box_count = 0
+        return 0
+    where = <intp_t*>malloc((n - alive) * sizeof(intp_t))
+    moved_to = <intp_t*>malloc((n - alive) * sizeof(intp_t))
+    if where == NULL or moved_to == NULL:
+        free(where)
+        free(moved_to)
+        _oom()
+    # Pair every hole below `alive` (the sorted dead ids) with a surviving node above it.
+    qsort(w.dead, w.n_dead, sizeof(intp_t), _cmp_intp)
+    for m in range(alive, n):
+        where[m - alive] = -1
+        if w.mark[m] & DEAD:
+            continue
+        h = w.dead[next_hole]
+        next_hole += 1
+        where[m - alive] = h
+        moved_to[n_moves] = h
+        n_moves += 1
+        t._log_node(h)
+        t.nodes[h] = t.nodes[m]
+        if t.box_min_samples > 0:
+            t.box_slot[h] = t.box_slot[m]
+        else:
+            memcpy(t.bounds + 2 * D * h, t.bounds + 2 * D * m, 2 * D * sizeof(float64_t))
+        if S > 0 and (not t.lean_values or t.box_min_samples == 0):
+            memcpy(t.value + S * h, t.value + S * m, S * sizeof(float64_t))
+    # Links: every moved node's own links, its parent's child link and its children's parent.
+    for k in range(n_moves):
+        h = moved_to[k]
+        if t.nodes[h].parent != TREE_LEAF:
+            t.nodes[h].parent = <int32_t>_remap(where, alive, t.nodes[h].parent)
+        if t.nodes[h].left_child != TREE_LEAF:
+            t.nodes[h].left_child = <int32_t>_remap(where, alive, t.nodes[h].left_child)
+            t.nodes[h].right_child = <int32_t>_remap(where, alive, t.nodes[h].right_child)
+    for m in range(alive, n):
+        h = where[m - alive]
+        if h < 0:
+            continue
+        p = t.nodes[h].parent
+        if p != TREE_LEAF:
+            t._log_node(p)
+            if t.nodes[p].left_child == m:
+                t.nodes[p].left_child = <int32_t>h
+            elif t.nodes[p].right_child == m:
+                t.nodes[p].right_child = <int32_t>h
+        if t.nodes[h].left_child != TREE_LEAF:
+            c = t.nodes[h].left_child
+            t._log_node(c)
+            t.nodes[c].parent = <int32_t>h
+            c = t.nodes[h].right_child
+            t._log_node(c)
+            t.nodes[c].parent = <int32_t>h
+    free(where)
+    free(moved_to)
+    t.node_count = alive
+    if t.box_min_samples == 0:
+        t.box_count = alive
+    return 0
+
+
+cdef int _fill_slot_holes(MondrianTree t, Work* w) except -1 nogil:
+    """Lean boxes: move the boxes (and lean rows) of the highest slots into the freed ones, so
+    that slots stay dense (``box_count`` shrinks)."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t used = t.box_count - w.n_free, j, s, k = 0
+    cdef intp_t* owner
+    if t.box_min_samples == 0 or w.n_free == 0:
+        return 0
+    owner = <intp_t*>malloc(w.n_free * sizeof(intp_t))
+    if owner == NULL:
+        _oom()
+    for s in range(w.n_free):
+        owner[s] = -1
+    for j in range(t.node_count):
+        s = t.box_slot[j]
+        if s >= used:
+            owner[s - used] = j
+    qsort(w.free_slots, w.n_free, sizeof(intp_t), _cmp_intp)
+    for s in range(used, t.box_count):
+        j = owner[s - used]
+        if j < 0:
+            continue  # a freed slot itself
+        while w.free_slots[k] >= used:
+            k += 1  # (sorted: never past the end while a survivor is left above `used`)
+        t._log_node(j)
+        memcpy(t.bounds + 2 * D * w.free_slots[k], t.bounds + 2 * D * s,
+               2 * D * sizeof(float64_t))
+        if S > 0 and t.lean_values:
+            memcpy(t.value + S * w.free_slots[k], t.value + S * s, S * sizeof(float64_t))
+        t.box_slot[j] = <int32_t>w.free_slots[k]
+        k += 1
+    free(owner)
+    t.box_count = used
+    return 0
+
+
+cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                 const unsigned char* drop, intp_t n, const float64_t* X,
+                 bint full_cells) except -1 nogil:
+    """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
+    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t k, i, j, c, prev, nxt, top, n_order = 0, n_drop = 0, removed = 0
+    cdef const float64_t* x
+    cdef float64_t* row
+    cdef intp_t* leaves = NULL
+    cdef intp_t* dropped = NULL
+    cdef intp_t* nonzero = NULL
+    cdef intp_t n_nonzero
+    cdef Work w
+    w.mark = NULL
+    w.order = NULL
+    w.stack = NULL
+    w.free_slots = NULL
+    w.points = NULL
+    w.dead = NULL
+    w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
+    if n == 0:
+        return 0
+    try:
+        w.mark = <unsigned char*>calloc(t.node_count + 1, 1)
+        leaves = <intp_t*>malloc(n * sizeof(intp_t))
+        dropped = <intp_t*>malloc(n * sizeof(intp_t))
+        nonzero = <intp_t*>malloc((S + 1) * sizeof(intp_t))
+        if w.mark == NULL or leaves == NULL or dropped == NULL or nonzero == NULL:
+            _oom()
+        # 1. Down every path: counts and stored rows lose the points' contributions.
+        for k in range(n):
+            i = idx[k]
+            if t.node_count == 0 or i >= t.n_samples_seen:
+                with gil:
+                    raise ValueError(f"store index {i} is not held by the tree")
+            x = X + i * D
+            # Only the non-zero entries of the delta (one class of a one-hot row): a
+            # statistics row spans several cache lines, and the paths are cache misses.
+            n_nonzero = 0
+            for c in range(S):
+                if delta[k * S + c] != 0.0:
+                    nonzero[n_nonzero] = c
+                    n_nonzero += 1
+            j = 0
+            while True:
+                if not w.mark[j] & ON_PATH:
+                    t._log_node(j)
+                    w.mark[j] |= ON_PATH
+                    w.n_marked += 1
+                row = <float64_t*>stored_row(t, j)
+                if row != NULL:
+                    for c in range(n_nonzero):
+                        row[nonzero[c]] -= delta[k * S + nonzero[c]]
+                if drop[k]:
+                    t.nodes[j].n_node_samples -= 1
+                if t.nodes[j].left_child == TREE_LEAF:
+                    break
+                if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+                    j = t.nodes[j].left_child
+                else:
+                    j = t.nodes[j].right_child
+            leaves[k] = j
+            if drop[k]:
+                dropped[n_drop] = i
+                n_drop += 1
+        # 2. The leaves' lists lose the dropped points.
+        qsort(dropped, n_drop, sizeof(intp_t), _cmp_intp)
+        for k in range(n):
+            j = leaves[k]
+            if not drop[k] or w.mark[j] & DEAD:
+                continue
+            w.mark[j] |= DEAD  # (borrowed as "list filtered"; cleared below)
+            prev = TREE_LEAF
+            i = t.nodes[j].first_sample
+            while i != TREE_LEAF:
+                nxt = t.sample_next[i]
+                if _contains(dropped, n_drop, i):
+                    if prev == TREE_LEAF:
+                        t.nodes[j].first_sample = nxt
+                    else:
+                        t._log_sample(prev)
+                        t.sample_next[prev] = nxt
+                    t._log_sample(i)
+                    t.sample_next[i] = TREE_LEAF
+                    removed += 1
+                else:
+                    prev = i
+                i = nxt
+        for k in range(n):
+            w.mark[leaves[k]] &= ~DEAD
+        if removed != n_drop:
+            with gil:
+                raise ValueError(
+                    f"{n_drop - removed} of the points to forget are not in the leaves they "
+                    "route to: the tree does not hold them"
+                )
+        # 3. Bottom-up over the marked nodes (reverse pre-order: children before parents).
+        w.order = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+        w.stack = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+        if w.order == NULL or w.stack == NULL:
+            _oom()
+        w.stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            j = w.stack[top]
+            w.order[n_order] = j
+            n_order += 1
+            if t.nodes[j].left_child != TREE_LEAF:
+                c = t.nodes[j].right_child
+                if w.mark[c] & ON_PATH:
+                    w.stack[top] = c
+                    top += 1
+                c = t.nodes[j].left_child
+                if w.mark[c] & ON_PATH:
+                    w.stack[top] = c
+                    top += 1
+        if full_cells:
+            # Cells do not shrink: only a cell left empty changes, top-down (its subtree goes).
+            for k in range(n_order):
+                j = w.order[k]
+                if not w.mark[j] & DEAD and t.nodes[j].n_node_samples == 0:
+                    _empty_cell(t, &w, j)
+            n_order = 0
+        for k in range(n_order - 1, -1, -1):
+            j = w.order[k]
+            if w.mark[j] & DEAD:
+                continue
+            if t.nodes[j].n_node_samples == 0:
+                _kill(t, &w, j)
+                continue
+            if t.nodes[j].left_child == TREE_LEAF:
+                _fix_leaf(t, &w, j, X)
+            elif w.mark[t.nodes[j].left_child] & DEAD:
+                _splice(t, &w, j, t.nodes[j].right_child)
+            elif w.mark[t.nodes[j].right_child] & DEAD:
+                _splice(t, &w, j, t.nodes[j].left_child)
+            else:
+                _fix_internal(t, &w, j, X)
+        # 4. Dense ids and slots again.
+        _fill_node_holes(t, &w)
+        _fill_slot_holes(t, &w)
+    finally:
+        _free_work(&w)
+        free(leaves)
+        free(dropped)
+        free(nonzero)
+    return 0
+
+
+def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                 const intp_t[::1] indices, const float64_t[:, ::1] deltas,
+                 const unsigned char[::1] drop):
+    """Forget stored points in every tree of ``trees`` (module docstring).
+
+    Parameters
+    ----------
+    trees : list of MondrianTree
+    X : ndarray of shape (n_stored, n_features)
+        The point store (still holding the points to forget).
+    rows : ndarray of shape (n_stored, value_stride)
+        Contribution rows of the stored points, already lowered for the points that stay
+        with a smaller weight (``drop`` false): the trees rebuild unstored rows from them.
+    indices : ndarray of intp, shape (n,)
+        Store indices, each at most once.
+    deltas : ndarray of shape (n, value_stride)
+        The contribution each point loses: its whole row when it is dropped.
+    drop : ndarray of uint8, shape (n,)
+        Whether each point leaves the trees (else only its statistics lower).
+
+    Notes
+    -----
+    Every write goes through the trees' undo logs when they are open
+    (:meth:`MondrianTree.begin_undo`), so a failure part-way can be rolled back.
+    """
+    cdef MondrianTree tree
+    cdef intp_t n = indices.shape[0]
+    cdef const float64_t* rows_ptr = NULL
+    cdef const float64_t* delta_ptr = NULL
+    if deltas.shape[0] != n or drop.shape[0] != n:
+        raise ValueError("indices, deltas and drop must have the same length")
+    if n == 0:
+        return
+    for tree in trees:
+        if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
+                or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
+            raise ValueError("store, rows and deltas do not match the trees")
+    if tree.value_stride > 0:
+        rows_ptr = &rows[0, 0]
+        delta_ptr = &deltas[0, 0]
+    cdef bint full_cells
+    for tree in trees:
+        # The density's full-cell trees (a class flag: this module cannot import them).
+        full_cells = getattr(tree, "_full_cells", False)
+        tree._attach(X.base, &X[0, 0], X.shape[0])
+        tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
+        check_points(tree)
+        with nogil:
+            _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
+
+
+cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) except -1 nogil:
+    """The stored point ``old`` moves to the free store index ``new``: its leaf's list now
+    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged)."""
+    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF
+    cdef const float64_t* x = X + old * D
+    if t.node_count == 0:
+        with gil:
+            raise ValueError(f"store index {old} is not held by the tree")
+    while t.nodes[j].left_child != TREE_LEAF:
+        if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+            j = t.nodes[j].left_child
+        else:
+            j = t.nodes[j].right_child
+    i = t.nodes[j].first_sample
+    while i != TREE_LEAF and i != old:
+        prev = i
+        i = t.sample_next[i]
+    if i == TREE_LEAF:
+        with gil:
+            raise ValueError(f"store index {old} is not in the leaf it routes to")
+    t._log_sample(new)
+    t.sample_next[new] = t.sample_next[old]
+    t._log_sample(old)
+    t.sample_next[old] = TREE_LEAF
+    if prev == TREE_LEAF:
+        t._log_node(j)
+        t.nodes[j].first_sample = new
+    else:
+        t._log_sample(prev)
+        t.sample_next[prev] = new
+    return 0
+
+
+def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] movers,
+                   const intp_t[::1] holes, intp_t n_kept):
+    """Move the stored points ``movers[k]`` to the free store indices ``holes[k]`` in every
+    tree (the store's last points into the places of forgotten ones, so that the store stays
+    dense: O(depth + leaf size) per point and tree), and make ``n_kept`` the trees' number of
+    store indices. Logged in the trees' undo logs when they are open.
+
+    ``X`` is the store before the move (the movers' rows at their old indices)."""
+    cdef MondrianTree tree
+    cdef intp_t n = movers.shape[0], k
+    if holes.shape[0] != n:
+        raise ValueError("movers and holes must have the same length")
+    for tree in trees:
+        if tree.n_features != X.shape[1]:
+            raise ValueError("the store does not match the trees")
+    for tree in trees:
+        with nogil:
+            for k in range(n):
+                _relocate(tree, movers[k], holes[k], &X[0, 0])
+            if tree.n_samples_seen > n_kept:
+                tree.n_samples_seen = n_kept
