@@ -27,6 +27,7 @@ MODULES = [
     "core._online",
     "forest._hnsp",
     "forest._gaussian",
+    "forest._gaussian_online",
     "density._full_cell",
     "kernel._features",
     "kernel._ridge_path",

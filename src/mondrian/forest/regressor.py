@@ -31,6 +31,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest._gaussian_online import refresh_messages
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
@@ -69,8 +70,15 @@ HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # better than RF on the same 4, mean fit / RF 0.95 -> 1.45).
 WEIGHTS_LAPLACE_MIN_ROWS = 2000
 
-# An online regressor re-chooses them once its stored points grew by this factor.
-HYPER_REFRESH_GROWTH = 1.25
+# An online regressor re-chooses them once its stored points grew by this factor (a doubling:
+# the choices of a stream cost about twice its last one).
+HYPER_REFRESH_GROWTH = 2.0
+# An online regressor re-derives the hyperparameters of its posteriors (prior mean, noise and
+# prior variances, sigmoid rate) at the end of an update that grew its stored points by this
+# factor since the last derivation, or renewed the held-out choice; in between they stay, and
+# an update recomputes the messages of the nodes it changed only (O(path length) per point).
+# The derivations cost O(nodes) each: about 1 / (growth - 1) full passes per stream, amortised.
+HYPER_PARAMS_GROWTH = 1.1
 # Floor of the predictive's noise from duplicated inputs (see _duplicate_noise_floor): the
 # one-sided lower confidence bound of this level on sigma_y^2.
 NOISE_FLOOR_LEVEL = 0.95
@@ -314,16 +322,49 @@ def _rescaled_tree(tree, k):
 
 
 class _PosteriorCache:
-    """Upward messages and hyperparameters for the current data (recomputed when stale)."""
+    """Upward messages and hyperparameters for the current data (recomputed when stale).
+
+    An online update refreshes the messages in place (``buffers``: per tree the message arrays
+    with room to grow and a scratch of flags). Shallow copies (the one an update saves for its
+    rollback) share the counter ``shared`` of those refreshes: a copy is current only while
+    no refresh ran since it was made, so a rolled-back update never leaves a half-refreshed
+    cache behind, and a rejected one leaves it as it was.
+    """
 
     smoothing = None  # (caches pickled before the noise floor: their params are both)
+    buffers = trees = shared = None  # (caches pickled before the online refresh)
+    seen = work = 0
 
     def __init__(self):
         self.version = -1
         self.params = None  # of the predictive
         self.smoothing = None  # of the posteriors (params but for a floored noise)
         self.messages = None
-        self.log_ml = None
+        self.log_ml = None  # None after an online refresh: computed when asked
+        self.buffers = None
+        self.trees = None  # the trees the messages belong to
+        self.shared = [0]  # in-place refreshes of the buffers, shared by shallow copies
+        self.seen = 0  # the refreshes this copy has seen
+        self.work = 0  # nodes whose messages the last online refresh recomputed (tests)
+
+    def __copy__(self):
+        out = _PosteriorCache.__new__(_PosteriorCache)
+        out.__dict__.update(self.__dict__)  # (not through __getstate__: shares ``shared``)
+        return out
+
+    def current(self, version):
+        """Whether the cache holds the messages of the model at ``version``."""
+        return self.version == version and (self.shared is None
+                                            or self.shared[0] == self.seen)
+
+    def __getstate__(self):
+        # Rebuilt after loading (the buffers from the messages, the trees by a full pass, the
+        # log marginal likelihood when asked): the same bytes whichever way it was computed.
+        state = dict(self.__dict__, buffers=None, trees=None, shared=[0], seen=0, work=0,
+                     log_ml=None)
+        if not self.current(self.version):
+            state["version"] = -1  # (a copy saved before a refresh that ran since)
+        return state
 
 
 class _BaseMondrianRegressor(
@@ -354,9 +395,14 @@ class _BaseMondrianRegressor(
     def _init_view(self):
         self._version = 0
         self._posterior_cache = _PosteriorCache()
+        # A view derives its own when read; a merged forest now, on all its points (as a
+        # batch fit at its end).
+        self._hyper_params = (None if self.__dict__.get("_read_only_view")
+                              else self._hyper_statistics(self._store.n_samples))
 
     def _after_prune(self):
         self._posterior_cache = _PosteriorCache()
+        self._hyper_params = None
         self._y_sums = self._y_sums.copy()
         self._y_scaler = copy.deepcopy(self._y_scaler)
 
@@ -374,6 +420,7 @@ class _BaseMondrianRegressor(
             self._choose_feature_weights(X, y, stream=stream, sample_weight=weights)
             lifetime = self._fit_lifetime(X, y, weights)
             self._hyper_choice, self._hyper_n = None, 0
+            self._hyper_params = None
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
@@ -396,18 +443,55 @@ class _BaseMondrianRegressor(
             if k:
                 self._rescale_targets(k)
             self._y_scaler, self._y_sums = y_scaler, sums
+            trees, counts = list(self._trees), [tree.node_count for tree in self._trees]
             self._grow_new_trees(n_new_trees, self._n_jobs())
             self._add_points(X, rows, self._n_jobs())
             if not first:
                 self._feed_weights_window(X, y, weights)
-            self._refresh_hyper_choice()
+            chose = self._refresh_hyper_choice()
             self._version += 1
-            self._posterior()
+            self._refresh_posterior(trees, counts, len(X), chose)
         return self
+
+    def _refresh_posterior(self, trees, counts, n_new, chose):
+        """After an update that added ``n_new`` points to ``trees`` (of ``counts`` nodes
+        before): re-derive the hyperparameters on the schedule of ``HYPER_PARAMS_GROWTH`` (or
+        when the held-out choice was renewed, ``chose``, or a setting changed) with all the
+        messages; otherwise keep them and recompute only the messages of the nodes the
+        update changed (:func:`refresh_messages`: the bits of a full pass)."""
+        n = self._store.n_samples
+        state = self.__dict__.get("_hyper_params")
+        if "_frozen_prior" in self.__dict__:  # a lifetime-path copy: fixed hyperparameters
+            self._posterior()
+            return
+        if (state is None or chose or n >= HYPER_PARAMS_GROWTH * state[-1]
+                or state[5:-1] != self._hyper_settings()):
+            self._hyper_params = self._hyper_statistics(n)
+            self._posterior()
+            return
+        cache = self._posterior_cache
+        if (not cache.current(self._version - 1) or cache.trees is None
+                or len(cache.trees) != len(trees) or len(trees) != len(self._trees)
+                or any(a is not b or a is not c
+                       for a, b, c in zip(cache.trees, trees, self._trees, strict=True))):
+            self._posterior()  # a stale cache, or other trees: every message
+            return
+        # Copies of the messages the first time (they may be shared with a saved copy).
+        buffers = cache.buffers or [(m.copy(), v.copy(), np.zeros(len(m), dtype=np.uint8))
+                                    for m, v in cache.messages]
+        if cache.shared is None:  # (a cache pickled before the online refresh)
+            cache.shared = [0]
+        cache.shared[0] += 1  # refreshed in place below: earlier copies are stale
+        cache.seen = cache.shared[0]
+        cache.buffers, cache.messages, cache.work = refresh_messages(
+            trees, buffers, cache.smoothing, counts, self._store.X[n - n_new:])
+        cache.log_ml = None
+        cache.version = self._version
 
     def _rescale_targets(self, k):
         """The scale of the targets grew by ``2**k``: rescale the stored sums of every tree and
         the stored rows (new objects; the old ones stay as they were for a rollback)."""
+        self._hyper_params = None  # in the old units: derive them again
         ensemble = self._ensemble
         ensemble.trees = [_rescaled_tree(tree, k) for tree in ensemble.trees]
         store = ensemble.store
@@ -427,11 +511,11 @@ class _BaseMondrianRegressor(
         the store enough (amortised: a bounded number of probe fits per doubling).
         """
         if self._weights_probe_model:
-            return  # a probe of the weight search: the marginal likelihood decides (cheap)
+            return False  # a probe of the weight search: the marginal likelihood decides
         n = self._store.n_samples
         last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
         if n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last):
-            return
+            return False
         rows = self._store.rows  # (w, w y, w y^2) in standardised units
         weights = rows[:, 0]
         y_std = rows[:, 1] / weights
@@ -439,6 +523,7 @@ class _BaseMondrianRegressor(
             self._store.X, y_std, self.lifetime_,
             None if np.all(weights == 1.0) else np.ascontiguousarray(weights))
         self._hyper_n = n
+        return True
 
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         """``feature_weights="auto"``: the joint search of the regressors (see
@@ -462,6 +547,7 @@ class _BaseMondrianRegressor(
 
     def _after_reweight(self):
         self._hyper_n = 0  # the stored points moved: choose again on them
+        self._hyper_params = None
 
     def fit(self, X, y, sample_weight=None):
         """Sample the forest on the training data.
@@ -544,9 +630,11 @@ class _BaseMondrianRegressor(
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
         Atomic and thread-safe like :meth:`partial_fit`: a rejected input leaves the model
-        exactly as before. The hyperparameters and posteriors are refreshed after the update,
-        as after every ``partial_fit``. ``lifetime="auto"`` needs a batch: call ``fit`` or
-        ``partial_fit`` first.
+        exactly as before. The posteriors are refreshed after the update, as after every
+        ``partial_fit``: the hyperparameters are derived again when the stored points grew by
+        ``HYPER_PARAMS_GROWTH`` (10%) since they last were, and otherwise only the nodes on the
+        sample's path change (O(depth) work). ``lifetime="auto"`` needs a batch: call ``fit``
+        or ``partial_fit`` first.
 
         Parameters
         ----------
@@ -780,21 +868,29 @@ class _BaseMondrianRegressor(
             result.append((mean, within, spread))
         return result
 
-    def _empirical_bayes(self, mean, var):
-        """Hyperparameters of the current data.
+    def _empirical_bayes(self, mean, var, base_rate, pick=None):
+        """Hyperparameters of the data summarised by the target mean and variance and the
+        inverse median split time ``base_rate`` (see :meth:`_hyper_statistics`).
 
         With a held-out choice (see :meth:`_held_out_choice`), its noise share and rate
-        multiplier applied to the current target variance and time scale; otherwise the grid
-        point maximising the trees' marginal likelihood. (The posteriors' hyperparameters: the
-        predictive's noise is floored by :meth:`_noise_floor`.)
+        multiplier applied to that target variance and time scale; otherwise the grid point
+        ``pick`` (noise share, rate) maximising the trees' marginal likelihood, found now when
+        None. (The posteriors' hyperparameters: the predictive's noise is floored by
+        :meth:`_noise_floor`.)
         """
-        trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
-        base_rate = 1.0 / self._time_scale(trees)
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None:
             share, multiplier = choice[:2]
             scale = choice[2] if len(choice) > 2 else 1.0  # (models pickled before scales)
             return self._params(mean, var, share, self._rate(multiplier, base_rate), scale)
+        share, rate = self._marginal_pick(mean, var, base_rate) if pick is None else pick
+        return self._params(mean, var, share, rate)
+
+    def _marginal_pick(self, mean, var, base_rate):
+        """The (noise share, rate) of the grid maximising the marginal likelihood of the first
+        ``N_TREES_EMPIRICAL_BAYES`` trees (the choice of batches under
+        ``MIN_SAMPLES_HELD_OUT``)."""
+        trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
         shares = NOISE_SHARES if self.noise_variance is None else [None]
         if self.sigmoid_rate is not None:
             rates = [self.sigmoid_rate]
@@ -808,7 +904,7 @@ class _BaseMondrianRegressor(
                 params = self._params(mean, var, share, rate)
                 score = sum(upward_messages(tree, params)[2] for tree in trees)
                 if score > best_score:
-                    best, best_score = params, score
+                    best, best_score = (share, rate), score
         return best
 
     def _noise_floor(self):
@@ -820,6 +916,9 @@ class _BaseMondrianRegressor(
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None:
             return choice[4] if len(choice) > 4 else 0.0
+        state = self.__dict__.get("_hyper_params")
+        if state is not None and state[4] is not None:
+            return state[4]  # that of the points stored at the last derivation
         return self._store_noise_floor()
 
     def _store_noise_floor(self):
@@ -835,24 +934,49 @@ class _BaseMondrianRegressor(
         """Current hyperparameters and upward messages of every tree: ``smoothing`` those of
         the posteriors, ``params`` those of the predictive (its noise floored)."""
         cache = self._posterior_cache
-        if cache.version != self._version:
-            mean, var = self._base_params()
+        if not cache.current(self._version):
             frozen = self.__dict__.get("_frozen_prior")
-            if frozen is None:
-                smoothing = self._empirical_bayes(mean, var)
-                floor = self._noise_floor()
-            else:  # a lifetime-path copy (see _path_copy_setup)
+            state = self.__dict__.get("_hyper_params")
+            if frozen is not None:  # a lifetime-path copy (see _path_copy_setup)
                 mean0, noise, prior, rate = frozen[:4]
                 floor = frozen[4] if len(frozen) > 4 else 0.0
                 smoothing = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
                                           sigma2=2.0 * prior, rate=rate,
                                           hierarchical=self.smoothing == "hierarchical")
+            else:
+                if state is None:  # (views, merged or pruned forests, older pickles)
+                    state = self._hyper_statistics(self._store.n_samples)
+                smoothing = self._empirical_bayes(*state[:4])
+                choice = getattr(self, "_hyper_choice", None)
+                floor = self._noise_floor() if choice is not None or state[4] is None else state[4]
             cache.smoothing, cache.params = smoothing, _floored(smoothing, floor)
             results = [upward_messages(tree, smoothing) for tree in self._trees]
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = float(np.mean([r[2] for r in results]))
+            cache.buffers, cache.trees = None, list(self._trees)
+            cache.shared, cache.seen = [0], 0  # new arrays: detached from earlier copies
             cache.version = self._version
         return cache
+
+    def _hyper_settings(self):
+        """The parameters a derivation of the hyperparameters depends on."""
+        return (self.smoothing, self.noise_variance, self.prior_variance, self.sigmoid_rate)
+
+    def _hyper_statistics(self, n):
+        """What the hyperparameters of the posteriors read from the data, as the tuple kept in
+        ``_hyper_params`` between derivations: ``(mean, var, base_rate, pick, floor,
+        *settings, n)``: the target mean and variance, the inverse median split time of the
+        first ``N_TREES_EMPIRICAL_BAYES`` trees, without a held-out choice the marginal
+        likelihood's grid point and the stored points' noise floor (else None), the
+        parameters they depend on (:meth:`_hyper_settings`) and the number of stored
+        points ``n``."""
+        mean, var = self._base_params()
+        base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
+        pick = floor = None
+        if getattr(self, "_hyper_choice", None) is None:
+            pick = self._marginal_pick(mean, var, base_rate)
+            floor = 0.0 if self.noise_variance is not None else self._store_noise_floor()
+        return (mean, var, base_rate, pick, floor, *self._hyper_settings(), n)
 
     @property
     def hyperparameters_(self):
@@ -990,7 +1114,12 @@ class _BaseMondrianRegressor(
     def log_marginal_likelihood(self):
         """Average over trees of the log marginal likelihood of the (scaled) training targets."""
         check_is_fitted(self, "_trees")
-        return self._posterior().log_ml
+        cache = self._posterior()
+        log_ml = cache.log_ml
+        if log_ml is None:  # after an online refresh: one full pass (the same bits)
+            log_ml = float(np.mean([upward_messages(tree, cache.smoothing)[2]
+                                    for tree in self._trees]))
+        return log_ml
 
 
 _LIFETIME_DOC = """    lifetime : float or "auto", default=np.inf
@@ -1043,7 +1172,8 @@ class MondrianForestRegressor(_BaseMondrianRegressor):
     (:meth:`partial_fit`) with the same law. Each tree carries a hierarchical Gaussian prior on
     its node means; ``predict(X, return_std=True)`` integrates over where ``x`` would branch off
     each tree, so the predictive standard deviation grows back to the prior's away from the
-    data. Default hyperparameters are chosen by empirical Bayes on every update.
+    data. Default hyperparameters are chosen by empirical Bayes at the end of a fit and, online,
+    each time the stored points grew by 10% (see the user guide, "Online hyperparameters").
 
     Parameters
     ----------
