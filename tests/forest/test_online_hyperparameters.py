@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestRegressor
+from mondrian.forest import _online_posterior as online
 from mondrian.forest import regressor
 from mondrian.forest._gaussian import upward_messages
 
@@ -85,7 +86,7 @@ def test_online_choice_follows_its_documented_schedule():
             assert params == smoothing
         smoothing = params
     assert derived == _derivation_points(len(y), regressor.MIN_SAMPLES_HELD_OUT,
-                                         regressor.HYPER_PARAMS_GROWTH,
+                                         online.HYPER_PARAMS_GROWTH,
                                          regressor.HYPER_REFRESH_GROWTH)
     # A batch fit derives at its end, on all its points.
     batch = MondrianForestRegressor(n_estimators=4, random_state=0).fit(X, y)
@@ -125,7 +126,7 @@ def test_failure_during_the_refresh_leaves_the_predictions(monkeypatch):
     X, y = _stream(200, seed=5)
     model = MondrianForestRegressor(n_estimators=3, random_state=0)
     i = 0
-    while i < 140 or i + 1 >= regressor.HYPER_PARAMS_GROWTH * model._hyper_params[-1]:
+    while i < 140 or i + 1 >= online.HYPER_PARAMS_GROWTH * model._hyper_params[-1]:
         model.learn_one(X[i], y[i])  # up to an update that refreshes in place
         i += 1
     Xt = np.random.RandomState(6).uniform(size=(20, 3))
@@ -136,13 +137,13 @@ def test_failure_during_the_refresh_leaves_the_predictions(monkeypatch):
                 if k not in ("_posterior_cache", "_rw_lock")}
 
     saved = state()
-    real = regressor.refresh_messages
+    real = online.refresh_messages
 
     def refresh_then_fail(*args):
         real(*args)  # the buffers are written in place...
         raise KeyboardInterrupt  # ...and the update fails after that
 
-    monkeypatch.setattr(regressor, "refresh_messages", refresh_then_fail)
+    monkeypatch.setattr(online, "refresh_messages", refresh_then_fail)
     with pytest.raises(KeyboardInterrupt):
         model.learn_one(X[i], y[i])
     assert state() == saved
@@ -150,6 +151,6 @@ def test_failure_during_the_refresh_leaves_the_predictions(monkeypatch):
     for a, b in zip(model.predict(Xt, return_std=True), before, strict=True):
         np.testing.assert_array_equal(a, b)
     _assert_full_pass(model)
-    monkeypatch.setattr(regressor, "refresh_messages", real)
+    monkeypatch.setattr(online, "refresh_messages", real)
     model.learn_one(X[i], y[i])
     _assert_full_pass(model)
