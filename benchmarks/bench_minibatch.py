@@ -32,7 +32,7 @@ import numpy as np
 from shared.cli import add_datasets, add_output_options, add_sized, make_parser, parse_args
 from shared.datasets import CLASSIFICATION_LOADERS, require_datasets
 from shared.optional import import_mondrian
-from shared.report import Report, environment_line, log
+from shared.report import log, titled_report
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 
 DATASETS = ("letter", "satimage", "usps", "dna")
@@ -122,14 +122,12 @@ def main(argv=None):
     mondrian, reason = import_mondrian()
     if mondrian is None:
         raise SystemExit(reason)
-    report = Report()
-    report.add("## Mini-batches: partial_fit vs fit vs refits"
-               + (" (QUICK MODE)" if args.quick else ""))
-    report.add(f"\n{environment_line()}")
-    report.add(f"\n{args.batches} consecutive batches in file order; CPU times; n_jobs=1; "
-               f"fit vs partial_fit: medians of {args.repeats} interleaved runs. Refits: one "
-               "run; `vs online` is the refits' time over the online forest's, per tree "
-               "(times the ratio of tree counts when they differ).\n")
+    report = titled_report(
+        "Mini-batches: partial_fit vs fit vs refits", args.quick,
+        f"{args.batches} consecutive batches in file order; CPU times; n_jobs=1; fit vs "
+        f"partial_fit: medians of {args.repeats} interleaved runs. Refits: one run; `vs online` "
+        "is the refits' time over the online forest's, per tree (times the ratio of tree "
+        "counts when they differ).")
     fit_rows, refit_rows = [], []
     for name in args.datasets:
         data = CLASSIFICATION_LOADERS[name]()

@@ -31,7 +31,7 @@ import numpy as np
 from shared.cli import add_output_options, add_sized, make_parser, parse_args
 from shared.datasets import load_xy, require_datasets, rows_as_dicts
 from shared.optional import import_mondrian, optional_import
-from shared.report import Report, environment_line, log
+from shared.report import log, titled_report
 
 N_TREES = 10
 COLUMNS = ["stream", "samples", "model", "MAE", "CPU time (s)", "samples/s", "vs river",
@@ -150,13 +150,10 @@ def main(argv=None):
     args = parse_args(parser, argv)
     require_datasets()
     repeats = args.repeats
-    report = Report()
-    report.add("## Online regression: MondrianForestRegressor vs river AMFRegressor"
-               + (" (QUICK MODE)" if args.quick else ""))
-    report.add(f"\n{environment_line()}")
-    report.add(f"\n{N_TREES} trees each; prequential (predict, then learn); CPU times, medians "
-               f"of {repeats} interleaved run(s); MAE of the first run (seeded: every run "
-               "alike).\n")
+    report = titled_report(
+        "Online regression: MondrianForestRegressor vs river AMFRegressor", args.quick,
+        f"{N_TREES} trees each; prequential (predict, then learn); CPU times, medians of "
+        f"{repeats} interleaved run(s); MAE of the first run (seeded: every run alike).")
     rows = bench_kin8nm(args.n, repeats, args.seed) + bench_river_sets(repeats, args.seed)
     report.table(rows, COLUMNS, FORMATS)
     report.write(args.output)
