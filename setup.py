@@ -29,6 +29,7 @@ MODULES = [
     "core._forget",
     "forest._hnsp",
     "forest._gaussian",
+    "forest._gaussian_online",
     "density._full_cell",
     "kernel._features",
     "kernel._ridge_path",

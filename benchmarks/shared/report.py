@@ -129,3 +129,13 @@ class Report:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(self.parts) + "\n")
         log(f"report written to {path}")
+
+
+def titled_report(title: str, quick: bool, note: str) -> Report:
+    """A :class:`Report` opened with ``## title`` (marked in quick mode), the environment line
+    and ``note``."""
+    report = Report()
+    report.add(f"## {title}" + (" (QUICK MODE)" if quick else ""))
+    report.add(f"\n{environment_line()}")
+    report.add(f"\n{note}\n")
+    return report

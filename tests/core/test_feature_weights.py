@@ -334,8 +334,8 @@ def test_online_regressor_chooses_its_hyperparameters_like_a_batch_fit():
     kw = dict(n_estimators=30, feature_scaling=None, random_state=0)
     batch = MondrianForestRegressor(**kw).fit(P, y)
     online = MondrianForestRegressor(**kw)
-    for start in (0, 100, 250):
-        stop = {0: 100, 100: 250, 250: 400}[start]
+    for start in (0, 100, 200):  # each batch grows the store by half or more: a re-choice
+        stop = {0: 100, 100: 200, 200: 400}[start]
         online.partial_fit(P[start:stop], y[start:stop])
     assert_array_equal(online._store.X, batch._store.X)
     assert online._hyper_n == 400

@@ -613,6 +613,18 @@ cdef class MondrianTree:
             points_box(X, self.n_features, points, n, scratch)
         return scratch
 
+    cdef void _leaf_box(self, intp_t node, const float64_t* X, float64_t* lo) noexcept nogil:
+        """The box of the leaf ``node`` rebuilt from its whole list into ``lo`` (lower row) and
+        ``lo + D`` (upper)."""
+        cdef intp_t D = self.n_features
+        cdef intp_t i = self.nodes[node].first_sample
+        memcpy(lo, X + i * D, D * sizeof(float64_t))
+        memcpy(lo + D, X + i * D, D * sizeof(float64_t))
+        i = self.sample_next[i]
+        while i != TREE_LEAF:
+            _include(lo, lo + D, X + i * D, D)
+            i = self.sample_next[i]
+
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
         if ptr != self.points_ptr or rows != self.points_rows:
             self.points_owner = owner
@@ -1147,7 +1159,9 @@ cdef class MondrianTree:
         cdef intp_t top = 1
         cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
         cdef intp_t copy, fresh, child, count, cut_dim, new_count
-        cdef bint had_box
+        cdef bint had_box, keeps_box
+        cdef intp_t small_points[BOX_POINTS_MAX]
+        cdef intp_t n_small
         cdef float64_t* lo
         cdef float64_t* hi
         cdef const float64_t* box
@@ -1176,6 +1190,7 @@ cdef class MondrianTree:
             rec = self.extend_stack[top]
             j = rec.node
             count = rec.end - rec.start
+            self.extend_work += 1
             self._log_node(j)  # every write below to a node that existed goes through here
 
             if node_paused(&self.nodes[j]):
@@ -1191,21 +1206,18 @@ cdef class MondrianTree:
                     self.nodes[j].first_sample = i
                 self.nodes[j].n_node_samples += count
                 # Its box with the new points: a stored one grows, else it is rebuilt from
-                # the leaf's list (a slot is given if the leaf now holds enough points).
+                # the leaf's list (a slot is given if the leaf now holds enough points). A
+                # leaf keeping no box needs it only to regrow: not while the rule pauses it.
                 had_box = self.box_slot[j] >= 0
                 lo = self._box_target(j, self.nodes[j].n_node_samples, node_scratch)
                 hi = lo + D
+                keeps_box = had_box or lo != node_scratch
                 if had_box:
                     for k in range(rec.start, rec.end):
                         _include(lo, hi, X + idx[k] * D, D)
-                else:
-                    i = self.nodes[j].first_sample
-                    memcpy(lo, X + i * D, D * sizeof(float64_t))
-                    memcpy(hi, X + i * D, D * sizeof(float64_t))
-                    i = self.sample_next[i]
-                    while i != TREE_LEAF:
-                        _include(lo, hi, X + i * D, D)
-                        i = self.sample_next[i]
+                elif keeps_box:
+                    self._leaf_box(j, X, lo)
+                    self.extend_work += self.nodes[j].n_node_samples
                 if self.lean_values:
                     # Its statistics row likewise: a stored one grows, else it is summed from
                     # the leaf's list (into its new slot, or the scratch row for the rule).
@@ -1215,6 +1227,11 @@ cdef class MondrianTree:
                             _add_row(val, rows + idx[k] * S, S)
                     else:
                         self._rebuild_row(j, rows, val)
+                if not keeps_box:
+                    if self._should_pause(j, val):
+                        continue
+                    self._leaf_box(j, X, lo)
+                    self.extend_work += self.nodes[j].n_node_samples
                 linear_dim = 0.0
                 for d in range(D):
                     linear_dim += hi[d] - lo[d]
@@ -1240,15 +1257,28 @@ cdef class MondrianTree:
             memcpy(bmax, x, D * sizeof(float64_t))
             for k in range(rec.start + 1, rec.end):
                 _include(bmin, bmax, X + idx[k] * D, D)
-            box = self._node_box(j, X, node_scratch)
-            total = 0.0
-            for d in range(D):
-                below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
-                above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
-                extent[d] = below + above
-                total += extent[d]
-            t = rec.tau_parent + rng_exponential(&self.rng, total)
             new_count = self.nodes[j].n_node_samples + count
+            n_small = 0
+            if self.box_slot[j] < 0 and new_count < self.box_min_samples:
+                # A node that keeps no box, now or after the batch: the extent from its
+                # points, each feature's scan stopped as soon as it shows no extent there.
+                n_small = subtree_points(self, j, small_points, BOX_POINTS_MAX)
+            self.extend_work += n_small
+            if n_small > 0:
+                box = node_scratch
+                total = points_extent(X, D, small_points, n_small, bmin, bmax, extent,
+                                      node_scratch)
+            else:
+                if self.box_slot[j] < 0:
+                    self.extend_work += self.nodes[j].n_node_samples  # rebuilt from them
+                box = self._node_box(j, X, node_scratch)
+                total = 0.0
+                for d in range(D):
+                    below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
+                    above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
+                    extent[d] = below + above
+                    total += extent[d]
+            t = rec.tau_parent + rng_exponential(&self.rng, total)
 
             if t < self.nodes[j].split_time:
                 # A cut outside the node's box, born before the node's own cut: insert a new

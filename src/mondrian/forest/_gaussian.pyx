@@ -44,17 +44,6 @@ from mondrian.core._walk cimport (
 
 import numpy as np
 
-cdef struct Hyper:
-    # GaussianPrior as a C struct, plus the lifetime at which the tree is read.
-    float64_t mean0       # value of the virtual node above the root
-    float64_t sigma2      # scale of the variance clock psi (hierarchical model)
-    float64_t rate        # rate of the sigmoid in psi
-    float64_t noise       # observation noise variance
-    float64_t prior_var   # leaf prior variance (independent model)
-    float64_t lifetime    # lifetime at which the tree is read
-    bint hierarchical     # hierarchical (True) or independent leaves (False)
-
-
 cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
     """``1 + exp(-rate t)`` (1 at ``t = inf``): ``psi(t) = sigma2 / _clock_denominator(rate, t)``,
     so every prior of one rate shares it."""
@@ -129,6 +118,42 @@ cdef intp_t _pruned_preorder(MondrianTree tree, float64_t lifetime,
     return count
 
 
+cdef void node_messages(MondrianTree tree, intp_t j, const Hyper* hs, intp_t P,
+                        float64_t* msg_mean, float64_t* msg_var, intp_t stride,
+                        float64_t* log_ml) noexcept nogil:
+    """The likelihood messages of node ``j`` under the ``P`` priors ``hs`` (layout of
+    :func:`_upward`) from its statistics (a leaf of the pruned tree) or from its children's
+    messages, which must be current (independent model: internal nodes are left as they
+    are); unless ``log_ml`` is NULL, ``log_ml[k]`` gains the node's share of the log marginal
+    likelihood under prior ``k``."""
+    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
+    cdef intp_t k, left, right
+    cdef float64_t va, vb, d_left, d_right, d_node
+    cdef float64_t* mm
+    cdef float64_t* mv
+    if is_leaf_at(tree, j, lifetime):
+        for k in range(P):
+            _leaf_message(tree, j, &hs[k], &msg_mean[k * stride + j], &msg_var[k * stride + j])
+            if log_ml != NULL:
+                log_ml[k] += _leaf_log_normaliser(tree, j, &hs[k])
+        return
+    if not hs[0].hierarchical:
+        return
+    left = tree.nodes[j].left_child
+    right = tree.nodes[j].right_child
+    d_left = _clock_denominator(rate, node_time(tree, left, lifetime))
+    d_right = _clock_denominator(rate, node_time(tree, right, lifetime))
+    d_node = _clock_denominator(rate, tree.nodes[j].split_time)
+    for k in range(P):
+        mm = msg_mean + k * stride
+        mv = msg_var + k * stride
+        va = mv[left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
+        vb = mv[right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
+        if log_ml != NULL and va < INFINITY and vb < INFINITY:
+            log_ml[k] += _log_normal(mm[left], mm[right], va + vb)
+        _product(mm[left], va, mm[right], vb, &mm[j], &mv[j])
+
+
 cdef void _upward(MondrianTree tree, const Hyper* hs, intp_t P, intp_t* order,
                   float64_t* msg_mean, float64_t* msg_var, intp_t stride,
                   float64_t* log_ml) noexcept nogil:
@@ -141,39 +166,17 @@ cdef void _upward(MondrianTree tree, const Hyper* hs, intp_t P, intp_t* order,
     ``order`` receives the nodes in pre-order. Unless ``log_ml`` is NULL, ``log_ml[k]`` gets
     the log marginal likelihood of all the targets under prior ``k``.
     """
-    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
+    cdef float64_t lifetime = hs[0].lifetime
     cdef bint hierarchical = hs[0].hierarchical
-    cdef intp_t count = _pruned_preorder(tree, lifetime, order), j, c, k, left, right
-    cdef float64_t va, vb, d_left, d_right, d_node
+    cdef intp_t count = _pruned_preorder(tree, lifetime, order), j, c, k
+    cdef float64_t va
     cdef float64_t* mm
     cdef float64_t* mv
     if log_ml != NULL:
         for k in range(P):
             log_ml[k] = 0.0
     for c in range(count - 1, -1, -1):
-        j = order[c]
-        if is_leaf_at(tree, j, lifetime):
-            for k in range(P):
-                _leaf_message(tree, j, &hs[k], &msg_mean[k * stride + j],
-                              &msg_var[k * stride + j])
-                if log_ml != NULL:
-                    log_ml[k] += _leaf_log_normaliser(tree, j, &hs[k])
-            continue
-        if not hierarchical:
-            continue
-        left = tree.nodes[j].left_child
-        right = tree.nodes[j].right_child
-        d_left = _clock_denominator(rate, node_time(tree, left, lifetime))
-        d_right = _clock_denominator(rate, node_time(tree, right, lifetime))
-        d_node = _clock_denominator(rate, tree.nodes[j].split_time)
-        for k in range(P):
-            mm = msg_mean + k * stride
-            mv = msg_var + k * stride
-            va = mv[left] + hs[k].sigma2 / d_left - hs[k].sigma2 / d_node
-            vb = mv[right] + hs[k].sigma2 / d_right - hs[k].sigma2 / d_node
-            if log_ml != NULL and va < INFINITY and vb < INFINITY:
-                log_ml[k] += _log_normal(mm[left], mm[right], va + vb)
-            _product(mm[left], va, mm[right], vb, &mm[j], &mv[j])
+        node_messages(tree, order[c], hs, P, msg_mean, msg_var, stride, log_ml)
     if log_ml == NULL:
         return
     for k in range(P):
@@ -214,13 +217,6 @@ cdef class GaussianPrior:
     hierarchical : bool
         Hierarchical prior (True) or independent leaves (False).
     """
-
-    cdef readonly float64_t mean0
-    cdef readonly float64_t noise
-    cdef readonly float64_t prior_var
-    cdef readonly float64_t sigma2
-    cdef readonly float64_t rate
-    cdef readonly bint hierarchical
 
     def __init__(self, float64_t mean0, float64_t noise, float64_t prior_var,
                  float64_t sigma2, float64_t rate, bint hierarchical):

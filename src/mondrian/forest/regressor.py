@@ -37,6 +37,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCache
 from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -76,8 +77,10 @@ HELD_OUT_SPREAD_SCALES = np.r_[0.0, np.geomspace(1.0 / 64, 1.0, 7)]
 # better than RF on the same 4, mean fit / RF 0.95 -> 1.45).
 WEIGHTS_LAPLACE_MIN_ROWS = 2000
 
-# An online regressor re-chooses them once its stored points grew by this factor.
-HYPER_REFRESH_GROWTH = 1.25
+# An online regressor re-chooses them once its stored points grew by this factor (the choices
+# of a stream cost about 3 times its last one; 2 cost ChickWeights MAE 23.9 -> 25.0, 1.25 made
+# the choices half of an 8000-row kin8nm stream).
+HYPER_REFRESH_GROWTH = 1.5
 # Floor of the predictive's noise from duplicated inputs (see _duplicate_noise_floor): the
 # one-sided lower confidence bound of this level on sigma_y^2.
 NOISE_FLOOR_LEVEL = 0.95
@@ -325,23 +328,9 @@ def _rescaled_tree(tree, k):
     return out
 
 
-class _PosteriorCache:
-    """Upward messages and hyperparameters for the current data (recomputed when stale)."""
-
-    smoothing = None  # (caches pickled before the noise floor: their params are both)
-
-    def __init__(self):
-        self.version = -1
-        self.params = None  # of the predictive
-        self.smoothing = None  # of the posteriors (params but for a floored noise)
-        self.messages = None
-        self.log_ml = None
-
-
 class _BaseMondrianRegressor(
-    ConventionsMixin, RegressorMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
-    RegressorForgetMixin,
-    BaseMondrianEnsemble
+    ConventionsMixin, OnlinePosteriorMixin, RegressorMixin, LifetimePathMixin, PruneMixin,
+    FeatureImportanceMixin, RegressorForgetMixin, BaseMondrianEnsemble,
 ):
     """Regression on Mondrian trees with Gaussian posteriors (not for direct use)."""
 
@@ -369,9 +358,14 @@ class _BaseMondrianRegressor(
     def _init_view(self):
         self._version = 0
         self._posterior_cache = _PosteriorCache()
+        # A view derives its own when read; a merged forest now, on all its points (as a
+        # batch fit at its end).
+        self._hyper_params = (None if self.__dict__.get("_read_only_view")
+                              else self._hyper_statistics(self._store.n_samples))
 
     def _after_prune(self):
         self._posterior_cache = _PosteriorCache()
+        self._hyper_params = None
         self._y_sums = self._y_sums.copy()
         self._y_scaler = copy.deepcopy(self._y_scaler)
 
@@ -389,6 +383,7 @@ class _BaseMondrianRegressor(
             self._choose_feature_weights(X, y, stream=stream, sample_weight=weights)
             lifetime = self._fit_lifetime(X, y, weights)
             self._hyper_choice, self._hyper_n = None, 0
+            self._hyper_params = None
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
             self._y_sums = np.zeros(3)
@@ -411,18 +406,21 @@ class _BaseMondrianRegressor(
             if k:
                 self._rescale_targets(k)
             self._y_scaler, self._y_sums = y_scaler, sums
+            trees, counts = list(self._trees), [tree.node_count for tree in self._trees]
             self._grow_new_trees(n_new_trees, self._n_jobs())
             self._add_points(X, rows, self._n_jobs())
             if not first:
                 self._feed_weights_window(X, y, weights)
-            self._refresh_hyper_choice()
+            chose = self._refresh_hyper_choice()
             self._version += 1
-            self._posterior()
+            self._refresh_posterior(trees, counts, len(X), chose)
         return self
+
 
     def _rescale_targets(self, k):
         """The scale of the targets grew by ``2**k``: rescale the stored sums of every tree and
         the stored rows (new objects; the old ones stay as they were for a rollback)."""
+        self._hyper_params = None  # in the old units: derive them again
         ensemble = self._ensemble
         ensemble.trees = [_rescaled_tree(tree, k) for tree in ensemble.trees]
         store = ensemble.store
@@ -442,11 +440,11 @@ class _BaseMondrianRegressor(
         the store enough (amortised: a bounded number of probe fits per doubling).
         """
         if self._weights_probe_model:
-            return  # a probe of the weight search: the marginal likelihood decides (cheap)
+            return False  # a probe of the weight search: the marginal likelihood decides
         n = self._store.n_samples
         last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
         if n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last):
-            return
+            return False
         rows = self._store.rows  # (w, w y, w y^2) in standardised units
         weights = rows[:, 0]
         y_std = rows[:, 1] / weights
@@ -454,6 +452,7 @@ class _BaseMondrianRegressor(
             self._store.X, y_std, self.lifetime_,
             None if np.all(weights == 1.0) else np.ascontiguousarray(weights))
         self._hyper_n = n
+        return True
 
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         """``feature_weights="auto"``: the joint search of the regressors (see
@@ -477,6 +476,7 @@ class _BaseMondrianRegressor(
 
     def _after_reweight(self):
         self._hyper_n = 0  # the stored points moved: choose again on them
+        self._hyper_params = None
 
     def fit(self, X, y, sample_weight=None):
         """Sample the forest on the training data.
@@ -559,9 +559,11 @@ class _BaseMondrianRegressor(
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
         Atomic and thread-safe like :meth:`partial_fit`: a rejected input leaves the model
-        exactly as before. The hyperparameters and posteriors are refreshed after the update,
-        as after every ``partial_fit``. ``lifetime="auto"`` needs a batch: call ``fit`` or
-        ``partial_fit`` first.
+        exactly as before. The posteriors are refreshed after the update, as after every
+        ``partial_fit``: the hyperparameters are derived again when the stored points grew by
+        ``HYPER_PARAMS_GROWTH`` (10%) since they last were, and otherwise only the nodes on the
+        sample's path change (O(depth) work). ``lifetime="auto"`` needs a batch: call ``fit``
+        or ``partial_fit`` first.
 
         Parameters
         ----------
@@ -796,21 +798,31 @@ class _BaseMondrianRegressor(
             result.append((mean, within, spread))
         return result
 
-    def _empirical_bayes(self, mean, var):
-        """Hyperparameters of the current data.
+    def _empirical_bayes(self, mean, var, base_rate, pick=None):
+        """Hyperparameters of the data summarised by the target mean and variance and the
+        inverse median split time ``base_rate`` (see :meth:`_hyper_statistics`).
 
         With a held-out choice (see :meth:`_held_out_choice`), its noise share and rate
-        multiplier applied to the current target variance and time scale; otherwise the grid
-        point maximising the trees' marginal likelihood. (The posteriors' hyperparameters: the
-        predictive's noise is floored by :meth:`_noise_floor`.)
+        multiplier applied to that target variance and time scale; otherwise the grid point
+        ``pick`` (noise share, rate) maximising the trees' marginal likelihood, found now when
+        None. (The posteriors' hyperparameters: the predictive's noise is floored by
+        :meth:`_noise_floor`.)
         """
-        trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
-        base_rate = 1.0 / self._time_scale(trees)
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None:
             share, multiplier = choice[:2]
             scale = choice[2] if len(choice) > 2 else 1.0  # (models pickled before scales)
             return self._params(mean, var, share, self._rate(multiplier, base_rate), scale)
+        pick = self._marginal_pick(mean, var, base_rate) if pick is None else pick
+        if pick is None:  # every candidate's evidence overflowed (refused by the caller)
+            return None
+        return self._params(mean, var, *pick)
+
+    def _marginal_pick(self, mean, var, base_rate):
+        """The (noise share, rate) of the grid maximising the marginal likelihood of the first
+        ``N_TREES_EMPIRICAL_BAYES`` trees (the choice of batches under
+        ``MIN_SAMPLES_HELD_OUT``)."""
+        trees = self._trees[:N_TREES_EMPIRICAL_BAYES]
         shares = NOISE_SHARES if self.noise_variance is None else [None]
         if self.sigmoid_rate is not None:
             rates = [self.sigmoid_rate]
@@ -824,7 +836,7 @@ class _BaseMondrianRegressor(
                 params = self._params(mean, var, share, rate)
                 score = sum(upward_messages(tree, params)[2] for tree in trees)
                 if score > best_score:
-                    best, best_score = params, score
+                    best, best_score = (share, rate), score
         return best
 
     def _noise_floor(self):
@@ -836,6 +848,9 @@ class _BaseMondrianRegressor(
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None:
             return choice[4] if len(choice) > 4 else 0.0
+        state = self.__dict__.get("_hyper_params")
+        if state is not None and state[4] is not None:
+            return state[4]  # that of the points stored at the last derivation
         return self._store_noise_floor()
 
     def _store_noise_floor(self):
@@ -851,20 +866,23 @@ class _BaseMondrianRegressor(
         """Current hyperparameters and upward messages of every tree: ``smoothing`` those of
         the posteriors, ``params`` those of the predictive (its noise floored)."""
         cache = self._posterior_cache
-        if cache.version != self._version:
-            mean, var = self._base_params()
+        if not cache.current(self._version):
             frozen = self.__dict__.get("_frozen_prior")
-            if frozen is None:
-                smoothing = self._empirical_bayes(mean, var)
-                if smoothing is None:  # every candidate's evidence overflowed
-                    raise ValueError(_WEIGHTS_TOO_LARGE)
-                floor = self._noise_floor()
-            else:  # a lifetime-path copy (see _path_copy_setup)
+            state = self.__dict__.get("_hyper_params")
+            if frozen is not None:  # a lifetime-path copy (see _path_copy_setup)
                 mean0, noise, prior, rate = frozen[:4]
                 floor = frozen[4] if len(frozen) > 4 else 0.0
                 smoothing = GaussianPrior(mean0=mean0, noise=noise, prior_var=prior,
                                           sigma2=2.0 * prior, rate=rate,
                                           hierarchical=self.smoothing == "hierarchical")
+            else:
+                if state is None:  # (views, merged or pruned forests, older pickles)
+                    state = self._hyper_statistics(self._store.n_samples)
+                smoothing = self._empirical_bayes(*state[:4])
+                if smoothing is None:  # every candidate's evidence overflowed
+                    raise ValueError(_WEIGHTS_TOO_LARGE)
+                choice = getattr(self, "_hyper_choice", None)
+                floor = self._noise_floor() if choice is not None or state[4] is None else state[4]
             cache.smoothing, cache.params = smoothing, _floored(smoothing, floor)
             results = [upward_messages(tree, smoothing) for tree in self._trees]
             log_ml = float(np.mean([r[2] for r in results]))
@@ -872,8 +890,27 @@ class _BaseMondrianRegressor(
                 raise ValueError(_WEIGHTS_TOO_LARGE)
             cache.messages = [(m, v) for m, v, _ in results]
             cache.log_ml = log_ml
+            cache.buffers, cache.trees = None, list(self._trees)
+            cache.shared, cache.seen = [0], 0  # new arrays: detached from earlier copies
             cache.version = self._version
         return cache
+
+
+    def _hyper_statistics(self, n):
+        """What the hyperparameters of the posteriors read from the data, as the tuple kept in
+        ``_hyper_params`` between derivations: ``(mean, var, base_rate, pick, floor,
+        *settings, n)``: the target mean and variance, the inverse median split time of the
+        first ``N_TREES_EMPIRICAL_BAYES`` trees, without a held-out choice the marginal
+        likelihood's grid point and the stored points' noise floor (else None), the
+        parameters they depend on (:meth:`_hyper_settings`) and the number of stored
+        points ``n``."""
+        mean, var = self._base_params()
+        base_rate = 1.0 / self._time_scale(self._trees[:N_TREES_EMPIRICAL_BAYES])
+        pick = floor = None
+        if getattr(self, "_hyper_choice", None) is None:
+            pick = self._marginal_pick(mean, var, base_rate)
+            floor = 0.0 if self.noise_variance is not None else self._store_noise_floor()
+        return (mean, var, base_rate, pick, floor, *self._hyper_settings(), n)
 
     @property
     def hyperparameters_(self):
@@ -1011,7 +1048,12 @@ class _BaseMondrianRegressor(
     def log_marginal_likelihood(self):
         """Average over trees of the log marginal likelihood of the (scaled) training targets."""
         check_is_fitted(self, "_trees")
-        return self._posterior().log_ml
+        cache = self._posterior()
+        log_ml = cache.log_ml
+        if log_ml is None:  # after an online refresh: one full pass (the same bits)
+            log_ml = float(np.mean([upward_messages(tree, cache.smoothing)[2]
+                                    for tree in self._trees]))
+        return log_ml
 
 
 _LIFETIME_DOC = """    lifetime : float or "auto", default=np.inf
@@ -1064,7 +1106,8 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     (:meth:`partial_fit`) with the same law. Each tree carries a hierarchical Gaussian prior on
     its node means; ``predict(X, return_std=True)`` integrates over where ``x`` would branch off
     each tree, so the predictive standard deviation grows back to the prior's away from the
-    data. Default hyperparameters are chosen by empirical Bayes on every update.
+    data. Default hyperparameters are chosen by empirical Bayes at the end of a fit and, online,
+    each time the stored points grew by 10% (see the user guide, "Online hyperparameters").
 
     Parameters
     ----------

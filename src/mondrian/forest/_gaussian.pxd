@@ -1,0 +1,31 @@
+# The Gaussian tree model's C interface, shared by the batch kernels (_gaussian.pyx) and the
+# online refresh of the upward messages (_gaussian_online.pyx).
+from mondrian.core._tree cimport MondrianTree
+from mondrian.core._typedefs cimport float64_t, intp_t
+
+
+cdef struct Hyper:
+    # GaussianPrior as a C struct, plus the lifetime at which the tree is read.
+    float64_t mean0       # value of the virtual node above the root
+    float64_t sigma2      # scale of the variance clock psi (hierarchical model)
+    float64_t rate        # rate of the sigmoid in psi
+    float64_t noise       # observation noise variance
+    float64_t prior_var   # leaf prior variance (independent model)
+    float64_t lifetime    # lifetime at which the tree is read
+    bint hierarchical     # hierarchical (True) or independent leaves (False)
+
+
+cdef class GaussianPrior:
+    cdef readonly float64_t mean0
+    cdef readonly float64_t noise
+    cdef readonly float64_t prior_var
+    cdef readonly float64_t sigma2
+    cdef readonly float64_t rate
+    cdef readonly bint hierarchical
+
+    cdef Hyper at(self, float64_t lifetime)
+
+
+cdef void node_messages(MondrianTree tree, intp_t j, const Hyper* hs, intp_t P,
+                        float64_t* msg_mean, float64_t* msg_var, intp_t stride,
+                        float64_t* log_ml) noexcept nogil
