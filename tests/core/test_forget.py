@@ -89,14 +89,23 @@ def test_forget_then_partial_fit_restores_the_points(kind, global_random_seed):
     assert_array_equal(_sorted_rows(model._store.X), _sorted_rows(model._scaler.transform(X)))
 
 
-def test_forget_everything_then_learn_again(global_random_seed):
+def test_forgetting_every_point_is_refused(global_random_seed):
+    """A model of no points has no root for its readers: forgetting every stored point is
+    refused and changes nothing; forgetting all but one keeps a model that predicts."""
     X, y = _awkward(global_random_seed, n=40)
-    model = MondrianForestClassifier(n_estimators=3, random_state=global_random_seed).fit(X, y)
-    model.forget(X, y)
-    assert model.n_samples_seen_ == 0
-    assert all(tree.node_count == 0 for tree in model._trees)
-    model.partial_fit(X[:10], y[:10])
-    check_model(model)
+    for kind in ("classifier", "regressor"):
+        target = y if kind == "classifier" else X[:, 0].copy()
+        model = _model(kind, global_random_seed).fit(X, target)
+        before = _state(model)
+        with pytest.raises(ValueError, match="cannot forget all 40 stored points"):
+            model.forget(X, target)
+        assert _state(model) == before
+        model.forget(X[1:], target[1:])
+        assert model.n_samples_seen_ == 1
+        assert np.all(np.isfinite(model.predict(X)))
+        check_model(model, exact_values=kind == "classifier")
+        model.partial_fit(X[:10], target[:10])
+        check_model(model, exact_values=kind == "classifier")
 
 
 def test_counts_are_recounts_and_class_statistics_exact():

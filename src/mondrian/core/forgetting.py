@@ -82,7 +82,8 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     Raises
     ------
     ValueError
-        Naming the first row that is not stored (or not with that much weight).
+        Naming the first row that is not stored (or not with that much weight), or when the
+        request would remove every stored point.
     """
     describe = describe or (lambda r: f"row {r} of X")
     candidates = stored_matches(X_store, U)
@@ -142,6 +143,10 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
         if new_rows is None:
             new_rows = rows_store.copy()
         new_rows[i] = kept
+    if len(gone) == X_store.shape[0]:
+        # No tree of no points: the compiled readers need a root.
+        raise ValueError(f"cannot forget all {len(gone)} stored points: a model needs at "
+                         "least one; fit a new model on other data instead")
     return indices, deltas, drop, new_rows
 
 

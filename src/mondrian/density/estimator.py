@@ -54,6 +54,10 @@ AUTO_TREES = 10
 AUTO_POWERS = (0.0, 0.5, 1.0, 2.0, 4.0)
 AUTO_MIN_SAMPLES = 50
 
+# Most copies that integer sample weights may ask for (2**32 rows of even one feature are
+# 32 GiB): a larger total is refused rather than left to fail in the allocator.
+MAX_REPEATS = 2**32
+
 
 def _repeat_weighted(X, sample_weight):
     """``X`` with every row repeated by its integer weight (rows of weight 0 dropped)."""
@@ -64,6 +68,12 @@ def _repeat_weighted(X, sample_weight):
         raise ValueError(
             "MondrianForestDensity takes integer sample weights (counts: each row stands for "
             "that many copies of it); fractional weights are not supported"
+        )
+    total = float(weights.sum())
+    if total > MAX_REPEATS:
+        raise ValueError(
+            f"sample_weight sums to {total:.4g} repeated rows, above the {MAX_REPEATS} that "
+            "MondrianForestDensity can hold (each unit of weight is a stored copy of its row)"
         )
     return np.ascontiguousarray(np.repeat(X, weights.astype(np.intp), axis=0))
 
