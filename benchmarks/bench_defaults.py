@@ -91,19 +91,25 @@ def load(name):
     return data.X_train, data.y_train, data.X_test, data.y_test
 
 
-CLASSIFIERS = {
-    "MF": lambda: MondrianForestClassifier(N_TREES, random_state=0),
-    "MF-blind": lambda: MondrianForestClassifier(N_TREES, feature_weights=None, random_state=0),
-    "ET": lambda: ExtraTreesClassifier(N_TREES, random_state=0),
-    "RF": lambda: RandomForestClassifier(N_TREES, random_state=0),
-}
+def _models(mondrian, extra_trees, random_forest):
+    """The compared models (fresh for each fit): the default, label-blind, ET and RF."""
+    return {
+        "MF": lambda: mondrian(N_TREES, random_state=0),
+        "MF-blind": lambda: mondrian(N_TREES, feature_weights=None, random_state=0),
+        "ET": lambda: extra_trees(N_TREES, random_state=0),
+        "RF": lambda: random_forest(N_TREES, random_state=0),
+    }
+
+
+CLASSIFIERS = _models(MondrianForestClassifier, ExtraTreesClassifier, RandomForestClassifier)
 
 
 def run_classification(args):
     for name in args.datasets:
         X, y, Xt, yt = load(name)
         for model_name in args.models or CLASSIFIERS:
-            fit_s, model = _timed(lambda m=CLASSIFIERS[model_name](): m.fit(X, y))
+            model = CLASSIFIERS[model_name]()
+            fit_s, model = _timed(lambda m=model, A=X, b=y: m.fit(A, b))
             row = {"label": args.label, "dataset": name, "model": model_name,
                    "accuracy": float(np.mean(model.predict(Xt) == yt)), "fit_s": fit_s}
             info = getattr(model, "feature_weights_info_", None)
@@ -119,12 +125,7 @@ def _tree_moments(forest, X, floor):
     return preds.mean(axis=0), preds.var(axis=0) + floor
 
 
-REGRESSORS = {
-    "MF": lambda: MondrianForestRegressor(N_TREES, random_state=0),
-    "MF-blind": lambda: MondrianForestRegressor(N_TREES, feature_weights=None, random_state=0),
-    "ET": lambda: ExtraTreesRegressor(N_TREES, random_state=0),
-    "RF": lambda: RandomForestRegressor(N_TREES, random_state=0),
-}
+REGRESSORS = _models(MondrianForestRegressor, ExtraTreesRegressor, RandomForestRegressor)
 
 
 def run_regression(args):
@@ -133,8 +134,8 @@ def run_regression(args):
             data = load_uci_regression(name, split)
             floor = VARIANCE_FLOOR * float(np.var(data.y_train))
             for model_name in args.models or REGRESSORS:
-                fit_s, model = _timed(
-                    lambda m=REGRESSORS[model_name](), d=data: m.fit(d.X_train, d.y_train))
+                model = REGRESSORS[model_name]()
+                fit_s, model = _timed(lambda m=model, d=data: m.fit(d.X_train, d.y_train))
                 if model_name in ("RF", "ET"):
                     mean, var = _tree_moments(model, data.X_test, floor)
                 else:

@@ -2,9 +2,9 @@
 
 benchmarks/results/weights.md (classification) traces satimage's gap to the label-blind cuts and
 finds the power choice noise-limited; these tests pin the mechanism that study measured: every
-power is scored by the validation accuracy of a probe forest of 20 trees (whatever n_estimators,
-so that the parts of a forest choose alike) with the forest's seed, fitted on the stratified fit part, and a non-uniform power must beat uniform
-weights by the paired rule.
+power is scored by the validation accuracy of a probe forest of 20 trees (whatever
+n_estimators, so that the parts of a forest choose alike) with the forest's seed, fitted on the
+stratified fit part, and a non-uniform power must beat uniform weights by the paired rule.
 """
 
 import numpy as np
