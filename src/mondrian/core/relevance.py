@@ -53,6 +53,7 @@ __all__ = [
     "relevance",
     "resolve_method",
     "search_sample",
+    "search_size",
 ]
 
 # Powers tried on validation (0: uniform weights).
@@ -71,14 +72,19 @@ MIN_SAMPLES = 50
 # they have seen this many rows, then choose the weights on them and re-sample their trees.
 AUTO_WARM_UP = 256
 
-# Rows the whole weight search reads at most (relevance, probes, validation and the quantile
-# map): a larger first batch is searched on a random subsample of this many rows (counted with
-# their weights), so the search costs a fixed price however large the data; the frozen weights
-# then shape the fit on every row. On make_classification (100k rows, 20 features, 5 classes;
-# benchmarks/results/defaults.md) a search on 2000 / 8000 / 16000 of the 75k training rows
-# gave 0.849 / 0.856 / 0.858 of accuracy (extra trees 0.861), the 100-tree fit with the
-# search taking 1.0-1.05 times the extra trees' fit CPU.
+# Rows the whole weight search reads (relevance, probes, validation and the quantile map):
+# a quarter of the batch's rows, at least SEARCH_MIN_ROWS and at most SEARCH_ROWS (all of them
+# below SEARCH_MIN_ROWS); the rest of a larger batch is left out by a random subsample, so the
+# search costs a fixed price however large the data and the frozen weights then shape the fit
+# on every row. Measured (benchmarks/results/defaults.md, 100 trees): on make_classification
+# (20 features, 5 classes, 75k training rows) a search on 2000 / 8000 / 16000 rows gave 0.849 /
+# 0.856 / 0.858 of accuracy (extra trees 0.861); on usps (7291 rows, 256 features) the search on
+# every row cost 2.1 times the label-blind fit (total 3.5 times the extra trees' fit), on 2000
+# rows 0.16 times (accuracy 0.931 -> 0.924), on letter 3750 of 15000 rows kept 0.963 (0.969 on
+# 8000) at 1.4 instead of 1.7 times the extra trees' fit.
 SEARCH_ROWS = 8000
+SEARCH_MIN_ROWS = 2000
+SEARCH_SHARE = 0.25
 
 # Rows given to the relevance methods at most (a random subsample beyond).
 MAX_ROWS = {"extra_trees": 10000, "permutation": 5000, "mutual_info": 3000, "gp_ard": 300}
@@ -115,9 +121,17 @@ def draw_copies(sample_weight, size, rng):
     return np.bincount(picked, minlength=n)
 
 
+def search_size(n_rows):
+    """Rows the weight search reads out of a batch of ``n_rows`` (counted with their weights):
+    ``SEARCH_SHARE`` of them, clipped to ``[SEARCH_MIN_ROWS, SEARCH_ROWS]``, and all of them
+    below ``SEARCH_MIN_ROWS``."""
+    share = int(np.ceil(SEARCH_SHARE * n_rows))
+    return int(min(n_rows, max(SEARCH_MIN_ROWS, min(SEARCH_ROWS, share))))
+
+
 def search_sample(X, y, sample_weight, random_state, limit=None):
-    """The rows the weight search reads: all of them up to ``limit`` (default
-    :data:`SEARCH_ROWS`) rows, counted with their weights, else a random subsample of
+    """The rows the weight search reads: all of them up to ``limit`` rows (default
+    :func:`search_size` of the batch), counted with their weights, else a random subsample of
     ``limit`` rows (weighted rows: ``limit`` copies drawn from their counts, :func:`draw_copies`,
     kept as rows with their drawn counts).
 
@@ -126,8 +140,8 @@ def search_sample(X, y, sample_weight, random_state, limit=None):
     ``RandomState`` that drew it, which the search goes on drawing from (deterministic under an
     integer ``random_state``, and independent of ``n_jobs``).
     """
-    limit = SEARCH_ROWS if limit is None else int(limit)
     n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+    limit = search_size(n_rows) if limit is None else int(limit)
     if n_rows <= limit:
         return X, y, sample_weight, random_state
     rng = check_random_state(random_state)
@@ -246,7 +260,8 @@ FOREST_FEATURE_WEIGHTS_DOC = """\
         0``. ``"auto"`` (default): label-aware cuts, weights learned from the labels of the
         first batch and then frozen (50-tree extra-trees importances raised to the power 0,
         0.5, 1 or 2 that a 20-tree probe scores best on ``validation_fraction`` of the batch,
-        all on at most 8000 rows of it, ``mondrian.core.relevance.SEARCH_ROWS``; batches of
+        all on a quarter of its rows, at least 2000 and at most 8000,
+        ``mondrian.core.relevance.search_size``; batches of
         fewer than 50 rows keep uniform weights; a stream keeps uniform weights until 256
         rows, then chooses and re-samples its trees once). Every Mondrian law holds for the
         frozen map. ``None``: no weights (all 1), the label-blind Mondrian process. Another
