@@ -690,10 +690,9 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         return relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
 
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None, **options):
-        """:func:`~mondrian.core.relevance.choose_weights` on at most
-        :data:`~mondrian.core.relevance.SEARCH_ROWS` rows of the batch
-        (:func:`~mondrian.core.relevance.search_sample`): a fixed price however large the
-        batch; ``options`` go to ``choose_weights``."""
+        """:func:`~mondrian.core.relevance.choose_weights` on the rows of
+        :func:`~mondrian.core.relevance.search_sample` (a quarter of the batch, 2000 to 8000
+        rows): a bounded price however large the batch; ``options`` go to ``choose_weights``."""
         X, y, sample_weight, random_state = search_sample(X, y, sample_weight,
                                                           self.random_state)
         fraction = getattr(self, "validation_fraction", 0.2)
