@@ -22,7 +22,8 @@ writes ``results/defaults.md``; ``--label before`` tags rows measured on an olde
     python benchmarks/bench_defaults.py classification --datasets dna,satimage
     python benchmarks/bench_defaults.py classification --datasets synth400k
     python benchmarks/bench_defaults.py regression --splits 3
-    python benchmarks/bench_defaults.py calibration --seeds 20
+    python benchmarks/bench_defaults.py calibration --seeds 10
+    python benchmarks/bench_defaults.py --src ../main/src calibration --seeds 10 --label before
     python benchmarks/bench_defaults.py report
 """
 
@@ -46,7 +47,14 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 
-from mondrian import MondrianForestClassifier, MondrianForestRegressor
+# ``--src PATH`` (before any other option): run the package of another checkout, for the
+# ``before`` rows (``shared`` put this checkout's src first on sys.path).
+if "--src" in sys.argv:
+    _at = sys.argv.index("--src")
+    sys.path.insert(0, sys.argv[_at + 1])
+    del sys.argv[_at:_at + 2]
+
+from mondrian import MondrianForestClassifier, MondrianForestRegressor  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 N_TREES = 100
