@@ -194,7 +194,7 @@ NOTES = """## Notes (run of 2026-11-27)
   on satimage (0.901 against 0.905: label-aware weights do not help there, the search keeps
   uniform weights, see weights.md) and usps (0.924 against 0.932, and 1.59x ET: the label-blind
   fit alone costs 1.32x ET on its 256 features). make_classification 400k (run once, without
-  RF for time): 0.906 against ET's 0.907, fit 0.93x ET.
+  RF for time): 0.906 against ET's 0.907 (label-blind 0.825), fit 0.93x ET.
 * The search reads a quarter of the batch, clipped to 2000-8000 rows
   (`mondrian.core.relevance.search_size`). Earlier designs measured in this run: every row up
   to 8000 gave usps 0.931 at 3.5x ET, letter 0.969 at 1.7x ET, satimage 1.55x ET,
