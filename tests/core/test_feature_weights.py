@@ -82,7 +82,7 @@ def test_weights_are_the_map_then_an_unweighted_fit(name):
     for bit) and same predictions."""
     weighted = _fit(name, X, feature_weights=W)
     U = _scaled_times_weights(X, W)
-    plain = _fit(name, U, feature_scaling=None)
+    plain = _fit(name, U, feature_scaling=None, feature_weights=None)
     _assert_same_trees(weighted, plain)
     assert_array_equal(weighted._store.X, plain._store.X)
     a, b = _outputs(weighted, X), _outputs(plain, U)
@@ -283,10 +283,11 @@ def test_kernel_models_learn_weights_on_the_first_batch():
 def test_bad_weights_raise_and_leave_the_model_unchanged(name, bad, match):
     model = _fit(name, X)
     before = pickle.dumps(model)
+    default = model.feature_weights
     model.set_params(feature_weights=bad)
     with pytest.raises(ValueError, match=match):
         model.fit(X, MODELS[name][1])
-    model.set_params(feature_weights=None)
+    model.set_params(feature_weights=default)
     assert pickle.dumps(model) == before
 
 
@@ -311,8 +312,8 @@ def test_pickle_round_trip(name):
         assert_array_equal(left, right)
 
 
-def test_none_is_todays_model():
-    a = MondrianForestClassifier(10, random_state=0).fit(X, Y_CLASS)
+def test_none_is_the_label_blind_model():
+    a = MondrianForestClassifier(10, feature_weights=None, random_state=0).fit(X, Y_CLASS)
     b = MondrianForestClassifier(10, random_state=0, feature_weights=np.ones(3)).fit(X, Y_CLASS)
     _assert_same_trees(a, b)
     assert a._scaler.weights is None

@@ -200,7 +200,9 @@ def test_pickle_merge_prune(global_random_seed):
     for kk in (0, k):
         with box_min_samples(kk):
             shards.append([
+                # shards on different rows: a fixed map needs fixed weights too
                 MondrianForestClassifier(n_estimators=2, feature_scaling=scaling,
+                                         feature_weights=None,
                                          random_state=global_random_seed + s).fit(X[a:b], y[a:b])
                 for s, (a, b) in enumerate([(0, 150), (150, 300)])
             ])

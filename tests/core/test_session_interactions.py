@@ -34,7 +34,8 @@ def test_weights_equal_repeated_rows_through_a_target_rescale(extra):
     """Integer weights = repeated rows with a fixed range and/or feature weights, also after
     a later batch 1e6 times larger rescales the stored sums (the weight column stays)."""
     X, y, w = _data()
-    params = dict(n_estimators=3, random_state=0, **_FIXED, **extra)
+    # Label-blind unless given: weighted and repeated rows search weights equal only in law.
+    params = dict(n_estimators=3, random_state=0, **_FIXED, **{"feature_weights": None, **extra})
     a = MondrianForestRegressor(**params).fit(X, y, sample_weight=w)
     b = MondrianForestRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     m = int(w[:20].sum())
@@ -132,7 +133,8 @@ def test_auto_feature_weights_see_the_sample_weights():
     y_reg = 3 * X[:, 0] + X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=200)
     a = MondrianForestRegressor(**params).fit(X, y_reg, sample_weight=w)
     b = MondrianForestRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y_reg, w))
-    assert a.feature_weights_info_["power"] == b.feature_weights_info_["power"] == 1.0
+    # (20-tree probes whatever n_estimators: power 0.5; 3-tree probes chose 1)
+    assert a.feature_weights_info_["power"] == b.feature_weights_info_["power"] == 0.5
     np.testing.assert_allclose(a.feature_weights_, b.feature_weights_, rtol=0.15)
     unweighted = MondrianForestRegressor(**params).fit(X, y_reg)
     assert not np.allclose(unweighted.feature_weights_, a.feature_weights_, rtol=0.01)

@@ -169,7 +169,8 @@ def _fitted_tree(smoothing, lifetime, seed=0):
     rng = np.random.RandomState(seed)
     X = rng.uniform(size=(60, 2))
     y = np.sin(4 * X[:, 0]) + 0.2 * rng.normal(size=60)
-    est = MondrianTreeRegressor(random_state=seed, feature_scaling=None, lifetime=lifetime,
+    est = MondrianTreeRegressor(random_state=seed, feature_scaling=None, feature_weights=None,
+                                lifetime=lifetime,
                                 smoothing=smoothing).fit(X, y)
     return est, rng.uniform(-0.3, 1.3, size=(40, 2))
 

@@ -209,7 +209,8 @@ def test_online_floor_is_the_batch_floor_of_the_stored_points():
     first = np.r_[np.argmin(y), np.argmax(y)]  # the target map fixed by the first chunk
     order = np.r_[first, np.setdiff1d(np.arange(len(y)), first)]
     X, y = X[order], y[order]
-    kw = dict(n_estimators=6, feature_scaling=None, random_state=0)
+    # Label-blind: a stream chooses its weights on its first rows, a batch on all of them.
+    kw = dict(n_estimators=6, feature_scaling=None, feature_weights=None, random_state=0)
     batch = MondrianForestRegressor(**kw).fit(X, y)
     online = MondrianForestRegressor(**kw)
     seen = []

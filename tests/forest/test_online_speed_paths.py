@@ -87,7 +87,9 @@ PARAMS = {
 @pytest.mark.parametrize("params", PARAMS)
 def test_fast_stream_equals_full_stream(monkeypatch, style, params):
     def run():
-        model = MondrianForestClassifier(N_TREES, random_state=0, **PARAMS[params])
+        # Label-blind: the default's stream window (256 rows) would keep the full path open.
+        model = MondrianForestClassifier(N_TREES, random_state=0,
+                                         **{"feature_weights": None, **PARAMS[params]})
         return model, _stream(model, range(200), style)
 
     fast_calls = _spy(monkeypatch)
@@ -102,7 +104,9 @@ def test_fast_stream_equals_full_stream(monkeypatch, style, params):
 
 
 def test_fast_path_skipped_where_the_full_path_must_decide(monkeypatch):
-    model = MondrianForestClassifier(N_TREES, random_state=0).fit(X[:100], Y[:100])
+    # Label-blind: the default's search may choose a quantile map, which the fast path skips.
+    model = MondrianForestClassifier(N_TREES, feature_weights=None, random_state=0).fit(
+        X[:100], Y[:100])
     calls = _spy(monkeypatch)
     model.learn_one(X[100], 1)
     assert len(calls) == 1
@@ -126,7 +130,8 @@ def test_fast_path_skipped_where_the_full_path_must_decide(monkeypatch):
     view = model.set_params(min_samples_split=2).estimators_[0]
     with pytest.raises(ValueError, match="read-only view"):
         view.learn_one(X[107], 1)
-    weighted = MondrianForestClassifier(N_TREES, random_state=0, class_weight={1: 2.0})
+    weighted = MondrianForestClassifier(N_TREES, feature_weights=None, random_state=0,
+                                        class_weight={1: 2.0})
     weighted.fit(X[:100], Y[:100]).learn_one(X[100], 1)
     assert len(calls) == 2
 

@@ -21,10 +21,14 @@ def test_auto_is_the_joint_search(monkeypatch):
     info = model.feature_weights_info_
     assert {c[0] for c in info["candidates"]} == {"minmax", "quantile"}
     assert len(info["candidates"]) == 2 * len(info["powers"])  # every power, both maps
-    # The same choice as choose_weights(joint_map=True, simplest=True) with this model's probes.
+    # The same choice as choose_weights(joint_map=True, simplest=True) with this model's probes,
+    # on the targets in the model's standardised units.
     probe = MondrianForestRegressor(10, feature_weights="auto", random_state=0)
-    weights, _, again = choose_weights(X, y, False, probe._weights_score, "extra_trees", 0,
-                                       0.2, quantile=True, joint_map=True, simplest=True)
+    scaler = regressor._TargetScaler()
+    scaler.update(y)
+    weights, _, again = choose_weights(X, scaler.transform(y), False, probe._weights_score,
+                                       "extra_trees", 0, 0.2, quantile=True, joint_map=True,
+                                       simplest=True)
     np.testing.assert_array_equal(model.feature_weights_, weights)
     assert (info["map"], info["power"]) == (again["map"], again["power"])
     # From WEIGHTS_LAPLACE_MIN_ROWS rows the Laplace lifetimes compete too.

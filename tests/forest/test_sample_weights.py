@@ -72,8 +72,9 @@ def test_integer_weights_equal_repeated_rows_regressor(min_samples_split):
     X, _, w = _data(n=45)
     y = np.sin(4 * X[:, 0]) + X[:, 1]
     # Fixed hyperparameters: their held-out choice splits rows, not counts.
+    # Label-blind: the weight search on counts equals the one on repeated rows only in law.
     params = dict(n_estimators=4, min_samples_split=min_samples_split, random_state=0,
-                  noise_variance=0.01, sigmoid_rate=1.0)
+                  noise_variance=0.01, sigmoid_rate=1.0, feature_weights=None)
     weighted = MondrianForestRegressor(**params).fit(X, y, sample_weight=w)
     repeated = MondrianForestRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     _assert_same_trees(weighted, repeated)
@@ -127,10 +128,12 @@ def test_zero_weight_rows_are_left_out():
 
 def test_class_weight_dict_equals_sample_weight():
     X, y, _ = _data()
+    # Label-blind: the weight search reads sample weights as counts, class weights not at all.
     a = MondrianForestClassifier(n_estimators=3, class_weight={0: 2.0, 2: 0.5},
-                                 random_state=0).fit(X, y)
+                                 feature_weights=None, random_state=0).fit(X, y)
     w = np.select([y == 0, y == 2], [2.0, 0.5], 1.0)
-    b = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y, sample_weight=w)
+    b = MondrianForestClassifier(n_estimators=3, feature_weights=None,
+                                 random_state=0).fit(X, y, sample_weight=w)
     assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     # partial_fit and learn_one apply a dict too
     c = MondrianForestClassifier(n_estimators=3, class_weight={0: 2.0, 2: 0.5}, random_state=0)

@@ -25,7 +25,7 @@ from mondrian.core.feature_map import (
 )
 from mondrian.core.locking import VIEW_ATTRIBUTE, LockedMethodsMixin, model_lock, share_lock
 from mondrian.core.pickling import canonical_reduce
-from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method
+from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method, search_sample
 from mondrian.core.state_checks import check_state_class, class_name, refuse
 from mondrian.core.structure import TREE_LEAF, TREE_UNDEFINED, MondrianTreeStructure  # noqa: F401
 from mondrian.core.targets import MAX_TOTAL_WEIGHT
@@ -762,11 +762,17 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
     def _auto_warm_up():
         return relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
 
-    def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
+    def _search_weights(self, X, y, method, quantile=False, sample_weight=None, **options):
+        """:func:`~mondrian.core.relevance.choose_weights` on the rows of
+        :func:`~mondrian.core.relevance.search_sample` (a quarter of the batch, 2000 to 8000
+        rows): a bounded price however large the batch; ``options`` go to ``choose_weights``."""
+        X, y, sample_weight, random_state = search_sample(X, y, sample_weight,
+                                                          self.random_state)
         fraction = getattr(self, "validation_fraction", 0.2)
         return choose_weights(X, y, self._classification, self._weights_score, method,
-                              self.random_state, fraction, quantile=quantile,
-                              refine=self._weights_refine, sample_weight=sample_weight)
+                              random_state, fraction, quantile=quantile,
+                              refine=self._weights_refine, sample_weight=sample_weight,
+                              **options)
 
     def _weights_probe(self, weights):
         """An unfitted model like this one with the fixed ``weights`` (the power search)."""
@@ -777,8 +783,8 @@ class BaseMondrianEnsemble(EnsembleMixin, VersionedStateMixin, BaseEstimator):
         if isinstance(params.get("lifetime"), str) and self._weights_probe_trees:
             params["lifetime"] = np.inf  # forests: the lifetime search is not repeated
         if "n_estimators" in names and self._weights_probe_trees:
-            params["n_estimators"] = min(params.get("n_estimators", self._weights_probe_trees),
-                                         self._weights_probe_trees)
+            # Whatever n_estimators: forests fitted in parts on the same rows choose alike.
+            params["n_estimators"] = self._weights_probe_trees
         return cls(**params)
 
     def _weights_score(self, weights, X_fit, y_fit, X_val, y_val, sample_weight=None):

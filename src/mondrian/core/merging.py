@@ -178,7 +178,7 @@ def _map_difference(a, b):
     """A sentence naming the first difference between two feature maps, or None."""
     if a.enabled != b.enabled:
         return "feature scaling is on in one part and off in the other"
-    for name in ("warm_up", "offset", "scale", "frozen"):
+    for name in ("warm_up", "offset", "scale", "frozen", "weights"):
         x, y = getattr(a, name), getattr(b, name)
         if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
             where = ""
@@ -269,7 +269,9 @@ def _merge(forests, copy_parts):
             raise ValueError(
                 f"cannot merge forests with different feature maps: {difference} between part 0 "
                 f"and part {k}. Parts fitted on different data need a feature map fixed up "
-                "front: feature_scaling=(lower, upper), e.g. mondrian.dask.feature_range(X)"
+                "front: feature_scaling=(lower, upper), e.g. mondrian.dask.feature_range(X), "
+                "and fixed feature_weights (None or an array: the default 'auto' searches "
+                "them on each part's rows)"
                 + (" (the density: the same first batch domain)" if isinstance(
                     part, density) else "")
             )

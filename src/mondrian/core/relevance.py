@@ -47,10 +47,13 @@ __all__ = [
     "WEIGHT_METHODS",
     "beats",
     "choose_weights",
+    "SEARCH_ROWS",
     "power_weights",
     "register_weight_method",
     "relevance",
     "resolve_method",
+    "search_sample",
+    "search_size",
 ]
 
 # Powers tried on validation (0: uniform weights).
@@ -68,6 +71,20 @@ MIN_SAMPLES = 50
 # Rows of the stream window of feature_weights="auto": online models keep uniform weights until
 # they have seen this many rows, then choose the weights on them and re-sample their trees.
 AUTO_WARM_UP = 256
+
+# Rows the whole weight search reads (relevance, probes, validation and the quantile map):
+# a quarter of the batch's rows, at least SEARCH_MIN_ROWS and at most SEARCH_ROWS (all of them
+# below SEARCH_MIN_ROWS); the rest of a larger batch is left out by a random subsample, so the
+# search costs a fixed price however large the data and the frozen weights then shape the fit
+# on every row. Measured (benchmarks/results/defaults.md, 100 trees): on make_classification
+# (20 features, 5 classes, 75k training rows) a search on 2000 / 8000 / 16000 rows gave 0.849 /
+# 0.856 / 0.858 of accuracy (extra trees 0.861); on usps (7291 rows, 256 features) the search on
+# every row cost 2.1 times the label-blind fit (total 3.5 times the extra trees' fit), on 2000
+# rows 0.16 times (accuracy 0.931 -> 0.924), on letter 3750 of 15000 rows kept 0.963 (0.969 on
+# 8000) at 1.4 instead of 1.7 times the extra trees' fit.
+SEARCH_ROWS = 8000
+SEARCH_MIN_ROWS = 2000
+SEARCH_SHARE = 0.25
 
 # Rows given to the relevance methods at most (a random subsample beyond).
 MAX_ROWS = {"extra_trees": 10000, "permutation": 5000, "mutual_info": 3000, "gp_ard": 300}
@@ -102,6 +119,38 @@ def draw_copies(sample_weight, size, rng):
         p = np.asarray(sample_weight, dtype=np.float64)
         picked = rng.choice(n, int(size), replace=True, p=p / p.sum())
     return np.bincount(picked, minlength=n)
+
+
+def search_size(n_rows):
+    """Rows the weight search reads out of a batch of ``n_rows`` (counted with their weights):
+    ``SEARCH_SHARE`` of them, clipped to ``[SEARCH_MIN_ROWS, SEARCH_ROWS]``, and all of them
+    below ``SEARCH_MIN_ROWS``."""
+    share = int(np.ceil(SEARCH_SHARE * n_rows))
+    return int(min(n_rows, max(SEARCH_MIN_ROWS, min(SEARCH_ROWS, share))))
+
+
+def search_sample(X, y, sample_weight, random_state, limit=None):
+    """The rows the weight search reads: all of them up to ``limit`` rows (default
+    :func:`search_size` of the batch), counted with their weights, else a random subsample of
+    ``limit`` rows (weighted rows: ``limit`` copies drawn from their counts, :func:`draw_copies`,
+    kept as rows with their drawn counts).
+
+    Returns ``X, y, sample_weight, random_state``: unchanged when nothing is dropped (the search
+    is then the search of the whole batch, bit for bit); otherwise the subsample and the
+    ``RandomState`` that drew it, which the search goes on drawing from (deterministic under an
+    integer ``random_state``, and independent of ``n_jobs``).
+    """
+    n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+    limit = search_size(n_rows) if limit is None else int(limit)
+    if n_rows <= limit:
+        return X, y, sample_weight, random_state
+    rng = check_random_state(random_state)
+    if sample_weight is None:
+        keep = np.sort(rng.choice(len(y), limit, replace=False))
+        return X[keep], np.asarray(y)[keep], None, rng
+    counts = draw_copies(sample_weight, limit, rng)
+    keep = np.flatnonzero(counts)
+    return X[keep], np.asarray(y)[keep], counts[keep].astype(np.float64), rng
 
 
 def _takes_weights(function):
@@ -205,16 +254,20 @@ def _gp_ard(U, y, classification, rng):
 
 # The ``feature_weights`` entry of the forests' numpydoc Parameters (classifier and regressor).
 FOREST_FEATURE_WEIGHTS_DOC = """\
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
+    feature_weights : "auto", None, array-like of shape (n_features,) or str, default="auto"
         Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
         ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``None``: no weights (all 1). ``"auto"``: learned from the labels of the first
-        batch and then frozen (50-tree extra-trees importances raised to the power 0, 0.5, 1 or
-        2 that a 20-tree probe scores best on ``validation_fraction`` of the batch; a stream
-        keeps uniform weights until 256 rows, then chooses and re-samples its trees once);
-        another string names a method of ``mondrian.core.relevance.WEIGHT_METHODS``
-        ("extra_trees", the default, "permutation", "mutual_info", "gp_ard", "laplace_ard").
-        Fitted weights: ``feature_weights_``.
+        0``. ``"auto"`` (default): label-aware cuts, weights learned from the labels of the
+        first batch and then frozen (50-tree extra-trees importances raised to the power 0,
+        0.5, 1 or 2 that a 20-tree probe scores best on ``validation_fraction`` of the batch,
+        all on a quarter of its rows, at least 2000 and at most 8000,
+        ``mondrian.core.relevance.search_size``; batches of
+        fewer than 50 rows keep uniform weights; a stream keeps uniform weights until 256
+        rows, then chooses and re-samples its trees once). Every Mondrian law holds for the
+        frozen map. ``None``: no weights (all 1), the label-blind Mondrian process. Another
+        string names a method of ``mondrian.core.relevance.WEIGHT_METHODS`` ("extra_trees",
+        the default, "permutation", "mutual_info", "gp_ard", "laplace_ard"). Fitted weights:
+        ``feature_weights_``.
 """
 
 # name -> function(U, y, classification, rng) returning non-negative relevances.

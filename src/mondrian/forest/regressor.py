@@ -29,7 +29,7 @@ from mondrian.core.conventions import (
     resolve_min_samples_split,
 )
 from mondrian.core.forgetting import WINDOW_DOC
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC, choose_weights
+from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.forest._gaussian import (
     GaussianPrior,
     predict_moments_grid,
@@ -46,8 +46,11 @@ from mondrian.path.holdout import holdout_split
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 
 # Empirical-Bayes grids: noise share of the target variance, and sigmoid rate in units of
-# the inverse median split time.
-NOISE_SHARES = np.geomspace(1e-3, 0.7, 10)
+# the inverse median split time. The shares reach 1 (the prior variance then stays at its
+# floor of 1e-3 of the target variance): when no cut separates the points (identical inputs,
+# or pure noise) the marginal likelihood is largest there, and a grid stopping at 0.7 made the
+# predictive std about 18% too small at n = 30 (benchmarks/results/defaults.md).
+NOISE_SHARES = np.r_[np.geomspace(1e-3, 0.7, 10), 0.85, 1.0]
 RATE_MULTIPLIERS = np.array([0.25, 1.0, 4.0, 16.0])
 N_TREES_EMPIRICAL_BAYES = 4
 
@@ -457,21 +460,34 @@ class _BaseMondrianRegressor(
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         """``feature_weights="auto"``: the joint search of the regressors (see
         ``WEIGHTS_LAPLACE_MIN_ROWS``); a named method keeps the search of every model."""
-        if self.feature_weights != "auto":
-            return super()._search_weights(X, y, method, quantile, sample_weight)
-        n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
-        if n_rows >= WEIGHTS_LAPLACE_MIN_ROWS:
-            method = (method, "laplace_ard")
-        return choose_weights(X, y, False, self._weights_score, method, self.random_state,
-                              self.validation_fraction, quantile=quantile,
-                              refine=self._weights_refine, sample_weight=sample_weight,
-                              joint_map=True, simplest=True)
+        # In the units the trees use (the model is equivariant to affine changes of units):
+        # the same search for y and c * y, and no squared error overflows at 1e300.
+        scaler = _TargetScaler()
+        scaler.update(y)
+        y = scaler.transform(y)
+        options = {}
+        if self.feature_weights == "auto":
+            options = {"joint_map": True, "simplest": True}
+            n_rows = len(y) if sample_weight is None else float(np.sum(sample_weight))
+            if n_rows >= WEIGHTS_LAPLACE_MIN_ROWS:
+                method = (method, "laplace_ard")
+        self._search_scaler = scaler  # the probes convert fixed variances with it
+        try:
+            return super()._search_weights(X, y, method, quantile, sample_weight, **options)
+        finally:
+            del self._search_scaler
 
     def _weights_probe(self, weights):
         # The probes compare powers of the weights with one another: they skip the held-out
         # hyperparameter choice (most of a small fit's cost) and use the marginal likelihood.
         probe = super()._weights_probe(weights)
         probe._weights_probe_model = True
+        # Fixed variances are in units of y, the probes' targets standardised.
+        scaler = self.__dict__.get("_search_scaler")
+        for name in ("noise_variance", "prior_variance"):
+            value = getattr(probe, name)
+            if value is not None and scaler is not None:
+                setattr(probe, name, scaler.variance_from_units(value))
         return probe
 
     def _after_reweight(self):
@@ -723,7 +739,7 @@ class _BaseMondrianRegressor(
         probe = MondrianForestRegressor(
             N_TREES_HELD_OUT, lifetime=lifetime,
             min_samples_split=resolve_min_samples_split(self.min_samples_split, len(y)),
-            feature_scaling=None, smoothing=self.smoothing,
+            feature_scaling=None, feature_weights=None, smoothing=self.smoothing,
             noise_variance=1.0, prior_variance=prior,
             sigmoid_rate=1.0, n_quadrature=self.n_quadrature,
             random_state=rng.randint(np.iinfo(np.int32).max),
@@ -1168,7 +1184,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         lifetime=np.inf,
         min_samples_split=2,
         feature_scaling="minmax",
-        feature_weights=None,
+        feature_weights="auto",
         smoothing="hierarchical",
         noise_variance=None,
         prior_variance=None,
@@ -1239,7 +1255,7 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         lifetime=np.inf,
         min_samples_split=2,
         feature_scaling="minmax",
-        feature_weights=None,
+        feature_weights="auto",
         smoothing="hierarchical",
         noise_variance=None,
         prior_variance=None,

@@ -1,0 +1,320 @@
+"""The default Mondrian forests against the supervised forests they replace.
+
+A user who swaps ``RandomForestClassifier`` for ``MondrianForestClassifier()`` keeps the
+defaults. This script measures that swap: every model with its defaults, 100 trees, ``n_jobs=1``,
+``random_state=0``, fit CPU time (``time.process_time``, the weight search included), models
+fitted interleaved on the same split so the ratios share the machine's load.
+
+* ``classification``: accuracy and fit CPU time on letter, usps, satimage, dna, pendigits
+  (their fixed splits) and ``make_classification(n_features=20, n_informative=10,
+  n_classes=5, random_state=0)`` at 20k, 100k and 400k rows (last 25% held out) for
+  ``MF`` (the default, label-aware cuts), ``MF-blind`` (``feature_weights=None``, the
+  label-blind process and the default before label-aware cuts), ExtraTrees and RandomForest.
+* ``regression``: the 8 UCI sets on their first ``--splits`` standard splits: RMSE, RMSE / RF,
+  Gaussian NLL (RF: mean and spread of its trees plus 0.01 var(y_train)) and fit CPU / RF.
+* ``calibration``: coverage of the default regressor's 95% intervals on the noisy sine
+  ``y = sin(6x) + 0.3 N(0, 1)`` at n = 30, 100, 1000 (``--seeds`` data sets each), and the
+  predictive std at identical inputs against ``s * sqrt(1 + 1/n)``.
+
+Run from the repository root (rows are appended to ``results/defaults_<task>.jsonl``; ``report``
+writes ``results/defaults.md``; ``--label before`` tags rows measured on an older build)::
+
+    python benchmarks/bench_defaults.py classification --datasets dna,satimage
+    python benchmarks/bench_defaults.py classification --datasets synth400k
+    python benchmarks/bench_defaults.py regression --splits 3
+    python benchmarks/bench_defaults.py calibration --seeds 10
+    python benchmarks/bench_defaults.py --src ../main/src calibration --seeds 10 --label before
+    python benchmarks/bench_defaults.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import norm
+from shared.datasets import load_classification, load_uci_regression, load_xy
+from shared.metrics import gaussian_nll, rmse
+from sklearn.datasets import make_classification
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+
+# ``--src PATH`` (before any other option): run the package of another checkout, for the
+# ``before`` rows (``shared`` put this checkout's src first on sys.path).
+if "--src" in sys.argv:
+    _at = sys.argv.index("--src")
+    sys.path.insert(0, sys.argv[_at + 1])
+    del sys.argv[_at:_at + 2]
+
+from mondrian import MondrianForestClassifier, MondrianForestRegressor  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+N_TREES = 100
+VARIANCE_FLOOR = 0.01
+REAL = ("letter", "usps", "satimage", "dna", "pendigits")
+SYNTH = {"synth20k": 20_000, "synth100k": 100_000, "synth400k": 400_000}
+REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
+              "protein")
+CALIBRATION_SIZES = (30, 100, 1000)
+
+
+def _timed(function):
+    start = time.process_time()
+    out = function()
+    return time.process_time() - start, out
+
+
+def _append(name, row):
+    with open(RESULTS / f"defaults_{name}.jsonl", "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def _read(name):
+    path = RESULTS / f"defaults_{name}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load(name):
+    """``(X_train, y_train, X_test, y_test)`` of a classification set."""
+    if name in SYNTH:
+        X, y = make_classification(SYNTH[name], n_features=20, n_informative=10, n_classes=5,
+                                   random_state=0)
+        cut = int(0.75 * len(y))
+        return X[:cut], y[:cut], X[cut:], y[cut:]
+    if name == "pendigits":
+        X_tr, y_tr, _ = load_xy("pendigits_train")
+        X_te, y_te, _ = load_xy("pendigits_test")
+        return X_tr, y_tr, X_te, y_te
+    data = load_classification(name)
+    return data.X_train, data.y_train, data.X_test, data.y_test
+
+
+def _models(mondrian, extra_trees, random_forest):
+    """The compared models (fresh for each fit): the default, label-blind, ET and RF."""
+    return {
+        "MF": lambda: mondrian(N_TREES, random_state=0),
+        "MF-blind": lambda: mondrian(N_TREES, feature_weights=None, random_state=0),
+        "ET": lambda: extra_trees(N_TREES, random_state=0),
+        "RF": lambda: random_forest(N_TREES, random_state=0),
+    }
+
+
+CLASSIFIERS = _models(MondrianForestClassifier, ExtraTreesClassifier, RandomForestClassifier)
+
+
+def run_classification(args):
+    for name in args.datasets:
+        X, y, Xt, yt = load(name)
+        for model_name in args.models or CLASSIFIERS:
+            model = CLASSIFIERS[model_name]()
+            fit_s, model = _timed(lambda m=model, A=X, b=y: m.fit(A, b))
+            row = {"label": args.label, "dataset": name, "model": model_name,
+                   "accuracy": float(np.mean(model.predict(Xt) == yt)), "fit_s": fit_s}
+            info = getattr(model, "feature_weights_info_", None)
+            if info is not None:
+                row["power"], row["map"] = info["power"], info["map"]
+            _append("classification", row)
+            print(row, flush=True)
+
+
+def _tree_moments(forest, X, floor):
+    preds = np.stack([t.predict(np.asarray(X, np.float32), check_input=False)
+                      for t in forest.estimators_])
+    return preds.mean(axis=0), preds.var(axis=0) + floor
+
+
+REGRESSORS = _models(MondrianForestRegressor, ExtraTreesRegressor, RandomForestRegressor)
+
+
+def run_regression(args):
+    for name in args.datasets:
+        for split in range(args.splits):
+            data = load_uci_regression(name, split)
+            floor = VARIANCE_FLOOR * float(np.var(data.y_train))
+            for model_name in args.models or REGRESSORS:
+                model = REGRESSORS[model_name]()
+                fit_s, model = _timed(lambda m=model, d=data: m.fit(d.X_train, d.y_train))
+                if model_name in ("RF", "ET"):
+                    mean, var = _tree_moments(model, data.X_test, floor)
+                else:
+                    mean, std = model.predict(data.X_test, return_std=True)
+                    var = std**2
+                row = {"label": args.label, "dataset": name, "split": split,
+                       "model": model_name, "rmse": rmse(data.y_test, mean),
+                       "nll": gaussian_nll(data.y_test, mean, var), "fit_s": fit_s}
+                _append("regression", row)
+                print(row, flush=True)
+
+
+def sine(n, seed):
+    rng = np.random.RandomState(seed)
+    x = rng.uniform(size=(n, 1))
+    return x, np.sin(6 * x[:, 0]) + 0.3 * rng.normal(size=n)
+
+
+def identical_inputs(n, seed):
+    """Predictive std at an input shared by all ``n`` training rows, over ``s sqrt(1 + 1/n)``
+    (``s`` the sample std of the targets)."""
+    rng = np.random.RandomState(seed)
+    y = rng.normal(size=n)
+    model = MondrianForestRegressor(10, random_state=seed).fit(np.zeros((n, 1)), y)
+    std = model.predict(np.zeros((1, 1)), return_std=True)[1][0]
+    return float(std / (y.std(ddof=1) * np.sqrt(1 + 1 / n)))
+
+
+def run_calibration(args):
+    z = norm.ppf(0.975)
+    for n in CALIBRATION_SIZES:
+        for seed in range(args.seeds):
+            X, y = sine(n, seed)
+            Xt, yt = sine(2000, 10_000 + seed)
+            mean, std = MondrianForestRegressor(N_TREES, random_state=seed).fit(X, y).predict(
+                Xt, return_std=True)
+            row = {"label": args.label, "n": n, "seed": seed,
+                   "coverage": float(np.mean(np.abs(yt - mean) <= z * std)),
+                   "identical_std_ratio": identical_inputs(n, seed)}
+            _append("calibration", row)
+            print(row, flush=True)
+
+
+NOTES = """## Notes (run of 2026-11-27)
+
+* Classification targets (accuracy >= the better of RF and ET minus 1 point; fit CPU <= 1.5x
+  ET, search included): met on dna, letter, pendigits, make_classification 20k and 100k; missed
+  on satimage (0.901 against 0.905: label-aware weights do not help there, the search keeps
+  uniform weights, see weights.md) and usps (0.924 against 0.932, and 1.59x ET: the label-blind
+  fit alone costs 1.32x ET on its 256 features). make_classification 400k (run once, without
+  RF for time): 0.906 against ET's 0.907 (label-blind 0.825), fit 0.93x ET.
+* The search reads a quarter of the batch, clipped to 2000-8000 rows
+  (`mondrian.core.relevance.search_size`). Earlier designs measured in this run: every row up
+  to 8000 gave usps 0.931 at 3.5x ET, letter 0.969 at 1.7x ET, satimage 1.55x ET,
+  make_classification 20k 0.850 at 1.12x ET; a fixed 4000 gave the 20k set 0.837 and the 100k
+  set 0.848; on the 100k set 2000 / 8000 / 16000 search rows gave 0.849 / 0.856 / 0.858.
+* Regression (one standard split per set, protein left out for time): the default's mean RMSE
+  / RF is 1.10 (label-blind 2.25), the NLL beats RF's on 4 of 7 sets (yacht, energy, wine_red,
+  naval), mean fit 1.24x RF. The targets (RMSE / RF <= 1.0 on average, NLL better on >= 6 of 8)
+  are not met; the debiased (two-lifetime) combination was not tried.
+* Calibration: the marginal-likelihood grid of noise shares now reaches 1, so identical inputs
+  at n = 30 give 0.968 of s sqrt(1 + 1/n) (was 0.824). At n = 100 the held-out choice decides:
+  0.988 on average but 0.89-1.32 on single data sets (the variance scale read off 20 held-out
+  points). The sine's coverage is 0.970 at n = 30 (too wide on single data sets; 0.976 over 20
+  sets with 20 trees), 0.949 at n = 100, 0.951 at n = 1000.
+"""
+
+
+def _mean(rows, key):
+    values = [r[key] for r in rows]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def report(args):
+    lines = ["# The defaults against the supervised forests", "",
+             "100 trees, n_jobs=1, random_state=0, each model with its defaults; fit CPU time "
+             "(process_time, weight search included), models fitted interleaved per set on a "
+             "shared 2-core machine (read the ratios). `MF`: the default "
+             "(`feature_weights=\"auto\"`, label-aware cuts); `MF-blind`: "
+             "`feature_weights=None` (the label-blind process, the former default). "
+             "`before` rows: measured on the build before this change. "
+             "Script: `benchmarks/bench_defaults.py`.", ""]
+    rows = _read("classification")
+    if rows:
+        lines += ["## Classification", "",
+                  "| dataset | label | model | accuracy | target (best of RF, ET - 1 pt) | "
+                  "fit CPU s | fit / ET | power (map) |", "|---|---|---|---|---|---|---|---|"]
+        for name in (*REAL, *SYNTH):
+            for label in ("before", "after"):
+                sel = [r for r in rows if r["dataset"] == name and r["label"] == label]
+                if not sel:
+                    continue
+                by = {r["model"]: r for r in sel}  # the last row of each model
+                peers = [by[m]["accuracy"] for m in ("RF", "ET") if m in by]
+                target = max(peers) - 0.01 if peers else float("nan")
+                et = by.get("ET", {}).get("fit_s")
+                for model_name, r in by.items():
+                    ratio = f"{r['fit_s'] / et:.2f}" if et else "—"
+                    power = f"{r['power']} ({r['map']})" if "power" in r else ""
+                    lines.append(f"| {name} | {label} | {model_name} | {r['accuracy']:.4f} | "
+                                 f"{target:.4f} | {r['fit_s']:.2f} | {ratio} | {power} |")
+        lines.append("")
+    rows = _read("regression")
+    if rows:
+        lines += ["## Regression (UCI standard splits)", "",
+                  "| dataset | label | model | splits | RMSE / RF | NLL | NLL - RF | fit / RF |",
+                  "|---|---|---|---|---|---|---|---|"]
+        summary = {}
+        for name in REGRESSION:
+            for label in ("before", "after"):
+                sel = [r for r in rows if r["dataset"] == name and r["label"] == label]
+                rf = {r["split"]: r for r in sel if r["model"] == "RF"}
+                if not rf:
+                    continue
+                for model_name in REGRESSORS:
+                    mine = {r["split"]: r for r in sel if r["model"] == model_name}
+                    splits = sorted(set(mine) & set(rf))
+                    if not splits:
+                        continue
+                    ratio = np.mean([mine[s]["rmse"] / rf[s]["rmse"] for s in splits])
+                    nll = np.mean([mine[s]["nll"] for s in splits])
+                    dnll = nll - np.mean([rf[s]["nll"] for s in splits])
+                    fit = np.mean([mine[s]["fit_s"] / rf[s]["fit_s"] for s in splits])
+                    summary.setdefault((label, model_name), []).append((ratio, dnll, fit))
+                    lines.append(f"| {name} | {label} | {model_name} | {len(splits)} | "
+                                 f"{ratio:.3f} | {nll:.3f} | {dnll:+.3f} | {fit:.2f} |")
+        lines += ["", "| label | model | sets | mean RMSE / RF | NLL better than RF | "
+                  "mean fit / RF |", "|---|---|---|---|---|---|"]
+        for (label, model_name), values in summary.items():
+            v = np.array(values)
+            lines.append(f"| {label} | {model_name} | {len(v)} | {v[:, 0].mean():.3f} | "
+                         f"{int(np.sum(v[:, 1] < 0))} of {len(v)} | {v[:, 2].mean():.2f} |")
+        lines.append("")
+    rows = _read("calibration")
+    if rows:
+        lines += ["## Calibration of the default regressor", "",
+                  "Noisy sine y = sin 6x + 0.3 N(0, 1), x uniform; 2000 test points per seed. "
+                  "Target: coverage of the 95% intervals in 0.93-0.97; predictive std at "
+                  "identical inputs (N(0, 1) targets) / (s sqrt(1 + 1/n)) within 0.95-1.05.", "",
+                  "| label | n | seeds | mean coverage | identical inputs: mean std ratio |",
+                  "|---|---|---|---|---|"]
+        for label in ("before", "after"):
+            for n in CALIBRATION_SIZES:
+                sel = [r for r in rows if r["n"] == n and r["label"] == label]
+                if sel:
+                    lines.append(f"| {label} | {n} | {len(sel)} | {_mean(sel, 'coverage'):.3f} "
+                                 f"| {_mean(sel, 'identical_std_ratio'):.3f} |")
+        lines.append("")
+    lines += NOTES.splitlines()
+    (RESULTS / "defaults.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=("classification", "regression", "calibration",
+                                         "report"))
+    parser.add_argument("--datasets", default=None)
+    parser.add_argument("--models", default=None, help="comma-separated subset of the models")
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--label", default="after", help="tag of the rows (before/after)")
+    args = parser.parse_args(argv)
+    args.models = args.models.split(",") if args.models else None
+    default = {"classification": (*REAL, "synth20k", "synth100k"),
+               "regression": REGRESSION}.get(args.task, ())
+    args.datasets = args.datasets.split(",") if args.datasets else list(default)
+    {"classification": run_classification, "regression": run_regression,
+     "calibration": run_calibration, "report": report}[args.task](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
