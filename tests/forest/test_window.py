@@ -89,8 +89,10 @@ def test_river_adapter_takes_a_windowed_model():
     from mondrian.river import RiverClassifier
 
     X, y = _stream(1, n=300)
+    # (feature_weights=None: with the default search a window waits for the search's stream
+    # window of 256 rows to close, see docs/forgetting.md)
     adapter = RiverClassifier(MondrianForestClassifier(n_estimators=2, window=100,
-                                                       random_state=0))
+                                                       random_state=0, feature_weights=None))
     for row, label in zip(X, y, strict=True):
         adapter.learn_one({"a": row[0], "b": row[1], "c": row[2]}, int(label))
     assert adapter.model_.n_samples_seen_ == 100

@@ -708,8 +708,8 @@ class _BaseMondrianRegressor(
         reward a tiny noise without bound).
         Returns ``(share, multiplier, variance_scale, spread_scale, noise_floor)`` (the floor in
         the standardised units of ``_y_scaler``; choices pickled without it read as floor 0),
-        or None when nothing is to be chosen, for a probe, or for batches smaller than
-        ``MIN_SAMPLES_HELD_OUT`` (the marginal likelihood decides then).
+        or None when nothing is to be chosen, for a probe, for batches smaller than
+        ``MIN_SAMPLES_HELD_OUT`` or of identical inputs (the marginal likelihood decides then).
         """
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
@@ -719,6 +719,11 @@ class _BaseMondrianRegressor(
         if getattr(self, "_probe", False) or n < MIN_SAMPLES_HELD_OUT:
             return None
         if not (search_shares or search_rates):
+            return None
+        if not np.any(X != X[:1]):
+            # Identical inputs: no cut, every tree one leaf. The predictive is that of one
+            # Gaussian sample, whose marginal likelihood is exact; a held-out split would only
+            # add the noise of its few held-out points.
             return None
         rng = check_random_state(self.random_state)
         floor = _duplicate_noise_floor(X, y, weights) if search_shares else 0.0
