@@ -208,6 +208,28 @@ def test_the_lock_mixin_comes_before_the_state_mixin():
             assert mro.index(LockedMethodsMixin) < mro.index(VersionedStateMixin), cls
 
 
+def test_copies_hold_the_lock_until_the_state_is_copied():
+    """``copy.copy`` and ``copy.deepcopy`` copy the ensemble and store after ``__getstate__``
+    returned: the read lock must still be held then (a writer would tear the copy)."""
+    import copy
+
+    model, _, _ = fitted(estimator_classes()[3])  # MondrianForestRegressor
+    held = []
+
+    class Probe:
+        def __deepcopy__(self, memo):
+            held.append(model_lock(model)._read_depth())
+            return self
+
+    model.__dict__["_probe"] = Probe()
+    try:
+        copy.deepcopy(model)
+    finally:
+        del model.__dict__["_probe"]
+    assert held == [1]
+    assert model_lock(model)._read_depth() == 0 and model_lock(model)._readers == 0
+
+
 def test_a_failed_pickle_releases_the_lock():
     model, _, _ = fitted(estimator_classes()[3])
     model.__dict__["_probe"] = lambda: None  # not picklable

@@ -1,6 +1,8 @@
 """``window``: after every update only the most recent ``window`` points are kept, exactly
 (forgotten as by ``forget``), in bounded memory, with the law of a fit on the last points."""
 
+import pickle
+
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -107,3 +109,33 @@ def test_set_params_window_applies_to_the_one_row_path():
         model.learn_one(X[i], y[i])
     assert model.n_samples_seen_ == 120
     check_model(model)
+
+
+def test_windowed_regressor_updates_when_the_trim_removes_nodes():
+    """Trimming the window can remove nodes: the messages are then recomputed in full (the
+    refresh along the new paths assumed the node counts from before the update)."""
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(400, 1)), 1)  # ties: cuts often vanish with old points
+    y = rng.normal(size=400)
+    model = MondrianForestRegressor(n_estimators=2, random_state=0, window=20,
+                                    feature_weights=None).fit(X[:60], y[:60])
+    for start in range(60, 400, 4):
+        model.partial_fit(X[start:start + 4], y[start:start + 4])
+    for i in range(20):
+        model.learn_one(X[i], y[i])
+    assert model._store.n_samples == 20
+    check_model(model, exact_values=False)
+    fresh = pickle.loads(pickle.dumps(model))  # recomputes every message on load
+    assert_array_equal(model.predict(X[:50]), fresh.predict(X[:50]))
+
+
+@pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
+def test_set_params_checks_the_window_at_once(Model):
+    X, y = _stream(0, n=100)
+    target = y if Model is MondrianForestClassifier else X[:, 0].copy()
+    model = Model(n_estimators=2, random_state=0, window=50).fit(X, target)
+    with pytest.raises(ValueError, match="window"):
+        model.set_params(window=0)
+    assert model.window == 50
+    model.partial_fit(X[:10], target[:10])
+    assert model._store.n_samples == 50

@@ -1,6 +1,7 @@
 """Estimator machinery shared by every Mondrian model: the ensemble it holds, validation,
 warm-start rules, tree views, pruning and versioned pickles."""
 
+import contextlib
 import copy
 import functools
 import numbers
@@ -23,7 +24,13 @@ from mondrian.core.feature_map import (
     check_feature_range,
     check_weights,
 )
-from mondrian.core.locking import VIEW_ATTRIBUTE, LockedMethodsMixin, model_lock, share_lock
+from mondrian.core.locking import (
+    VIEW_ATTRIBUTE,
+    LockedMethodsMixin,
+    model_lock,
+    read_locked,
+    share_lock,
+)
 from mondrian.core.pickling import canonical_reduce
 from mondrian.core.relevance import MIN_SAMPLES, choose_weights, resolve_method, search_sample
 from mondrian.core.state_checks import check_state_class, class_name, refuse
@@ -267,6 +274,13 @@ class StrictParamsMixin:
         check_strict_params(self)
 
 
+def _held_for_copy(model):
+    """The read lock of a locked model (a no-op context for the others)."""
+    if isinstance(model, LockedMethodsMixin):
+        return read_locked(model)
+    return contextlib.nullcontext()
+
+
 class VersionedStateMixin:
     """Pickled estimators carry ``_mondrian_state_version`` (``_state_version``) and refuse to
     load a state written by another version."""
@@ -279,17 +293,20 @@ class VersionedStateMixin:
         state["_mondrian_state_class"] = class_name(type(self))
         return state
 
-    # Copies as before (the state of __getstate__, not the canonical one of pickles).
+    # Copies as before (the state of __getstate__, not the canonical one of pickles), under
+    # the read lock until the whole state is copied (a writer may not run half-way through).
     def __copy__(self):
-        func, args, state = object.__reduce_ex__(self, 4)[:3]
-        out = func(*args)
-        out._restore_state(state)  # (a copy of a live model, maybe mid-fit: no load checks)
+        with _held_for_copy(self):
+            func, args, state = object.__reduce_ex__(self, 4)[:3]
+            out = func(*args)
+            out._restore_state(state)  # (a copy of a live model, maybe mid-fit: no checks)
         return out
 
     def __deepcopy__(self, memo):
-        func, args, state = object.__reduce_ex__(self, 4)[:3]
-        out = memo[id(self)] = func(*args)
-        out._restore_state(copy.deepcopy(state, memo))
+        with _held_for_copy(self):
+            func, args, state = object.__reduce_ex__(self, 4)[:3]
+            out = memo[id(self)] = func(*args)
+            out._restore_state(copy.deepcopy(state, memo))
         return out
 
     def __reduce_ex__(self, protocol):

@@ -8,6 +8,7 @@ atomically.
 """
 
 import numpy as np
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.base import check_sample_weight, online_update
@@ -170,6 +171,12 @@ class ForgetMixin:
         the oldest (subclasses; the update that added points refreshes the rest)."""
 
     def set_params(self, **params):
+        if "window" in params and "window" in self._parameter_constraints:
+            # Checked now, not at the next fit: a fitted model applies it at its next update
+            # (a window of 0 would forget every point).
+            validate_parameter_constraints(
+                {"window": self._parameter_constraints["window"]},
+                {"window": params["window"]}, caller_name=type(self).__name__)
         out = super().set_params(**params)
         ensemble = self.__dict__.get("_ensemble")
         if "window" in params and ensemble is not None and not ensemble.read_only:

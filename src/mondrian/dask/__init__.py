@@ -216,9 +216,12 @@ def fit_tree_parallel(estimator, X, y=None, *, n_parts=None, client=None, progre
         distributed.wait(futures)
     except Exception:  # some part cancelled (its input lost): report the first error below
         pass
-    for k, future in enumerate(futures):  # the first failed part's own error (KilledWorker...)
+    # A failed part's own error (KilledWorker...) first, whatever its place: parts whose
+    # input went with the failed one are only cancelled.
+    for future in futures:
         if future.status == "error":
             future.result()
+    for k, future in enumerate(futures):
         if future.status != "finished":
             raise RuntimeError(f"part {k} of the forest was {future.status}: no forest returned")
     fitted = [pickle.loads(blob) for blob in client.gather(futures)]

@@ -57,6 +57,11 @@ class RegressorForgetMixin(ForgetMixin):
     def _after_window(self):
         store = self._store
         self._y_sums = store.rows.sum(axis=0) if store.n_samples else np.zeros(3)
+        # The trees lost nodes: the messages are recomputed in full after this update, not
+        # along the new points' paths only (their node counts from before no longer hold).
+        cache = self.__dict__.get("_posterior_cache")
+        if cache is not None:
+            cache.trees = None
 
     def _after_forget(self):
         from mondrian.forest.regressor import HYPER_REFRESH_GROWTH, MIN_SAMPLES_HELD_OUT
