@@ -230,6 +230,26 @@ def test_copies_hold_the_lock_until_the_state_is_copied():
     assert model_lock(model)._read_depth() == 0 and model_lock(model)._readers == 0
 
 
+def test_a_shallow_copy_of_a_view_stays_a_view_of_its_forest():
+    """``copy.copy(estimators_[i])`` shares the forest's trees: it reads under the forest's
+    lock and follows the forest's later updates, like the view it copies."""
+    import copy
+
+    from mondrian import MondrianForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=600)
+    forest = MondrianForestRegressor(n_estimators=2, random_state=0,
+                                     feature_weights=None).fit(X[:100], y[:100])
+    shallow = copy.copy(forest.estimators_[0])
+    assert model_lock(shallow) is model_lock(forest)
+    forest.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(shallow.predict(X[:5]), forest.estimators_[0].predict(X[:5]))
+    deep = copy.deepcopy(forest.estimators_[0])  # owns its trees: a lock of its own
+    assert model_lock(deep) is not model_lock(forest)
+
+
 def test_a_failed_pickle_releases_the_lock():
     model, _, _ = fitted(estimator_classes()[3])
     model.__dict__["_probe"] = lambda: None  # not picklable

@@ -300,6 +300,11 @@ class VersionedStateMixin:
             func, args, state = object.__reduce_ex__(self, 4)[:3]
             out = func(*args)
             out._restore_state(state)  # (a copy of a live model, maybe mid-fit: no checks)
+            if VIEW_ATTRIBUTE in self.__dict__:
+                # A shallow copy of a view reads the same forest's buffers: it stays a view of
+                # that forest, under its lock (a deep copy owns its data and its lock).
+                out.__dict__[VIEW_ATTRIBUTE] = self.__dict__[VIEW_ATTRIBUTE]
+                share_lock(out, self.__dict__[VIEW_ATTRIBUTE][0])
         return out
 
     def __deepcopy__(self, memo):
