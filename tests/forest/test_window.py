@@ -130,12 +130,19 @@ def test_windowed_regressor_updates_when_the_trim_removes_nodes():
 
 
 @pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
-def test_set_params_checks_the_window_at_once(Model):
+def test_an_invalid_window_set_later_is_refused_at_the_next_update(Model):
+    """``set_params`` does not validate (scikit-learn's convention); the next update refuses
+    a window of 0, which would forget every point, and changes nothing."""
     X, y = _stream(0, n=100)
     target = y if Model is MondrianForestClassifier else X[:, 0].copy()
     model = Model(n_estimators=2, random_state=0, window=50).fit(X, target)
+    model.set_params(window=0)
     with pytest.raises(ValueError, match="window"):
-        model.set_params(window=0)
-    assert model.window == 50
+        model.partial_fit(X[:10], target[:10])
+    with pytest.raises(ValueError, match="window"):
+        model.learn_one(X[0], target[0])
+    assert model._store.n_samples == 50
+    model.set_params(window=50)
     model.partial_fit(X[:10], target[:10])
+    model.learn_one(X[0], target[0])
     assert model._store.n_samples == 50

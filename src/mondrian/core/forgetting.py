@@ -7,6 +7,8 @@ map, with their label), plans how much of each stored weight goes, and runs the 
 atomically.
 """
 
+import numbers
+
 import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -151,6 +153,12 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     return indices, deltas, drop, new_rows
 
 
+def _valid_window(window):
+    """Whether ``window`` is None or a whole number of points, at least 1."""
+    return window is None or (isinstance(window, numbers.Integral)
+                              and not isinstance(window, bool) and window >= 1)
+
+
 class ForgetMixin:
     """``forget``: remove training points exactly (estimators on a :class:`TreeEnsemble`).
 
@@ -171,24 +179,28 @@ class ForgetMixin:
         the oldest (subclasses; the update that added points refreshes the rest)."""
 
     def set_params(self, **params):
-        if "window" in params and "window" in self._parameter_constraints:
-            # Checked now, not at the next fit: a fitted model applies it at its next update
-            # (a window of 0 would forget every point).
-            validate_parameter_constraints(
-                {"window": self._parameter_constraints["window"]},
-                {"window": params["window"]}, caller_name=type(self).__name__)
         out = super().set_params(**params)
         ensemble = self.__dict__.get("_ensemble")
         if "window" in params and ensemble is not None and not ensemble.read_only:
             # The one-row paths read the window from the ensemble.
-            ensemble.window = None if "_weights_window" in self.__dict__ else self.window
+            ensemble.window = (None if "_weights_window" in self.__dict__
+                               or not _valid_window(self.window) else self.window)
         return out
+
+    def _frozen_stream(self):
+        # An invalid window (set_params does not check, as scikit-learn's conventions ask)
+        # takes the full path, which refuses the update.
+        return _valid_window(getattr(self, "window", None)) and super()._frozen_stream()
 
     def _add_points(self, X, rows, n_jobs=None):
         # The window applies once the stream window of feature_weights="auto" (which
         # re-maps every stored point when it closes) is closed.
         ensemble = self._ensemble
         window = getattr(self, "window", None)
+        if not _valid_window(window):  # (set by set_params since the fit: refused here)
+            validate_parameter_constraints(
+                {"window": self._parameter_constraints["window"]}, {"window": window},
+                caller_name=type(self).__name__)
         ensemble.window = None if "_weights_window" in self.__dict__ else window
         n = ensemble.store.n_samples
         super()._add_points(X, rows, n_jobs)
