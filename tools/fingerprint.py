@@ -1,0 +1,175 @@
+"""Fingerprints of every public estimator's outputs and pickles, to show a refactor changed no bit.
+
+Fits each class of ``mondrian.__all__`` in several ways (batch, weighted, mini-batches, one row at
+a time, forgetting, lean and full boxes, finite lifetimes) and hashes every read it offers:
+predictions, probabilities, standard deviations, densities, transforms, lifetime paths and the
+pickle bytes.
+
+Usage::
+
+    python tools/fingerprint.py write before.json
+    python tools/fingerprint.py compare before.json   # exits 1 and lists what differs
+"""
+
+import hashlib
+import inspect
+import json
+import pickle
+import sys
+import warnings
+
+import numpy as np
+
+import mondrian
+
+sys.path.insert(0, "tests")
+from _catalog import data, estimator_classes, fit_args, small, target_kind  # noqa: E402
+
+READS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score_samples",
+         "transform", "apply")
+
+
+def digest(value):
+    """A short stable hash of a read's result (arrays by their bytes, the rest by repr)."""
+    h = hashlib.sha256()
+    if isinstance(value, tuple):
+        for part in value:
+            h.update(digest(part).encode())
+    elif isinstance(value, np.ndarray) or hasattr(value, "toarray"):
+        array = np.asarray(value.toarray() if hasattr(value, "toarray") else value)
+        h.update(str(array.dtype).encode() + str(array.shape).encode())
+        h.update(np.ascontiguousarray(array).tobytes())
+    else:
+        h.update(repr(value).encode())
+    return h.hexdigest()[:16]
+
+
+def reads(model, X, y):
+    """Hashes of every read ``model`` offers on ``X``."""
+    out = {}
+    for name in READS:
+        method = getattr(model, name, None)
+        if method is None:
+            continue
+        try:
+            out[name] = digest(method(X))
+        except Exception as exc:  # a read a model refuses is part of its fingerprint
+            out[name] = f"{type(exc).__name__}"
+    if "return_std" in str(inspect.signature(getattr(model, "predict", lambda: None))):
+        out["predict_std"] = digest(model.predict(X, return_std=True))
+    path = getattr(model, "lifetime_path", None)
+    if path is not None:
+        try:
+            args = (X,) if target_kind(model) is None else (X, y)
+            result = path(*args)
+            out["lifetime_path"] = digest(tuple(np.asarray(v) for v in vars(result).values()
+                                                if isinstance(v, np.ndarray)))
+        except Exception as exc:
+            out["lifetime_path"] = f"{type(exc).__name__}"
+    out["pickle"] = hashlib.sha256(pickle.dumps(model, protocol=5)).hexdigest()[:16]
+    out["reloaded_predict"] = reads_after_reload(model, X)
+    return out
+
+
+def reads_after_reload(model, X):
+    """The hash of the first read of a pickled-and-reloaded copy."""
+    copy = pickle.loads(pickle.dumps(model))
+    for name in READS:
+        method = getattr(copy, name, None)
+        if method is not None:
+            try:
+                return digest(method(X))
+            except Exception as exc:
+                return type(exc).__name__
+    return None
+
+
+def variants(cls):
+    """``(label, params, how)`` of the ways each class is fitted."""
+    names = cls._get_param_names()
+    out = [("default", {}, "fit")]
+    if "lifetime" in names:
+        out.append(("lifetime2", {"lifetime": 2.0}, "fit"))
+    if "min_samples_split" in names:
+        out.append(("split5", {"min_samples_split": 5}, "fit"))
+    if "smoothing" in names:
+        other = "dirichlet" if "branch_off_counts" in names else "independent"
+        out.append(("smoothing", {"smoothing": other}, "fit"))
+    if "feature_weights" in names:
+        out.append(("larger", {}, "larger"))
+    if "feature_weights" in names:
+        out.append(("blind", {"feature_weights": None}, "fit"))
+    if "sample_weight" in inspect.signature(cls.fit).parameters:
+        out.append(("weighted", {}, "weighted"))
+    if hasattr(cls, "partial_fit"):
+        out.append(("batches", {}, "partial_fit"))
+    if hasattr(cls, "learn_one"):
+        out.append(("rows", {}, "learn_one"))
+    if hasattr(cls, "forget"):
+        out.append(("forget", {}, "forget"))
+    if "window" in names:
+        out.append(("window", {"window": 40}, "partial_fit"))
+    return out
+
+
+def fingerprint():
+    """Hashes for every class, variant and read."""
+    result = {}
+    for cls in estimator_classes():
+        for label, params, how in variants(cls):
+            key = f"{cls.__name__}/{label}"
+            try:
+                model = small(cls, **params)
+                kind = target_kind(model)
+                n, d = (600, 8) if how == "larger" else (90, 4)
+                X, y = data(kind, n=n, n_features=d, seed=1)
+                X_test, y_test = data(kind, n=40, n_features=d, seed=2)
+                X_test = X_test * 1.6 - 0.3  # rows outside the training box too
+                args = fit_args(model, X, y)
+                if how in ("fit", "larger"):
+                    model.fit(*args)
+                elif how == "weighted":
+                    w = np.random.RandomState(3).randint(0, 4, len(X)).astype(float)
+                    model.fit(*args, sample_weight=w)
+                elif how == "partial_fit":
+                    extra = {"classes": np.unique(y)} if kind == "class" else {}
+                    for part in np.array_split(np.arange(len(X)), 3):
+                        sub = (X[part],) if kind is None else (X[part], y[part])
+                        model.partial_fit(*sub, **extra)
+                elif how == "learn_one":
+                    for i in range(len(X)):
+                        model.learn_one(X[i]) if kind is None else model.learn_one(X[i], y[i])
+                elif how == "forget":
+                    model.fit(*args)
+                    rows = [5, 17, 40]
+                    model.forget(X[rows]) if kind is None else model.forget(X[rows], y[rows])
+                result[key] = reads(model, X_test, y_test)
+            except Exception as exc:
+                result[key] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return result
+
+
+def main(argv):
+    """Write or compare fingerprints."""
+    warnings.simplefilter("ignore")
+    command, path = argv[1], argv[2]
+    current = fingerprint()
+    if command == "write":
+        with open(path, "w") as f:
+            json.dump(current, f, indent=1, sort_keys=True)
+        print(f"{len(current)} fingerprints written to {path}")
+        return 0
+    with open(path) as f:
+        before = json.load(f)
+    differ = []
+    for key in sorted(set(before) | set(current)):
+        a, b = before.get(key, {}), current.get(key, {})
+        for read in sorted(set(a) | set(b)):
+            if a.get(read) != b.get(read):
+                differ.append(f"{key} {read}: {a.get(read)} -> {b.get(read)}")
+    print("\n".join(differ) if differ else f"all {len(current)} fingerprints identical")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
