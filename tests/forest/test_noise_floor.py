@@ -13,7 +13,7 @@ from scipy.stats import chi2
 
 import mondrian.forest.regressor as regressor
 from mondrian import MondrianForestRegressor
-from mondrian.core.relevance import choose_weights
+from mondrian.estimator.relevance import choose_weights
 from mondrian.forest.regressor import NOISE_FLOOR_LEVEL, _duplicate_noise_floor
 
 

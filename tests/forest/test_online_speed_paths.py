@@ -15,10 +15,10 @@ import pytest
 
 from mondrian import MondrianForestClassifier
 from mondrian.core._online import begin_undo_trees, rollback_undo_trees, scale_row
-from mondrian.core.base import BaseMondrianEnsemble
 from mondrian.core.ensemble import TreeEnsemble, fail_after_trees
 from mondrian.core.feature_map import MAX_SCALED, FeatureScaler
 from mondrian.core.store import DataStore
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.forest.classifier import _BaseMondrianClassifier
 
 rng = np.random.default_rng(3)

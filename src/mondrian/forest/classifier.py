@@ -8,23 +8,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    FAST_ROWS,
-    FOREST_PARAMETER_CONSTRAINTS,
-    BaseMondrianEnsemble,
-    FeatureImportanceMixin,
-    MondrianTreeStructure,
-    PruneMixin,
-    SingleTreeMixin,
-    check_sample_weight,
-    drop_zero_weights,
-    online_update,
-    unchanged_on_error,
-)
-from mondrian.core.conventions import ConventionsMixin, TreeSequenceMixin
-from mondrian.core.forgetting import WINDOW_DOC
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
-from mondrian.core.state_checks import check_classes, refuse
+from mondrian.core.state_checks import refuse
+from mondrian.estimator.atomic import online_update, unchanged_on_error
+from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
+from mondrian.estimator.forgetting import WINDOW_DOC
+from mondrian.estimator.inputs import check_sample_weight, drop_zero_weights
+from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
+from mondrian.estimator.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.estimator.rows import FAST_ROWS
+from mondrian.estimator.state_checks import check_classes
+from mondrian.estimator.structure import MondrianTreeStructure
+from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.forest.forgetting import ClassifierForgetMixin
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from mondrian.core.forgetting import ForgetMixin
+from mondrian.estimator.forgetting import ForgetMixin
 
 __all__ = ["ClassifierForgetMixin", "RegressorForgetMixin"]
 

@@ -11,25 +11,20 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    FOREST_PARAMETER_CONSTRAINTS,
-    BaseMondrianEnsemble,
-    FeatureImportanceMixin,
-    MondrianTreeStructure,
-    PruneMixin,
-    SingleTreeMixin,
-    check_sample_weight,
-    drop_zero_weights,
-    online_update,
-    unchanged_on_error,
-)
-from mondrian.core.conventions import (
+from mondrian.estimator.atomic import online_update, unchanged_on_error
+from mondrian.estimator.conventions import (
     ConventionsMixin,
     TreeSequenceMixin,
     resolve_min_samples_split,
 )
-from mondrian.core.forgetting import WINDOW_DOC
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
+from mondrian.estimator.forgetting import WINDOW_DOC
+from mondrian.estimator.holdout import holdout_split
+from mondrian.estimator.inputs import check_sample_weight, drop_zero_weights
+from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
+from mondrian.estimator.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.estimator.structure import MondrianTreeStructure
+from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._gaussian import (
     GaussianPrior,
     predict_moments_grid,
@@ -41,7 +36,6 @@ from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCa
 from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
-from mondrian.path.holdout import holdout_split
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 
