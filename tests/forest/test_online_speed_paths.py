@@ -29,7 +29,7 @@ N_TREES = 4
 
 def _no_fast(monkeypatch):
     monkeypatch.setattr(BaseMondrianEnsemble, "_fast_scaled_row", lambda self, x, clip: None)
-    monkeypatch.setattr(_BaseMondrianClassifier, "_learn_one_fast", lambda self, x, y: False)
+    monkeypatch.setattr(_BaseMondrianClassifier, "_fast_one", lambda self, x, y: False)
 
 
 def _spy(monkeypatch):
