@@ -6,7 +6,9 @@ into statistics rows and *add* the points to the trees. ``fit`` is the batch on 
 ``partial_fit`` a batch that may be the first, ``learn_one`` a batch of one row read from a
 dict or a 1-D sample. The one-row fast path of a model in its steady state is an optimisation
 of that route behind one gate (:meth:`_fast_one`, taken by ``learn_one`` and by a one-row
-``partial_fit`` alike): it does what the route would do, through the trees' undo logs.
+``partial_fit`` alike): it does what the route would do, through the trees' undo logs. (The
+classifier has one; every update of the regressor refreshes its posteriors, so it takes the
+route.)
 
 The families supply the target checks (``_check_raw_targets`` on the input as given,
 ``_check_targets`` on the validated array, ``_fast_targets`` for the fast gate,
