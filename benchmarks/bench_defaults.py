@@ -196,7 +196,7 @@ NOTES = """## Notes (run of 2026-11-27)
   fit alone costs 1.32x ET on its 256 features). make_classification 400k (run once, without
   RF for time): 0.906 against ET's 0.907 (label-blind 0.825), fit 0.93x ET.
 * The search reads a quarter of the batch, clipped to 2000-8000 rows
-  (`mondrian.core.relevance.search_size`). Earlier designs measured in this run: every row up
+  (`mondrian.estimator.relevance.search_size`). Earlier designs measured in this run: every row up
   to 8000 gave usps 0.931 at 3.5x ET, letter 0.969 at 1.7x ET, satimage 1.55x ET,
   make_classification 20k 0.850 at 1.12x ET; a fixed 4000 gave the 20k set 0.837 and the 100k
   set 0.848; on the 100k set 2000 / 8000 / 16000 search rows gave 0.849 / 0.856 / 0.858.

@@ -178,8 +178,8 @@ def run_tree_parallel(client, args, report):
     import distributed
 
     from mondrian import MondrianForestClassifier
-    from mondrian.core.merging import _merge, forest_parts
     from mondrian.dask import _fit_part, fit_tree_parallel
+    from mondrian.merging import _merge, forest_parts
 
     cases = []
     if (datasets_dir() / "letter.csv.gz").exists():

@@ -4,7 +4,7 @@ On power_plant and kin8nm (regression, standard split 0, ``datasets.load_uci_reg
 satimage and letter (classification, their usual train/test splits), with 100 trees:
 
 Validation part
-    20% of the training rows (``ceil(0.2 n)``, ``mondrian.path.holdout.holdout_split``, i.e.
+    20% of the training rows (``ceil(0.2 n)``, ``mondrian.estimator.holdout.holdout_split``, i.e.
     ``train_test_split(test_size=0.2, random_state=seed)``,
     stratified for classification) are held out; the remaining 80% are the *fit part*. This is
     the split ``lifetime="auto"`` makes internally with the same seed, so its path is ours.
@@ -164,7 +164,7 @@ def load_split(name: str, quick: bool, seed: int) -> Split:
     task = CLF_TASK if name in CLASSIFICATION else REG_TASK
     data = load_classification(name) if task.classification else load_uci_regression(name, 0)
     data = subsample_train(data, QUICK_TRAIN_ROWS if quick else None, seed)
-    from mondrian.path.holdout import holdout_split  # after import_mondrian() succeeded
+    from mondrian.estimator.holdout import holdout_split  # after import_mondrian() succeeded
 
     X_fit, X_val, y_fit, y_val = holdout_split(
         data.X_train, data.y_train, VALIDATION_FRACTION, seed, stratify=task.classification)

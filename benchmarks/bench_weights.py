@@ -44,7 +44,7 @@ from sklearn.ensemble import (
 )
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core.relevance import choose_weights
+from mondrian.estimator.relevance import choose_weights
 
 RESULTS = Path(__file__).parent / "results"
 REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
@@ -195,7 +195,7 @@ def diagnose_variants(data, seed):
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
     from mondrian.core.feature_map import QuantileMap
-    from mondrian.core.relevance import power_weights, relevance
+    from mondrian.estimator.relevance import power_weights, relevance
 
     X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
 
@@ -242,8 +242,8 @@ def _gated_oblique(data, seed):
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
     from sklearn.utils import check_random_state
 
-    from mondrian.core.relevance import beats
-    from mondrian.path.holdout import holdout_split
+    from mondrian.estimator.holdout import holdout_split
+    from mondrian.estimator.relevance import beats
 
     X, y = data.X_train, data.y_train
 

@@ -29,12 +29,12 @@ import numpy as np
 from shared.datasets import load_uci_regression
 from shared.metrics import gaussian_nll, rmse
 
-import mondrian.forest.regressor as regressor
+import mondrian.forest._hyperparameters as hyper
 from mondrian import MondrianForestRegressor
 
 RESULTS = Path(__file__).parent / "results"
-C = regressor.HELD_OUT_VARIANCE_SCALES
-D_BASE = regressor.HELD_OUT_SPREAD_SCALES
+C = hyper.HELD_OUT_VARIANCE_SCALES
+D_BASE = hyper.HELD_OUT_SPREAD_SCALES
 D4 = np.r_[0.0, np.geomspace(1 / 64, 4.0, 9)]
 D8 = np.r_[0.0, np.geomspace(1 / 64, 8.0, 10)]
 E = np.r_[0.0, np.geomspace(1 / 256, 1 / 8, 6)]
@@ -49,7 +49,7 @@ D_WIDE = np.r_[0.0, np.geomspace(1 / 64, 16.0, 21)]
 E_WIDE = np.r_[0.0, np.geomspace(1 / 4096, 1 / 4, 21)]
 
 _captured = []
-_expected_nll = regressor._expected_nll
+_expected_nll = hyper._expected_nll
 
 
 def _capturing(mean, within, spread, y, weights, n_probe, n_trees, scales, spread_scales):
@@ -68,7 +68,7 @@ def _held_out_choice(D, E):
     """(c, d, e) of the best expected held-out NLL, as ``_held_out_choice`` scores it."""
     scores = []
     for mean, within, spread, y, w, K, T in _captured:
-        squared, between = regressor._forest_moments(mean, spread, y, K, T)
+        squared, between = hyper._forest_moments(mean, spread, y, K, T)
         var = (within + np.asarray(D)[:, None, None] * between
                + np.asarray(E)[None, :, None])
         scores.append(np.average(0.5 * np.log(2 * np.pi * np.maximum(var, 1e-300))
@@ -161,7 +161,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = RESULTS / "variance_family.jsonl"
     if not args.report:
-        regressor._expected_nll = _capturing
+        hyper._expected_nll = _capturing
         for name in args.datasets.split(","):
             for split in range(args.splits):
                 row = run(name, split)

@@ -4,9 +4,8 @@ Online Mondrian forests (Lakshminarayanan, Roy & Teh, 2014) as scikit-learn esti
 learn from streams, built on one Mondrian tree core shared by every model of the package.
 """
 
-from mondrian.core.merging import merge_forests
-from mondrian.core.structure import MondrianTreeStructure
 from mondrian.density import MondrianForestDensity
+from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.forest import (
     MondrianForestClassifier,
     MondrianForestRegressor,
@@ -23,6 +22,7 @@ from mondrian.kernel import (
     RandomBinningFeatures,
     SGDLifetimePath,
 )
+from mondrian.merging import merge_forests
 from mondrian.partition import (
     RandomPartitionFeatures,
     RandomPartitionGPRegressor,

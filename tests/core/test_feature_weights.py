@@ -23,7 +23,7 @@ from mondrian import (
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
-from mondrian.core.relevance import AUTO_WARM_UP, power_weights, relevance
+from mondrian.estimator.relevance import AUTO_WARM_UP, power_weights, relevance
 
 RNG = np.random.RandomState(0)
 X = RNG.uniform(-3.0, 5.0, size=(120, 3)) * np.array([1.0, 10.0, 0.1])
@@ -408,7 +408,7 @@ def test_regressor_stream_window_and_atomic_failure():
 
 
 def test_weights_must_beat_uniform_by_more_than_the_paired_noise():
-    from mondrian.core.relevance import beats, choose_weights
+    from mondrian.estimator.relevance import beats, choose_weights
 
     base = np.zeros(100)
     gain = np.zeros(100)
@@ -437,7 +437,7 @@ def test_weights_must_beat_uniform_by_more_than_the_paired_noise():
 
 
 def test_refinement_doubles_or_halves_the_largest_weights_greedily():
-    from mondrian.core.relevance import _refine
+    from mondrian.estimator.relevance import _refine
 
     calls = []
 

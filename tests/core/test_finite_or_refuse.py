@@ -2,8 +2,8 @@
 returns finite outputs or refuses the input at fit with a ``ValueError`` naming it, for target
 and sample-weight scales from 1e-300 to 1e308 (all of them scaled, or one outlier), a missing
 target, targets of None and constant inputs. The bounds are
-:data:`~mondrian.core.targets.MAX_TARGET` (targets) and
-:data:`~mondrian.core.targets.MAX_TOTAL_WEIGHT` (total weight), applied in one place each.
+:data:`~mondrian.estimator.targets.MAX_TARGET` (targets) and
+:data:`~mondrian.estimator.targets.MAX_TOTAL_WEIGHT` (total weight), applied in one place each.
 """
 
 import inspect

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
 from mondrian.core._tree import MondrianTree
 from mondrian.core._walk import walk_path
-from mondrian.core.merging import feature_range, merge_forests
 from mondrian.density.estimator import MondrianForestDensity
 from mondrian.kernel.ridge import MondrianKernelFeatures, MondrianKernelRidge
+from mondrian.merging import feature_range, merge_forests
 
 from _checks import box_min_samples
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from mondrian import MondrianForestClassifier
 from mondrian.core._tree import MondrianTree
-from mondrian.core.merging import feature_range, merge_forests
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.merging import feature_range, merge_forests
 
 from _checks import box_min_samples, node_records_56
 

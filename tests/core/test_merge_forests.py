@@ -12,7 +12,7 @@ from mondrian import (
     merge_forests,
 )
 from mondrian.core.ensemble import draw_seeds
-from mondrian.core.merging import feature_range, forest_parts
+from mondrian.merging import feature_range, forest_parts
 
 pytestmark = pytest.mark.exact
 

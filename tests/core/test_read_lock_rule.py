@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from _catalog import estimator_classes, fitted
-from mondrian.core.locking import LockedMethodsMixin, model_lock, mutating
+from mondrian.estimator.locking import LockedMethodsMixin, model_lock, mutating
 
 # scikit-learn's configuration descriptors (not plain functions): they set how the estimator is
 # called or what it returns (metadata routing, output container) and never read the model.
@@ -199,7 +199,7 @@ def test_pickle_serialises_the_ensemble_under_the_lock():
 def test_the_lock_mixin_comes_before_the_state_mixin():
     """``VersionedStateMixin.__reduce_ex__`` takes no lock of its own: the read hold that covers
     the whole pickle is taken by ``LockedMethodsMixin.__reduce_ex__``, so it must come first."""
-    from mondrian.core.base import VersionedStateMixin
+    from mondrian.estimator.versioned import VersionedStateMixin
 
     for cls in estimator_classes():
         mro = cls.__mro__

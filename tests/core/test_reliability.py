@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
-import mondrian.forest.regressor as regressor_module
+import mondrian.forest._targets as targets_module
 from mondrian import (
     MondrianForestClassifier,
     MondrianForestDensity,
@@ -226,7 +226,7 @@ def test_rescaled_target_sums_are_exact(monkeypatch):
     to rounding, those of a model never rescaled; a wrong rescaling of either sum moves them."""
 
     def fitted(exponent, factor):
-        monkeypatch.setattr(regressor_module, "MAX_STANDARDISED_EXPONENT", exponent)
+        monkeypatch.setattr(targets_module, "MAX_STANDARDISED_EXPONENT", exponent)
         return (_small_regressor().fit(X[:100], Y_REG[:100])
                 .partial_fit(X[100:], Y_REG[100:] * factor))
 

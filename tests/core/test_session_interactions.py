@@ -9,7 +9,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor, merge_forests
-from mondrian.core.merging import forest_parts
+from mondrian.merging import forest_parts
 
 pytestmark = pytest.mark.exact
 
@@ -144,8 +144,8 @@ def test_weighted_weight_search_splits_and_scores_like_repeated_rows():
     """The pieces of the weighted search equal their repeated-row versions exactly: the
     hold-out split (as counts of copies), the paired acceptance rule and a method that runs
     on copies (mutual information sees the repeated rows, in another order)."""
-    from mondrian.core.relevance import _weighted_split, beats, relevance
-    from mondrian.path.holdout import holdout_split
+    from mondrian.estimator.holdout import holdout_split
+    from mondrian.estimator.relevance import _weighted_split, beats, relevance
 
     rng = np.random.RandomState(1)
     X = rng.uniform(size=(60, 3))

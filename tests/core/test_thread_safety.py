@@ -16,7 +16,7 @@ import pytest
 from sklearn.base import clone
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core.locking import LOCK_ATTRIBUTE, ReadWriteLock
+from mondrian.estimator.locking import LOCK_ATTRIBUTE, ReadWriteLock
 
 SCRIPT = textwrap.dedent("""
     import sys, threading, time

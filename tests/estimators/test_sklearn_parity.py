@@ -75,7 +75,7 @@ def test_sparse_input_is_refused_with_the_way_out(model, y):
 @pytest.mark.parametrize("Features", [MondrianKernelFeatures, RandomBinningFeatures])
 def test_kernel_features_take_sparse_rows(Features, monkeypatch):
     """The same features from sparse rows as from dense ones (densified in blocks)."""
-    monkeypatch.setattr("mondrian.core.base.SPARSE_CHUNK", 7)  # several blocks
+    monkeypatch.setattr("mondrian.estimator.inputs.SPARSE_CHUNK", 7)  # several blocks
     X_sparse = X.copy()
     X_sparse[X_sparse < 0.4] = 0.0
     params = ({"n_estimators": 20} if Features is MondrianKernelFeatures

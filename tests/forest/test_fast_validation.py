@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core.base import BaseMondrianEnsemble
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.forest.classifier import _BaseMondrianClassifier
 
 rng = np.random.default_rng(0)

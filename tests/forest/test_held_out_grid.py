@@ -14,7 +14,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
-from mondrian.forest.regressor import _floored
+from mondrian.forest._hyperparameters import _floored
 
 
 def _data(n=400, seed=5):

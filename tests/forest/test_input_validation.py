@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier
-from mondrian.core.base import STATE_VERSION
+from mondrian.estimator.versioned import STATE_VERSION
 
 
 @pytest.fixture

@@ -16,8 +16,10 @@ from mondrian import (
     MondrianTreeClassifier,
     MondrianTreeRegressor,
 )
-from mondrian.core import base, relevance
-from mondrian.core.relevance import AUTO_WARM_UP, search_sample
+from mondrian.estimator import relevance
+from mondrian.estimator import weights as weights_module
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
+from mondrian.estimator.relevance import AUTO_WARM_UP, search_sample
 
 
 def _data(n, seed=0):
@@ -85,7 +87,7 @@ def _count_search_rows(monkeypatch):
     """Record the rows every part of the search reads: the batch given to ``choose_weights``,
     the relevance method and every probe's fit and validation rows."""
     seen = {"choose": [], "relevance": [], "probe": []}
-    choose, rel = base.choose_weights, relevance.relevance
+    choose, rel = weights_module.choose_weights, relevance.relevance
 
     def choose_spy(X, *args, **kwargs):
         seen["choose"].append(len(X))
@@ -95,15 +97,15 @@ def _count_search_rows(monkeypatch):
         seen["relevance"].append(len(X))
         return rel(method, X, *args, **kwargs)
 
-    score = base.BaseMondrianEnsemble._weights_score
+    score = BaseMondrianEnsemble._weights_score
 
     def score_spy(self, weights, X_fit, y_fit, X_val, y_val, **kwargs):
         seen["probe"].append(len(X_fit) + len(X_val))
         return score(self, weights, X_fit, y_fit, X_val, y_val, **kwargs)
 
-    monkeypatch.setattr(base, "choose_weights", choose_spy)
+    monkeypatch.setattr(weights_module, "choose_weights", choose_spy)
     monkeypatch.setattr(relevance, "relevance", relevance_spy)
-    monkeypatch.setattr(base.BaseMondrianEnsemble, "_weights_score", score_spy)
+    monkeypatch.setattr(BaseMondrianEnsemble, "_weights_score", score_spy)
     return seen
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-import mondrian.forest.regressor as regressor
+import mondrian.forest._hyperparameters as hyper
 from mondrian import MondrianForestRegressor
-from mondrian.core.relevance import choose_weights
-from mondrian.forest.regressor import NOISE_FLOOR_LEVEL, _duplicate_noise_floor
+from mondrian.estimator.relevance import choose_weights
+from mondrian.forest._hyperparameters import NOISE_FLOOR_LEVEL, _duplicate_noise_floor
 
 
 def _reference_floor(X, y, weights=None, level=NOISE_FLOOR_LEVEL):
@@ -102,7 +102,7 @@ def test_chosen_noise_respects_the_floor(monkeypatch):
     _, std = model.predict(X[:80], return_std=True)  # duplicated inputs
     assert np.all(std >= np.sqrt(floor_units) * (1 - 1e-12))
     # Without the floor the choice goes below it here (the repeated identical targets).
-    monkeypatch.setattr(regressor, "_duplicate_noise_floor", lambda *a, **k: 0.0)
+    monkeypatch.setattr(hyper, "_duplicate_noise_floor", lambda *a, **k: 0.0)
     free = MondrianForestRegressor(n_estimators=10, random_state=0).fit(X, y)
     assert free.hyperparameters_["noise_variance"] < floor_units
 
@@ -113,7 +113,7 @@ def test_held_out_scoring_sees_the_floor(monkeypatch):
     the model will have, the posteriors (messages) on the chosen noise."""
     X, y = _duplicated()
     calls, scored = [], []
-    grid, predict = MondrianForestRegressor._held_out_moments_grid, regressor.predict_moments_grid
+    grid, predict = MondrianForestRegressor._held_out_moments_grid, hyper.predict_moments_grid
 
     def spy_grid(self, params, X_scaled, floor=0.0):
         calls.append((self._y_scaler, floor, [p.noise for p in params]))
@@ -124,10 +124,10 @@ def test_held_out_scoring_sees_the_floor(monkeypatch):
         return predict(trees, messages, X_scaled, out, params, *args)
 
     monkeypatch.setattr(MondrianForestRegressor, "_held_out_moments_grid", spy_grid)
-    monkeypatch.setattr(regressor, "predict_moments_grid", spy_predict)
+    monkeypatch.setattr(hyper, "predict_moments_grid", spy_predict)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     floor = model._hyper_choice[4]
-    assert floor > 0 and len(calls) == len(regressor.HELD_OUT_RATE_MULTIPLIERS) + 1
+    assert floor > 0 and len(calls) == len(hyper.HELD_OUT_RATE_MULTIPLIERS) + 1
     binds = False
     for (scaler, probe_floor, chosen), noises in zip(calls, scored, strict=True):
         assert probe_floor == scaler.variance_from_units(floor)
@@ -161,8 +161,8 @@ def test_marginal_likelihood_path_respects_the_floor(monkeypatch):
     stored points' duplicates too. (It sees the scatter of the duplicates in their leaves, so
     its grid rarely reaches the floor: a grid of one tiny share shows the floor acting.)"""
     X, y = _duplicated(n=30, n_repeat=10, n_same=5, seed=0)
-    assert len(y) < regressor.MIN_SAMPLES_HELD_OUT
-    monkeypatch.setattr(regressor, "NOISE_SHARES", np.array([1e-6]))
+    assert len(y) < hyper.MIN_SAMPLES_HELD_OUT
+    monkeypatch.setattr(hyper, "NOISE_SHARES", np.array([1e-6]))
     model = MondrianForestRegressor(n_estimators=5, random_state=0).fit(X, y)
     assert model._hyper_choice is None
     floor = model._store_noise_floor() * model._y_scaler.scale ** 2
@@ -176,7 +176,7 @@ def test_marginal_likelihood_path_respects_the_floor(monkeypatch):
         online.partial_fit(X[start:start + 15], y[start:start + 15])
         floor = online._store_noise_floor() * online._y_scaler.scale ** 2
         assert online.hyperparameters_["noise_variance"] >= floor * (1 - 1e-12)
-    monkeypatch.setattr(regressor, "_duplicate_noise_floor", lambda *a, **k: 0.0)
+    monkeypatch.setattr(hyper, "_duplicate_noise_floor", lambda *a, **k: 0.0)
     free = MondrianForestRegressor(n_estimators=5, random_state=0).fit(X, y)
     assert free.hyperparameters_["noise_variance"] < 0.01 * floor
 
@@ -191,7 +191,7 @@ def test_no_duplicates_is_bit_identical_without_the_floor(n, monkeypatch):
     Xt = rng.uniform(-0.2, 1.2, size=(50, 3))
     kw = dict(n_estimators=6, random_state=0)
     floored = [MondrianForestRegressor(**kw).fit(X, y, sample_weight=s) for s in (None, w)]
-    monkeypatch.setattr(regressor, "_duplicate_noise_floor", lambda *a, **k: 0.0)
+    monkeypatch.setattr(hyper, "_duplicate_noise_floor", lambda *a, **k: 0.0)
     free = [MondrianForestRegressor(**kw).fit(X, y, sample_weight=s) for s in (None, w)]
     for a, b in zip(floored, free, strict=True):
         assert a._hyper_choice == b._hyper_choice

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestRegressor
+from mondrian.forest import _hyperparameters as hyper
 from mondrian.forest import _online_posterior as online
-from mondrian.forest import regressor
 from mondrian.forest._gaussian import upward_messages
 
 
@@ -87,9 +87,9 @@ def test_online_choice_follows_its_documented_schedule():
         else:  # kept: exactly the previous hyperparameters
             assert params == smoothing
         smoothing = params
-    assert derived == _derivation_points(len(y), regressor.MIN_SAMPLES_HELD_OUT,
+    assert derived == _derivation_points(len(y), hyper.MIN_SAMPLES_HELD_OUT,
                                          online.HYPER_PARAMS_GROWTH,
-                                         regressor.HYPER_REFRESH_GROWTH)
+                                         hyper.HYPER_REFRESH_GROWTH)
     # A batch fit derives at its end, on all its points.
     batch = MondrianForestRegressor(n_estimators=4, random_state=0).fit(X, y)
     assert batch._hyper_params[-1] == len(y)

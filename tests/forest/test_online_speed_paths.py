@@ -15,10 +15,10 @@ import pytest
 
 from mondrian import MondrianForestClassifier
 from mondrian.core._online import begin_undo_trees, rollback_undo_trees, scale_row
-from mondrian.core.base import BaseMondrianEnsemble
 from mondrian.core.ensemble import TreeEnsemble, fail_after_trees
 from mondrian.core.feature_map import MAX_SCALED, FeatureScaler
 from mondrian.core.store import DataStore
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.forest.classifier import _BaseMondrianClassifier
 
 rng = np.random.default_rng(3)
@@ -29,7 +29,7 @@ N_TREES = 4
 
 def _no_fast(monkeypatch):
     monkeypatch.setattr(BaseMondrianEnsemble, "_fast_scaled_row", lambda self, x, clip: None)
-    monkeypatch.setattr(_BaseMondrianClassifier, "_learn_one_fast", lambda self, x, y: False)
+    monkeypatch.setattr(_BaseMondrianClassifier, "_fast_one", lambda self, x, y: False)
 
 
 def _spy(monkeypatch):

@@ -248,7 +248,7 @@ def test_properties_std_positive_finite_and_shift_invariant(n, d, shift, seed, l
 def test_held_out_choice_of_the_hyperparameters():
     """On the first batch, noise share and rate come from a held-out probe; fixed values and
     small batches skip it; the choice is reproducible and survives online updates."""
-    from mondrian.forest.regressor import HELD_OUT_NOISE_SHARES, HELD_OUT_RATE_MULTIPLIERS
+    from mondrian.forest._hyperparameters import HELD_OUT_NOISE_SHARES, HELD_OUT_RATE_MULTIPLIERS
 
     rng = np.random.RandomState(3)
     X = rng.uniform(size=(300, 2))

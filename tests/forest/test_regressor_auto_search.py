@@ -6,7 +6,7 @@ import numpy as np
 
 import mondrian.forest.regressor as regressor
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
-from mondrian.core.relevance import choose_weights
+from mondrian.estimator.relevance import choose_weights
 
 
 def _data(n=300, seed=0):

@@ -6,7 +6,7 @@ import pytest
 
 from mondrian import MondrianForestRegressor, MondrianTreeRegressor
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
-from mondrian.forest.regressor import (
+from mondrian.forest._hyperparameters import (
     HELD_OUT_NOISE_SHARES,
     HELD_OUT_RATE_MULTIPLIERS,
     HELD_OUT_SPREAD_SCALES,

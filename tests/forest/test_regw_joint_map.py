@@ -8,8 +8,8 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from mondrian import MondrianForestRegressor
-from mondrian.core import relevance
-from mondrian.core.relevance import choose_weights
+from mondrian.estimator import relevance
+from mondrian.estimator.relevance import choose_weights
 
 
 def _skewed(n=300, seed=0):

@@ -12,8 +12,8 @@ import pytest
 from sklearn.utils import check_random_state
 
 from mondrian import MondrianForestClassifier
-from mondrian.core.relevance import beats, power_weights
-from mondrian.path.holdout import holdout_split
+from mondrian.estimator.holdout import holdout_split
+from mondrian.estimator.relevance import beats, power_weights
 
 
 def _data(n=300, seed=0):

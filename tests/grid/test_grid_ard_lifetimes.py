@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import approx_fprime
 from scipy.stats import multivariate_normal
 
-from mondrian.core.relevance import WEIGHT_METHODS, relevance
+from mondrian.estimator.relevance import WEIGHT_METHODS, relevance
 from mondrian.grid.ard import _distances, laplace_ard_lifetimes, laplace_ard_nll
 
 

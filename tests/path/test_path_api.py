@@ -10,7 +10,7 @@ from sklearn.model_selection import train_test_split
 import mondrian
 from _path_cases import ESTIMATORS, make_case, make_estimator, training_data
 from mondrian import LifetimePath, MondrianKernelRidge, SGDLifetimePath
-from mondrian.path.holdout import holdout_split
+from mondrian.estimator.holdout import holdout_split
 from mondrian.path.result import best_interval
 
 FIELDS = ("lifetimes", "upper_lifetimes", "metrics", "criterion", "maximize", "best_index",

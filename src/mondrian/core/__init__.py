@@ -4,6 +4,6 @@
 leaves, routing, pickling); ``store`` the training points kept once per ensemble;
 ``feature_map`` the fixed map applied before the process; ``ensemble`` the trees of a model with
 their store, feature map and seeds (growth, threads, accumulation, pruning, views, merging);
-``structure`` the read-only view of a fitted tree; ``base`` the estimator machinery shared by
-every model.
+``state_checks`` the checks of loaded arrays. The core imports nothing from the packages above
+it (the estimator layer, the models, the path engine).
 """

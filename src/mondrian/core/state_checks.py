@@ -1,7 +1,7 @@
 """Checks of loaded states (pickles) before compiled code reads them.
 
 Every object whose arrays the compiled loops index without bounds checks (the stored points of
-a forest, a grid's cut sample, a ridge inverse, the partition labels, an estimator's classes)
+a forest, a grid's cut sample, a ridge inverse, the partition labels)
 checks its state on load with these helpers and refuses a state it cannot use with a
 ``ValueError`` naming the object and the problem; the trees' node records have their own
 compiled check (:mod:`mondrian.core._state_checks`).
@@ -9,8 +9,7 @@ compiled check (:mod:`mondrian.core._state_checks`).
 
 import numpy as np
 
-__all__ = ["refuse", "loaded_array", "check_classes", "check_state_class", "check_index_array",
-           "class_name"]
+__all__ = ["refuse", "loaded_array", "check_index_array"]
 
 
 def refuse(owner, message):
@@ -56,34 +55,3 @@ def check_index_array(owner, name, array, low, high):
     """Refuse ``array`` unless every entry lies in ``[low, high)``."""
     if array.size and not (low <= array.min() and array.max() < high):
         refuse(owner, f"{name} holds entries outside [{low}, {high})")
-
-
-def check_classes(estimator, n_columns):
-    """Refuse a loaded classifier whose ``classes_`` are not sorted and distinct or do not
-    match the ``n_columns`` class columns of its model."""
-    classes = estimator.__dict__.get("classes_")
-    try:
-        ok = (isinstance(classes, np.ndarray) and classes.ndim == 1
-              and classes.size == n_columns > 0
-              and np.array_equal(np.unique(classes), classes))
-    except TypeError:
-        ok = False
-    if not ok:
-        refuse(type(estimator).__name__,
-               f"classes_ must be {n_columns} sorted distinct labels, one per class column")
-
-
-def check_state_class(estimator, state):
-    """Refuse the estimator state ``state`` when it was saved from another class.
-
-    States carry the qualified name of their class (``_mondrian_state_class``); states saved
-    before it are accepted (their other checks still run).
-    """
-    saved = state.get("_mondrian_state_class")
-    if saved is not None and saved != class_name(type(estimator)):
-        refuse(type(estimator).__name__, f"it was saved from {saved}")
-
-
-def class_name(cls):
-    """The qualified name of ``cls`` that estimator states record."""
-    return f"{cls.__module__}.{cls.__qualname__}"

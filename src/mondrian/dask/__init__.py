@@ -36,7 +36,7 @@ import uuid
 import numpy as np
 from sklearn.base import clone
 
-from mondrian.core.merging import _merge, forest_parts
+from mondrian.merging import _merge, forest_parts
 
 __all__ = ["feature_range", "fit_tree_parallel", "predict_blocks", "stream_partial_fit"]
 
@@ -123,7 +123,7 @@ def feature_range(X, *, client=None):
     (array([0., 1.]), array([10., 11.]))
     """
     if not _is_dask(X):
-        from mondrian.core.merging import feature_range as local_range
+        from mondrian.merging import feature_range as local_range
 
         return local_range(X)
     if _is_frame(X):
@@ -158,7 +158,7 @@ def fit_tree_parallel(estimator, X, y=None, *, n_parts=None, client=None, progre
     """Fit a forest tree-parallel on a dask cluster: parts of it on the workers, merged.
 
     The data are gathered into one block on a worker and sent once to every worker that fits
-    a part; part ``p`` (:func:`mondrian.core.merging.forest_parts`) holds a consecutive range
+    a part; part ``p`` (:func:`mondrian.merging.forest_parts`) holds a consecutive range
     of trees with the seeds they have in the whole forest, so the merged result is exactly the
     forest ``estimator.fit(X, y)`` gives in one process (with an integer ``random_state``; a
     ``None`` one is drawn once for all the parts). A failed or lost part (a worker killed) is

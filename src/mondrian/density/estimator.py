@@ -8,18 +8,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    EnsembleMixin,
-    VersionedStateMixin,
-    check_sample_weight,
-    online_update,
-    pruned_copy,
-    unchanged_on_error,
-)
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler, check_weights
-from mondrian.core.forgetting import plan_forget
-from mondrian.core.relevance import beats, power_weights
 from mondrian.density._full_cell import (
     FullCellTree,
     _loo_log_density_trees,
@@ -28,6 +18,13 @@ from mondrian.density._full_cell import (
     path_edges,
     sample_trees,
 )
+from mondrian.estimator.atomic import online_update, unchanged_on_error
+from mondrian.estimator.ensemble import EnsembleMixin
+from mondrian.estimator.forgetting import plan_forget
+from mondrian.estimator.inputs import check_sample_weight
+from mondrian.estimator.relevance import beats, power_weights
+from mondrian.estimator.tree_mixins import pruned_copy
+from mondrian.estimator.versioned import VersionedStateMixin
 from mondrian.path._engine import LogDensityReader, plan_path, run_path
 from mondrian.path.result import LifetimePath
 

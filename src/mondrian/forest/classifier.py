@@ -6,26 +6,29 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from mondrian.core.base import (
-    FAST_ROWS,
-    FOREST_PARAMETER_CONSTRAINTS,
-    BaseMondrianEnsemble,
-    FeatureImportanceMixin,
-    MondrianTreeStructure,
-    PruneMixin,
-    SingleTreeMixin,
-    check_sample_weight,
-    drop_zero_weights,
-    online_update,
-    unchanged_on_error,
-)
-from mondrian.core.conventions import ConventionsMixin, TreeSequenceMixin
-from mondrian.core.forgetting import WINDOW_DOC
-from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
-from mondrian.core.state_checks import check_classes, refuse
+from mondrian.core.state_checks import refuse
+from mondrian.estimator.atomic import online_update, unchanged_on_error
+from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
+from mondrian.estimator.forgetting import WINDOW_DOC
+from mondrian.estimator.inputs import drop_zero_weights
+from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
+from mondrian.estimator.relevance import FOREST_FEATURE_WEIGHTS_DOC
+from mondrian.estimator.state_checks import check_classes
+from mondrian.estimator.structure import MondrianTreeStructure
+from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest._ingest import IngestMixin
+from mondrian.forest._labels import (
+    ClassLabelsMixin,
+    _check_one_label,
+    _or_none,
+    _refuse_unseen,
+    _reject_mixed_labels,
+    _search_counts,
+)
 from mondrian.forest.forgetting import ClassifierForgetMixin
 from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -33,57 +36,9 @@ from mondrian.path.forest import LifetimePathMixin
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 
 
-def _reject_mixed_labels(y):
-    """Raise a TypeError when a label sequence mixes strings with numbers.
-
-    NumPy would silently turn such a list into strings, so the check runs on the raw input.
-    """
-    if y is None:
-        return
-    if isinstance(y, (list, tuple)):
-        flat = np.ravel(np.asarray(y, dtype=object))
-    else:
-        flat = np.asarray(y)
-        if flat.dtype != object:
-            return
-        flat = flat.ravel()
-    is_str = [isinstance(v, (str, bytes)) for v in flat]
-    if any(is_str) and not all(is_str):
-        raise TypeError("y mixes strings and numbers; labels must be all strings or all numbers")
-
-
-def _check_one_label(y):
-    """Raise a clear error for a single label that could not be a class (before any change)."""
-    if y is None:
-        raise ValueError("y is None: learn_one needs the sample's class label")
-    if np.ndim(y) != 0:
-        raise ValueError(f"y must be a single label (a number or a string), got {y!r}")
-    try:
-        hash(y)
-    except TypeError:
-        raise TypeError(f"a label must be hashable, got {type(y).__name__}") from None
-    if isinstance(y, (float, np.floating)) and not np.isfinite(y):
-        raise ValueError(f"a label must be finite, got {y!r}")
-    check_classification_targets(np.asarray([y]))
-
-
-
-def _search_counts(sample_weight, X, weights):
-    """The sample weights alone (without the class factors, which the weight search's probes
-    apply themselves), aligned with ``weights`` for ``drop_zero_weights``."""
-    if weights is None:
-        return np.ones(len(X))
-    return np.ones(len(weights)) if sample_weight is None else check_sample_weight(
-        sample_weight, X)
-
-
-def _or_none(counts, sample_weight):
-    return None if sample_weight is None else counts
-
 class _BaseMondrianClassifier(
     ConventionsMixin, ClassifierMixin, LifetimePathMixin, PruneMixin, FeatureImportanceMixin,
-    ClassifierForgetMixin,
-    BaseMondrianEnsemble
+    ClassifierForgetMixin, ClassLabelsMixin, IngestMixin, BaseMondrianEnsemble
 ):
     """Classification on Mondrian trees: HNSP/IKN smoothing and analytic extension."""
 
@@ -107,16 +62,6 @@ class _BaseMondrianClassifier(
     def _after_prune(self):
         self.__dict__.pop("_codes_cache", None)
 
-    # ----------------------------------------------------------------- labels
-
-    def _rows(self, codes, weights=None):
-        """Contribution rows of labels with codes ``codes`` (positions in ``classes_``): the
-        (weighted) one-hot rows, in the stored columns (:meth:`_class_columns`)."""
-        rows = np.zeros((codes.shape[0], self._ensemble.width), dtype=np.float64)
-        rows[np.arange(codes.shape[0]), self._class_columns()[codes]] = (
-            1.0 if weights is None else weights)
-        return rows
-
     def _check_loaded_state(self):
         super()._check_loaded_state()
         if "_ensemble" not in self.__dict__:
@@ -129,17 +74,6 @@ class _BaseMondrianClassifier(
             refuse(type(self).__name__, "the trees' class columns differ")
         check_classes(self, n_columns)
 
-    def _class_columns(self):
-        """Stored column of each class of ``classes_`` in the rows and the trees' statistics.
-
-        Classes keep the column they got on arrival (new ones take the next spare column), so
-        a new class costs O(n_classes) per tree, not a rewrite of every node: the width
-        doubles when the spare columns run out (O(log n_classes) rewrites in all). The
-        readers take the columns in this order, so every output follows ``classes_``.
-        """
-        order = self._ensemble.column_order
-        return np.arange(len(self.classes_)) if order is None else np.array(order, dtype=np.intp)
-
     def _node_losses(self, value):
         # Training log-loss of each node's Dirichlet leaf posterior (feature_importances_).
         n_classes = value.shape[1]
@@ -147,150 +81,33 @@ class _BaseMondrianClassifier(
         mean = (value + a / n_classes) / (value.sum(axis=1, keepdims=True) + a)
         return -np.sum(value * np.log(mean), axis=1)
 
-    def _class_factor(self, label):
-        """Weight of the class ``label`` under a dict ``class_weight`` (1 when absent)."""
-        factor = self.class_weight.get(label, 1.0)
-        if (not isinstance(factor, numbers.Real) or isinstance(factor, bool)
-                or not np.isfinite(factor) or factor < 0):
-            raise ValueError(
-                f"class_weight[{label!r}] must be a finite non-negative number, got {factor!r}"
-            )
-        return float(factor)
-
-    def _sample_weights(self, sample_weight, X, y, online, allow_empty=False):
-        """Row weights: ``sample_weight`` times the class weights (None: all ones).
-
-        ``class_weight="balanced"`` gives class ``k`` the factor ``W / (K * W_k)`` (``W_k``
-        the weight of class ``k``, ``W`` the total, ``K`` the classes of positive weight):
-        scikit-learn's rule, computed on weighted counts so that integer weights still equal
-        repeated rows. It needs the whole training set, so only ``fit`` takes it.
-        """
-        weights = check_sample_weight(sample_weight, X)
-        if self.class_weight is None:
-            return weights
-        if isinstance(self.class_weight, str) and online:
-            raise ValueError(
-                'class_weight="balanced" is computed on the whole training set: use fit, or '
-                "give partial_fit a dict of class weights"
-            )
-        base = np.ones(len(y)) if weights is None else weights
-        labels, inverse = np.unique(y, return_inverse=True)
-        if isinstance(self.class_weight, str):
-            totals = np.bincount(inverse, weights=base, minlength=len(labels))
-            factors = np.zeros(len(labels))
-            positive = totals > 0
-            factors[positive] = base.sum() / (positive.sum() * totals[positive])
-        else:
-            factors = np.array([self._class_factor(label) for label in labels.tolist()])
-        weights = base * factors[inverse]
-        if not allow_empty and not np.any(weights > 0):
-            raise ValueError(
-                "every sample has zero weight after class_weight: nothing to learn from"
-            )
-        return weights
-
-    def _class_codes(self):
-        """``{label: column}`` lookup for the one-sample path, rebuilt when classes change."""
-        cache = getattr(self, "_codes_cache", None)
-        if cache is None or cache[0] is not self.classes_:
-            labels = self.classes_.tolist()
-            codes = {label: k for k, label in enumerate(labels)}
-            # One-hot rows by code, made on first use: a table of every class would cost
-            # O(n_classes * width) per new class, quadratic when classes arrive one by one.
-            self._codes_cache = cache = (self.classes_, codes, labels, {})
-        return cache[1]
-
-    def _one_hot_row(self, code):
-        """The (1, width) statistics row of one sample of class ``code`` (read-only)."""
-        self._class_codes()
-        rows = self._codes_cache[3]
-        row = rows.get(code)
-        if row is None:
-            row = np.zeros((1, self._ensemble.width))
-            row[0, self._class_columns()[code]] = 1.0
-            row.flags.writeable = False
-            rows[code] = row
-        return row
-
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_codes_cache", None)  # a cache, rebuilt on demand
         state.pop("_classes_argument", None)  # likewise (see _classes_already)
         return state
 
-    def _check_label_kind(self, y):
-        if not hasattr(self, "classes_") or len(y) == 0:
-            return
-        old_str = self.classes_.dtype.kind in "OUS"
-        new_str = np.asarray(y).dtype.kind in "OUS"
-        if old_str != new_str:
-            raise TypeError(
-                f"labels of dtype {np.asarray(y).dtype} cannot be mixed with the classes "
-                f"seen so far ({self.classes_.dtype})"
-            )
+    # ----------------------------------------------------------------- training
 
-    def _add_classes(self, new_classes):
-        """Grow ``classes_`` (kept sorted): each new class takes the next spare stored column
-        and its place in the trees' read columns; the rows are rewritten (to twice the width)
-        only when no spare column is left."""
-        merged = np.union1d(self.classes_, new_classes)
-        ensemble = self._ensemble
-        n_old, n_new = len(self.classes_), len(merged)
-        new = ~np.isin(merged, self.classes_)
-        order = np.empty(n_new, dtype=np.intp)
-        order[~new] = self._class_columns()  # both sorted: classes_ in merged order
-        order[new] = n_old + np.arange(n_new - n_old)  # stored columns 0..n_old-1 are in use
-        width = ensemble.width
-        ensemble.set_columns(order, max(n_new, 2 * width) if n_new > width else width)
-        self.classes_ = merged
+    def _check_raw_targets(self, y):
+        _reject_mixed_labels(y)
 
-    def _sort_columns(self):
-        """Store the classes in the order of ``classes_``, without spare columns (one rewrite
-        unless they are so already): the layout of a forest told its classes up front, on
-        which forests are merged."""
-        ensemble, n_classes = self._ensemble, len(self.classes_)
-        if ensemble.column_order is None and ensemble.width == n_classes:
-            return
-        column_map = np.full(ensemble.width, -1, dtype=np.intp)
-        column_map[self._class_columns()] = np.arange(n_classes)
-        ensemble.set_columns(np.arange(n_classes), n_classes, column_map)
-        self.__dict__.pop("_codes_cache", None)
+    def _check_targets(self, y):
+        check_classification_targets(y)
 
     @staticmethod
-    def _fast_labels(y, n_rows):
+    def _fast_targets(y, n_rows):
         """Whether ``y`` is a 1-D integer ndarray of ``n_rows`` labels: ``validate_data`` and
         ``check_classification_targets`` accept it unchanged, and it mixes no strings."""
         return (type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "iu"
                 and y.shape[0] == n_rows)
 
-    def _encode_known(self, y):
-        """Codes of a small integer ``y`` whose labels are all in ``classes_`` (what
-        :meth:`_encode` gives, from the cached ``{label: column}`` lookup, without np.unique
-        and setdiff1d), else None."""
-        if y.shape[0] > FAST_ROWS or y.dtype.kind not in "iu":
-            return None
-        lookup = self._class_codes()
-        codes = [lookup.get(label) for label in y.tolist()]
-        if None in codes:
-            return None
-        return np.array(codes, dtype=np.intp)
-
-    def _encode(self, y):
-        """Codes of ``y`` in ``classes_``, adding unseen classes unless they were fixed."""
-        codes = self._encode_known(y)
-        if codes is not None:
-            return codes
-        unseen = np.setdiff1d(np.unique(y), self.classes_)
-        if unseen.size:
-            if self._classes_fixed:
-                raise ValueError(
-                    f"y contains labels {unseen.tolist()} that are not in the classes "
-                    f"fixed by `classes=` ({self.classes_.tolist()})"
-                )
-            self._add_classes(unseen)
-        return np.searchsorted(self.classes_, y).astype(np.intp)
-
-    # ----------------------------------------------------------------- training
+    def _check_stream_start(self):
+        if isinstance(self.class_weight, str):
+            raise ValueError(
+                'class_weight="balanced" is computed on the whole training set: use fit, '
+                "or a dict of class weights"
+            )
 
     def fit(self, X, y, sample_weight=None):
         """Sample the forest on the training data (batch Mondrian process, section 1).
@@ -314,21 +131,12 @@ class _BaseMondrianClassifier(
         """
         with unchanged_on_error(self):
             self._validate_params()
-            _reject_mixed_labels(y)
-            X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_classification_targets(y)
+            X, y = self._validated(X, y, first=True)
             weights = self._sample_weights(sample_weight, X, y, online=False)
             counts = _search_counts(sample_weight, X, weights)
             X, y, counts, weights = drop_zero_weights(weights, X, y, counts)
-            self._validate_lifetime()
-            self._choose_feature_weights(X, y, sample_weight=_or_none(counts, sample_weight))
-            lifetime = self._fit_lifetime(X, y, weights)
-            classes, codes = np.unique(y, return_inverse=True)
-            self.classes_ = classes
-            self._classes_fixed = False
-            self._init_trees(X, self._n_trees(), len(classes), lifetime)
-            self._add_points(X, self._rows(codes, weights), self._n_jobs())
-        return self
+            return self._learn(X, y, True, weights, _or_none(counts, sample_weight),
+                               stream=False)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Extend the forest with new training points (online Mondrian, sections 2-3).
@@ -365,34 +173,15 @@ class _BaseMondrianClassifier(
         self : object
         """
         if (sample_weight is None and (classes is None or self._classes_already(classes))
-                and self._partial_fit_one(X, y)):
+                and self._fast_batch(X, y)):
             return self
         with online_update(self, X):
             return self._partial_fit(X, y, classes, sample_weight)
 
-    def _partial_fit_one(self, X, y):
-        """The one-row fast path of ``partial_fit``: a (1, n_features) float64 ndarray and a
-        1-D integer label array of one known class take :meth:`_learn_one_fast` (what the
-        full path would do with them, with the same result); returns whether it did."""
-        if not (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1
-                and self._fast_labels(y, 1) and "feature_names_in_" not in self.__dict__):
-            return False
-        return self._learn_one_fast(X[0], y[0])
-
     def _partial_fit(self, X, y, classes, sample_weight=None, allow_empty=False):
         """``allow_empty``: rows of class weight 0 only may leave nothing to learn (then only
         ``classes`` is applied), as ``learn_one`` skips such a row; a first call refuses."""
-        first = not hasattr(self, "_trees")
-        self._check_writable()
-        if first:
-            self._validate_params()
-        fast = None if first else self._fast_rows(X)
-        if fast is not None and self._fast_labels(y, len(fast)):
-            X = fast  # what the checks below would return unchanged (an integer y too)
-        else:
-            _reject_mixed_labels(y)
-            X, y = validate_data(self, X, y, dtype=np.float64, order="C", reset=first)
-            check_classification_targets(y)
+        X, y, first = self._prepare_batch(X, y)
         weights = self._sample_weights(sample_weight, X, y, online=True,
                                        allow_empty=allow_empty and not first)
         if classes is not None:
@@ -400,61 +189,46 @@ class _BaseMondrianClassifier(
             classes = np.unique(np.asarray(classes))
             if allow_empty and not first and weights is not None and not np.any(weights > 0):
                 # The labels left out are still checked against `classes`.
-                unseen = np.setdiff1d(np.unique(y), classes)
-                if unseen.size:
-                    raise ValueError(f"y contains labels {unseen.tolist()} that are not in "
-                                     f"`classes` ({classes.tolist()})")
+                _refuse_unseen(y, classes, "`classes`")
         counts = _search_counts(sample_weight, X, weights)
         X, y, counts, weights = drop_zero_weights(weights, X, y, counts)
-        counts = _or_none(counts, sample_weight)
+        n_new_trees = 0
         if first:
             self._validate_lifetime()
-            start = classes if classes is not None else np.unique(y)
             # Validate every label before any state is created.
-            unseen = np.setdiff1d(np.unique(y), start)
-            if unseen.size:
-                raise ValueError(
-                    f"y contains labels {unseen.tolist()} that are not in `classes` "
-                    f"({start.tolist()})"
-                )
-            self._choose_feature_weights(X, y, stream=True, sample_weight=counts)
-            lifetime = self._fit_lifetime(X, y, weights)
-            self.classes_ = start
-            self._classes_fixed = classes is not None
-            self._init_trees(X, self._n_trees(), len(start), lifetime)
+            _refuse_unseen(y, classes if classes is not None else np.unique(y), "`classes`")
         else:
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = self._warm_start_check()
             self._scaler.check(X)  # may reject X: before any class is added
             self._check_label_kind(y)
-            if classes is not None:
-                if self._classes_fixed and not np.array_equal(classes, self.classes_):
-                    raise ValueError(
-                        f"`classes`={classes.tolist()} differs from the classes fixed on the "
-                        f"first call ({self.classes_.tolist()})"
-                    )
-                missing = np.setdiff1d(self.classes_, classes)
-                if missing.size:
-                    raise ValueError(f"`classes` lacks classes already seen: {missing.tolist()}")
-            if (self._classes_fixed or classes is not None) and not (
-                classes is None and self._encode_known(y) is not None
-            ):
-                allowed = classes if classes is not None else self.classes_
-                unseen = np.setdiff1d(np.unique(y), allowed)
-                if unseen.size:
-                    raise ValueError(
-                        f"y contains labels {unseen.tolist()} that are not in the classes "
-                        f"fixed by `classes=` ({allowed.tolist()})"
-                    )
-            if classes is not None:
-                extra = np.setdiff1d(classes, self.classes_)
-                if extra.size:
-                    self._add_classes(extra)
-                self._classes_fixed = True
+            self._apply_classes(y, classes)
+        return self._learn(X, y, first, weights, _or_none(counts, sample_weight),
+                           classes=classes, n_new_trees=n_new_trees)
+
+    def _start(self, X, y, weights, counts, classes, stream):
+        """The start step (first call of any route): the feature map, the lifetime, the
+        classes (``classes``, else those of ``y``) and the empty trees."""
+        self._validate_lifetime()
+        start = classes if classes is not None else np.unique(y)
+        self._choose_feature_weights(X, y, stream=stream, sample_weight=counts)
+        lifetime = self._fit_lifetime(X, y, weights)
+        self.classes_ = start
+        self._classes_fixed = classes is not None
+        self._init_trees(X, self._n_trees(), len(start), lifetime)
+
+    def _learn(self, X, y, first, weights=None, counts=None, classes=None, n_new_trees=0,
+               stream=True, n_jobs=None):
+        """The route after the prepare step: start on the first call, encode the labels
+        (adding new classes), add the points (rows of positive ``weights``, None: 1 each;
+        ``counts``: the sample weights alone, for the weight search)."""
+        if first:
+            self._start(X, y, weights, counts, classes, stream)
         codes = self._encode(y)
-        if not first:
-            self._grow_new_trees(n_new_trees, self._n_jobs())
-        self._add_points(X, self._rows(codes, weights), self._n_jobs())
+        self._grow_new_trees(n_new_trees, self._n_jobs())
+        if weights is not None and len(weights) == 1 and weights[0] == 0.0:
+            return self  # learn_one of a row of class weight 0: its class only
+        self._add_points(X, self._rows(codes, weights), n_jobs or self._n_jobs())
         if not first:
             self._feed_weights_window(X, y, counts)
         return self
@@ -596,7 +370,7 @@ class _BaseMondrianClassifier(
         """
         if classes is not None and self._classes_already(classes):
             classes = None  # the set is fixed already: the one-sample path below applies
-        if classes is None and self._learn_one_fast(x, y):
+        if classes is None and self._fast_one(x, y):
             return self
         self._check_writable()
         if classes is not None:
@@ -609,17 +383,29 @@ class _BaseMondrianClassifier(
         if not self._is_known_class(y):  # a class seen before needs no check (the common case)
             _check_one_label(y)
         with online_update(self, x):
-            return self._learn_one(x, y)
+            row, first, n_new_trees = self._prepare_one(x)
+            if not first and self._class_codes().get(y) is None:  # a new class
+                self._scaler.check(row)
+                self._check_label_kind([y])
+            weights = None
+            if isinstance(self.class_weight, dict):
+                weights = np.array([self._class_factor(y)])
+                if first and weights[0] == 0.0:
+                    raise ValueError(
+                        f"class_weight[{y!r}] is 0: the first sample learnt cannot be left out"
+                    )
+            return self._learn(row, np.asarray([y]), first, weights, n_new_trees=n_new_trees,
+                               n_jobs=1)
 
-    def _learn_one_fast(self, x, y):
+    def _fast_one(self, x, y):
         """Learn one sample of a class seen before by a fitted model in its steady state
         (:meth:`_frozen_stream`), without class weights, through
         :meth:`TreeEnsemble.add_scaled_logged`; return False, having changed nothing, when
-        the full path must run (first sample, new class, anything to validate further).
+        the full route must run (first sample, new class, anything to validate further).
 
-        Exactly what :meth:`_learn_one` does in that state: the row of the sample's class is
-        the one-hot row of its code, the feature map only counts the point, and nothing else
-        of the model changes; the undo logs keep the update atomic.
+        Exactly what the route does in that state: the row of the sample's class is the
+        one-hot row of its code, the feature map only counts the point, and nothing else of
+        the model changes; the undo logs keep the update atomic.
         """
         if self.class_weight is not None or "classes_" not in self.__dict__:
             return False
@@ -635,78 +421,6 @@ class _BaseMondrianClassifier(
             return False
         self._ensemble.add_scaled_logged(row, self._one_hot_row(code))
         return True
-
-    def _classes_already(self, classes):
-        """Whether ``classes`` is the class set this model has already fixed (cheap when the
-        same object is passed on every call, as a stream does)."""
-        if not self.__dict__.get("_classes_fixed", False):
-            return False
-        if classes is self.__dict__.get("_classes_argument"):
-            return True
-        try:
-            same = np.array_equal(np.unique(np.asarray(classes)), self.classes_)
-        except TypeError:  # labels of mixed types: the full check reports it
-            return False
-        if same:
-            self._classes_argument = classes
-        return same
-
-    def _check_learn_one_lifetime(self):
-        if isinstance(self.lifetime, str):
-            raise ValueError(
-                'lifetime="auto" chooses the lifetime on a batch: call fit or partial_fit '
-                "before learn_one"
-            )
-
-    def _is_known_class(self, y):
-        if "classes_" not in self.__dict__ or np.ndim(y) != 0:
-            return False
-        try:
-            return y in self._class_codes()
-        except TypeError:  # unhashable: _check_one_label says so
-            return False
-
-    def _learn_one(self, x, y):
-        row = self._one_row(x, learn=True)  # may remember the key order of a first dict
-        first = not hasattr(self, "_trees")
-        if first:
-            self._validate_params()
-            self._validate_lifetime()
-            self._check_learn_one_lifetime()
-            if isinstance(self.class_weight, str):
-                raise ValueError(
-                    'class_weight="balanced" is computed on the whole training set: use fit, '
-                    "or a dict of class weights"
-                )
-            self.n_features_in_ = row.shape[1]
-            self.classes_ = np.asarray([y])
-            self._classes_fixed = False
-            self._choose_feature_weights(row, np.asarray([y]), stream=True)
-            self._init_trees(row, self._n_trees(), 1)
-        else:
-            n_new_trees = self._warm_start_check()
-        code = self._class_codes().get(y)
-        if code is None:
-            self._scaler.check(row)
-            self._check_label_kind([y])
-            self._encode(np.asarray([y]))
-            code = self._class_codes()[y]
-        if not first and n_new_trees:
-            self._grow_new_trees(n_new_trees, self._n_jobs())
-        row_stats = self._one_hot_row(code)
-        if isinstance(self.class_weight, dict):
-            factor = self._class_factor(y)
-            if factor == 0.0:
-                if first:
-                    raise ValueError(
-                        f"class_weight[{y!r}] is 0: the first sample learnt cannot be left out"
-                    )
-                return self  # a row of weight 0 is left out
-            row_stats = row_stats * factor
-        self._add_points(row, row_stats, 1)
-        if not first:
-            self._feed_weights_window(row, np.asarray([y]))
-        return self
 
     def predict_proba_one(self, x):
         """Class probabilities of one sample as a dict (empty before any training).

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from mondrian.core.forgetting import ForgetMixin
+from mondrian.estimator.forgetting import ForgetMixin
+from mondrian.forest._hyperparameters import HYPER_REFRESH_GROWTH, MIN_SAMPLES_HELD_OUT
 
 __all__ = ["ClassifierForgetMixin", "RegressorForgetMixin"]
 
@@ -64,8 +65,6 @@ class RegressorForgetMixin(ForgetMixin):
             cache.trees = None
 
     def _after_forget(self):
-        from mondrian.forest.regressor import HYPER_REFRESH_GROWTH, MIN_SAMPLES_HELD_OUT
-
         self._after_window()
         store = self._store
         n, last = store.n_samples, getattr(self, "_hyper_n", 0)

@@ -17,6 +17,8 @@ from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from mondrian.estimator.relevance import register_weight_method
+
 __all__ = ["laplace_ard_lifetimes", "laplace_ard_nll"]
 
 # Bounds of the optimised logarithms: lifetimes e^-9 (a dimension switched off) to e^6 per
@@ -163,3 +165,16 @@ def laplace_ard_lifetimes(X, y, *, n_samples=500, max_iter=200, random_state=Non
     return lifetimes, {"signal_variance": float(np.exp(result.x[n_dims])),
                        "noise_variance": float(np.exp(result.x[n_dims + 1])),
                        "nll": float(result.fun), "n_iter": int(result.nit)}
+
+
+def _laplace_ard(U, y, classification, rng):
+    """Relevance method ``"laplace_ard"``: lifetimes of the ARD Laplace kernel
+    ``exp(-sum_d l_d |u_d - u'_d|)`` (the Mondrian models' own limit kernel, L1) maximising the
+    GP marginal likelihood on at most 500 rows (classes: one-hot outputs sharing the kernel);
+    see :func:`laplace_ard_lifetimes`."""
+    target = (y[:, None] == np.unique(y)[None, :]).astype(np.float64) if classification else y
+    return laplace_ard_lifetimes(U, target, n_samples=500, random_state=rng)
+
+
+# The grid owns this method and registers it (mondrian.estimator.relevance keeps the registry).
+register_weight_method("laplace_ard", _laplace_ard)

@@ -9,10 +9,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit, sparse_output
 from mondrian.core.feature_map import FeatureScaler
-from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.state_checks import loaded_array, refuse
+from mondrian.estimator.atomic import atomic_fit
+from mondrian.estimator.inputs import sparse_output
+from mondrian.estimator.locking import LockedMethodsMixin
+from mondrian.estimator.params import StrictParamsMixin
+from mondrian.estimator.versioned import VersionedStateMixin
 from mondrian.grid._cuts import GridSample, key_hashes
 
 __all__ = ["MondrianGridFeatures", "GridMap", "check_lifetimes"]
@@ -163,7 +166,7 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
 
     Notes
     -----
-    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`, as the other
+    Thread safety (:class:`~mondrian.estimator.locking.LockedMethodsMixin`, as the other
     estimators): any number of threads may read the model at once (``transform``,
     pickling); ``fit`` runs alone, and reads arriving meanwhile wait for it. ``fit`` is
     atomic: when it raises, the previous model is left as it was.

@@ -9,15 +9,17 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
 from mondrian.core.feature_map import FeatureScaler
-from mondrian.core.locking import LockedMethodsMixin
-from mondrian.core.targets import check_target_scale
+from mondrian.estimator.atomic import atomic_fit
+from mondrian.estimator.holdout import holdout_split
+from mondrian.estimator.locking import LockedMethodsMixin
+from mondrian.estimator.params import StrictParamsMixin
+from mondrian.estimator.targets import check_target_scale
+from mondrian.estimator.versioned import VersionedStateMixin
 from mondrian.grid._cuts import GridCuts, GridSample, greedy_search
 from mondrian.grid.features import GridMap, check_lifetimes, draw_seed
 from mondrian.grid.path import METRICS, GridLifetimePath
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
-from mondrian.path.holdout import holdout_split
 
 __all__ = ["MondrianGridRidge"]
 
@@ -88,7 +90,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, V
 
     Notes
     -----
-    Thread safety (:class:`~mondrian.core.locking.LockedMethodsMixin`, as the other
+    Thread safety (:class:`~mondrian.estimator.locking.LockedMethodsMixin`, as the other
     estimators): any number of threads may read the model at once (``predict``, ``score``,
     pickling); ``fit`` runs alone, and reads arriving meanwhile wait for it. ``fit`` is
     atomic: when it raises, the previous model is left as it was.

@@ -24,14 +24,11 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    VersionedStateMixin,
-    check_strict_params,
-    dense_blocks,
-    sparse_output,
-    unchanged_on_error,
-)
-from mondrian.core.locking import LockedMethodsMixin
+from mondrian.estimator.atomic import unchanged_on_error
+from mondrian.estimator.inputs import dense_blocks, sparse_output
+from mondrian.estimator.locking import LockedMethodsMixin
+from mondrian.estimator.params import check_strict_params
+from mondrian.estimator.versioned import VersionedStateMixin
 
 __all__ = ["LaplaceRandomFourierFeatures", "RandomBinningFeatures"]
 

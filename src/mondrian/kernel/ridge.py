@@ -16,19 +16,15 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, Transf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    BaseMondrianEnsemble,
-    atomic_fit,
-    atomic_update,
-    dense_blocks,
-    sparse_output,
-)
 from mondrian.core.ensemble import TreeEnsemble
-from mondrian.core.targets import centre_and_scale, check_target_scale
+from mondrian.estimator.atomic import atomic_fit, atomic_update
+from mondrian.estimator.ensemble import BaseMondrianEnsemble
+from mondrian.estimator.holdout import holdout_split
+from mondrian.estimator.inputs import dense_blocks, sparse_output
+from mondrian.estimator.targets import centre_and_scale, check_target_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
-from mondrian.path.holdout import holdout_split
 from mondrian.path.result import LifetimePath
 
 # Online targets may reach this multiple of the first batch's spread (standardised units); their
@@ -436,7 +432,7 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         weights (all 1). ``"auto"``: learned from the labels of the first batch and then frozen
         (extra-trees importances raised to the power 0, 0.5, 1 or 2 that this model, fitted on
         80% of the batch, scores best on the rest; chosen on the first batch only); another
-        string names a method of ``mondrian.core.relevance.WEIGHT_METHODS`` ("extra_trees", the
+        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees", the
         default, "permutation", "mutual_info", "gp_ard", "laplace_ard": marginal-likelihood
         lifetimes of this model's own limit kernel, :func:`mondrian.grid.laplace_ard_lifetimes`).
         Fitted weights: ``feature_weights_``.

@@ -14,8 +14,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.state_checks import check_classes
-from mondrian.core.targets import check_target_scale
+from mondrian.estimator.state_checks import check_classes
+from mondrian.estimator.targets import check_target_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._sgd_path import SGDPathVisitor
 from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
@@ -220,7 +220,7 @@ _SGD_PARAMS_DOC = """    n_estimators : int, default=50
         weights (all 1). ``"auto"``: learned from the labels of the first batch and then frozen
         (extra-trees importances raised to the power 0, 0.5, 1 or 2 that this model, fitted on
         80% of the batch, scores best on the rest; chosen on the first batch only); another
-        string names a method of ``mondrian.core.relevance.WEIGHT_METHODS`` ("extra_trees", the
+        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees", the
         default, "permutation", "mutual_info", "gp_ard"). Fitted weights: ``feature_weights_``.
     random_state : int, RandomState instance or None, default=None
         Seeds the trees and the SGD steps.

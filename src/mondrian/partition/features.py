@@ -10,14 +10,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import (
-    StrictParamsMixin,
-    VersionedStateMixin,
-    atomic_fit,
-    sparse_output,
-)
-from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.state_checks import check_index_array, loaded_array, refuse
+from mondrian.estimator.atomic import atomic_fit
+from mondrian.estimator.inputs import sparse_output
+from mondrian.estimator.locking import LockedMethodsMixin
+from mondrian.estimator.params import StrictParamsMixin
+from mondrian.estimator.versioned import VersionedStateMixin
 from mondrian.partition._products import (
     block_precondition,
     cluster_sums,

@@ -9,9 +9,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fit
-from mondrian.core.locking import LockedMethodsMixin
-from mondrian.core.targets import centre_and_scale
+from mondrian.estimator.atomic import atomic_fit
+from mondrian.estimator.locking import LockedMethodsMixin
+from mondrian.estimator.params import StrictParamsMixin
+from mondrian.estimator.targets import centre_and_scale
+from mondrian.estimator.versioned import VersionedStateMixin
 from mondrian.partition.features import RandomPartitionFeatures
 from mondrian.partition.partitioners import resolve_partitioner
 

@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.estimator.holdout import holdout_split
 from mondrian.path._engine import run_path
-from mondrian.path.holdout import holdout_split
 from mondrian.path.result import LifetimePath
 
 __all__ = ["LifetimePathMixin"]

@@ -14,9 +14,9 @@ The choice (:func:`choose_weights`) has two steps, both on a hold-out split of t
    the caller, scored on the validation part; ``p = 0`` is the uniform map, so the search
    keeps uniform weights when relevance does not help.
 
-Methods are pluggable: :func:`register_weight_method` adds one (for instance the Mondrian grid's
-lifetimes), and ``feature_weights="<name>"`` selects it on any model; ``"auto"`` is
-:data:`DEFAULT_METHOD`.
+Methods are pluggable: :func:`register_weight_method` adds one, and the package that owns a
+method registers it (the grid registers ``"laplace_ard"`` in :mod:`mondrian.grid.ard`);
+``feature_weights="<name>"`` then selects it on any model; ``"auto"`` is :data:`DEFAULT_METHOD`.
 
 **Sample weights** are counts (a row of weight ``k`` stands for ``k`` copies), and the search
 reads them as such (:func:`choose_weights` with ``sample_weight``): integer weights split the
@@ -37,6 +37,9 @@ import inspect
 
 import numpy as np
 from sklearn.utils import check_random_state
+
+from mondrian.core.feature_map import QuantileMap
+from mondrian.estimator.holdout import holdout_split
 
 __all__ = [
     "ACCEPT_MARGIN",
@@ -261,11 +264,11 @@ FOREST_FEATURE_WEIGHTS_DOC = """\
         first batch and then frozen (50-tree extra-trees importances raised to the power 0,
         0.5, 1 or 2 that a 20-tree probe scores best on ``validation_fraction`` of the batch,
         all on a quarter of its rows, at least 2000 and at most 8000,
-        ``mondrian.core.relevance.search_size``; batches of
+        ``mondrian.estimator.relevance.search_size``; batches of
         fewer than 50 rows keep uniform weights; a stream keeps uniform weights until 256
         rows, then chooses and re-samples its trees once). Every Mondrian law holds for the
         frozen map. ``None``: no weights (all 1), the label-blind Mondrian process. Another
-        string names a method of ``mondrian.core.relevance.WEIGHT_METHODS`` ("extra_trees",
+        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees",
         the default, "permutation", "mutual_info", "gp_ard", "laplace_ard"). Fitted weights:
         ``feature_weights_``.
 """
@@ -299,7 +302,7 @@ def register_weight_method(name, function):
     Examples
     --------
     >>> import numpy as np
-    >>> from mondrian.core.relevance import WEIGHT_METHODS, register_weight_method
+    >>> from mondrian.estimator.relevance import WEIGHT_METHODS, register_weight_method
     >>> register_weight_method("variance", lambda U, y, c, rng: U.var(axis=0))
     >>> "variance" in WEIGHT_METHODS
     True
@@ -400,7 +403,6 @@ def _weighted_split(X, y, sample_weight, fraction, rng, stratify):
     """The hold-out split of weighted rows, as counts: integer weights split their copies (as
     the repeated rows would be split; copies of a row may land on both sides), other weights
     split the rows. Returns ``X_fit, X_val, y_fit, y_val, w_fit, w_val``."""
-    from mondrian.path.holdout import holdout_split
 
     counts = _integer_counts(sample_weight)
     if counts is None:
@@ -419,7 +421,6 @@ def _weighted_split(X, y, sample_weight, fraction, rng, stratify):
 
 def _row_split(X, y, sample_weight, fraction, rng, stratify):
     """The rows split as without weights, each keeping its weight."""
-    from mondrian.path.holdout import holdout_split
 
     index = np.arange(len(y))
     fit, val, y_fit, y_val = holdout_split(index, y, fraction, rng, stratify=stratify,
@@ -519,8 +520,6 @@ def choose_weights(X, y, classification, score, method, random_state=None,
         "quantile"), ``quantile_score`` and
         ``steps`` (the refinement's accepted ``(dimension, factor)`` pairs).
     """
-    from mondrian.core.feature_map import QuantileMap
-    from mondrian.path.holdout import holdout_split
 
     rng = check_random_state(random_state)
     if sample_weight is None:
@@ -592,20 +591,3 @@ def choose_weights(X, y, classification, score, method, random_state=None,
             info["map"] = "quantile"
             knots = QuantileMap(_quantile_sample(X, sample_weight))
     return weights, knots, info
-
-
-# ---------------------------------------------------------------- issue 12: ARD Laplace lifetimes
-# Kept apart from the methods above (owned by the grid; mondrian.grid.ard holds the math).
-
-def _laplace_ard(U, y, classification, rng):
-    """Lifetimes of the ARD Laplace kernel ``exp(-sum_d l_d |u_d - u'_d|)`` (the Mondrian
-    models' own limit kernel, L1) maximising the GP marginal likelihood on at most 500 rows
-    (classes: one-hot outputs sharing the kernel); see
-    :func:`mondrian.grid.ard.laplace_ard_lifetimes`."""
-    from mondrian.grid.ard import laplace_ard_lifetimes
-
-    target = (y[:, None] == np.unique(y)[None, :]).astype(np.float64) if classification else y
-    return laplace_ard_lifetimes(U, target, n_samples=500, random_state=rng)
-
-
-register_weight_method("laplace_ard", _laplace_ard)

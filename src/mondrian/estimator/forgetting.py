@@ -13,9 +13,10 @@ import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core.base import check_sample_weight, online_update
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
+from mondrian.estimator.atomic import online_update
+from mondrian.estimator.inputs import check_sample_weight
 
 __all__ = ["WINDOW_DOC", "ForgetMixin", "plan_forget", "stored_matches"]
 

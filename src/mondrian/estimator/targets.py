@@ -28,7 +28,7 @@ def check_target_scale(y, name="y"):
     Examples
     --------
     >>> import numpy as np
-    >>> from mondrian.core.targets import check_target_scale
+    >>> from mondrian.estimator.targets import check_target_scale
     >>> check_target_scale([1.0, 1e300]).tolist()
     [1.0, 1e+300]
     >>> check_target_scale([1.0, 1e308])
@@ -78,7 +78,7 @@ def centre_and_scale(y):
     Examples
     --------
     >>> import numpy as np
-    >>> from mondrian.core.targets import centre_and_scale
+    >>> from mondrian.estimator.targets import centre_and_scale
     >>> centre_and_scale(np.array([1e300, 3e300]))
     (2e+300, 1.3393857589828342e+300)
     >>> centre_and_scale(np.array([5.0, 5.0]))

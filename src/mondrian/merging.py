@@ -21,8 +21,8 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from mondrian.core.base import _same_param
-from mondrian.core.locking import LockedMethodsMixin, read_locked
+from mondrian.estimator.locking import LockedMethodsMixin, read_locked
+from mondrian.estimator.params import same_param
 
 __all__ = ["feature_range", "forest_parts", "merge_forests"]
 
@@ -56,7 +56,7 @@ def feature_range(X):
     Examples
     --------
     >>> import numpy as np
-    >>> from mondrian.core.merging import feature_range
+    >>> from mondrian.merging import feature_range
     >>> feature_range(np.array([[0.0, 5.0], [2.0, 1.0]]))
     (array([0., 1.]), array([2., 5.]))
     """
@@ -92,7 +92,7 @@ def forest_parts(estimator, n_parts):
     --------
     >>> import numpy as np
     >>> from mondrian import MondrianForestClassifier, merge_forests
-    >>> from mondrian.core.merging import forest_parts
+    >>> from mondrian.merging import forest_parts
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(60, 2)), np.arange(60) % 2
     >>> forest = MondrianForestClassifier(n_estimators=6, random_state=1)
@@ -149,7 +149,7 @@ def _check_compatible(parts):
         for name, value in params.items():
             if name in _FREE_PARAMS:
                 continue
-            if not _same_param(value, other[name]):
+            if not same_param(value, other[name]):
                 raise ValueError(f"cannot merge forests with different parameters: {name}="
                                  f"{value!r} in part 0 but {other[name]!r} in part {k}")
         for name in ("n_features_in_", "lifetime_", "concentration_"):

@@ -1,10 +1,15 @@
 """Read-only, scikit-learn style description of one fitted Mondrian tree."""
 
+import sys
+
 import numpy as np
 
-from mondrian.core.locking import LockedMethodsMixin, share_lock
+from mondrian.estimator.locking import LockedMethodsMixin, share_lock
 
 __all__ = ["MondrianTreeStructure", "TREE_LEAF", "TREE_UNDEFINED"]
+
+# Pickles of a structure written before it moved here name ``mondrian.core.structure``.
+sys.modules.setdefault("mondrian.core.structure", sys.modules[__name__])
 
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
