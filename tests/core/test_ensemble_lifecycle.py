@@ -1,5 +1,5 @@
-"""Regression tests of defects fixed with the tree ensemble (issue 9): outer joblib backends,
-parameters changed after fit, unknown dict keys in learn_one, failed refits, writes through
+"""The tree ensemble estimators after fit: under outer joblib backends, with parameters changed
+after fit, with unknown dict keys in learn_one, after a failed refit, and through the read-only
 estimators_ views."""
 
 import copy
@@ -43,7 +43,7 @@ def _trees_equal(a, b):
         assert_array_equal(ta.value_array, tb.value_array)
 
 
-# ----------------------------------------------------------------- (a) outer process backends
+# ----------------------------------------------------------------- outer process backends
 
 FORESTS = [
     lambda: MondrianForestClassifier(n_estimators=20, n_jobs=2, random_state=0),
@@ -114,7 +114,7 @@ def test_grid_search_under_dask_scores_like_without_it():
             assert_array_equal(scores(), expected)
 
 
-# ----------------------------------------------------------------- (b) set_params after fit
+# ----------------------------------------------------------------- set_params after fit
 
 
 def test_more_trees_grow_on_the_stored_points():
@@ -230,7 +230,7 @@ def test_learn_one_checks_parameters_too():
         model.learn_one(X[0], y[0])
 
 
-# ----------------------------------------------------------------- (c) dict keys in learn_one
+# ----------------------------------------------------------------- dict keys in learn_one
 
 
 def test_learn_one_rejects_unknown_dict_keys():
@@ -248,7 +248,7 @@ def test_learn_one_rejects_unknown_dict_keys():
     assert model._store.n_samples == 3
 
 
-# ----------------------------------------------------------------- (5) failed refits
+# ----------------------------------------------------------------- failed refits
 
 ALL = [
     (lambda: MondrianForestClassifier(n_estimators=3, random_state=0), "class"),

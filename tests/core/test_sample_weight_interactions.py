@@ -1,4 +1,4 @@
-"""Interactions between features merged on the same day: sample weights with the feature
+"""Sample weights with the other features of the forests: the feature
 map (fixed range, feature weights), the target rescaling, compact pickles, merging and the
 tabled HNSP prediction."""
 
