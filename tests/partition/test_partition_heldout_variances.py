@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import RandomPartitionGPRegressor
 from mondrian.partition.gp import _heldout_nll
@@ -115,12 +114,3 @@ def test_variance_selection_rules():
     b = RandomPartitionGPRegressor("random_forest", solver="cg", n_hyper_samples=30, **kw)
     np.testing.assert_array_equal(a.fit(X, y).predict(X[:5]), b.fit(X, y).predict(X[:5]))
     assert np.isfinite(a.heldout_log_likelihood_)
-
-
-@pytest.mark.slow
-@parametrize_with_checks([
-    RandomPartitionGPRegressor("random_forest", n_partitions=5, random_state=0),
-])
-def test_heldout_gp_sklearn_checks(estimator, check):
-    """The held-out path (the random-forest default) under scikit-learn's estimator checks."""
-    check(estimator)
