@@ -17,6 +17,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from _catalog import estimator_classes
 from mondrian import MondrianForestClassifier
 
+from _data import diagonal_classes
+
 # The instances the checks run on, by class name: the parameters of each (``random_state=0``
 # is added to all). The slow ones run under ``-m slow``.
 CHECKED = {
@@ -83,9 +85,7 @@ def test_sklearn_estimator_checks_slow(estimator, check):
 
 
 def test_clone_pipeline_and_grid_search():
-    rng = np.random.RandomState(0)
-    X = rng.uniform(size=(120, 3))
-    y = (X[:, 0] + X[:, 1] > 1).astype(int)
+    X, y = diagonal_classes(120)
     model = MondrianForestClassifier(n_estimators=5, random_state=0)
     assert clone(model).get_params() == model.get_params()
     pipe = make_pipeline(StandardScaler(), model)

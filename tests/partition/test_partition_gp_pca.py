@@ -11,11 +11,12 @@ from mondrian import (
 )
 from mondrian.partition.gp import _nlml, block_pcg
 
+from _data import sine_regression
+
 
 def _data(n=500, d=3, seed=0):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, d))
-    y = np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+    X, y = sine_regression(n, d, rng, slope=1.0)
     return X, y, rng.uniform(size=(40, d))
 
 

@@ -6,11 +6,12 @@ import pytest
 from mondrian import RandomPartitionGPRegressor
 from mondrian.partition.gp import _heldout_nll
 
+from _data import sine_regression
+
 
 def _data(n=300, d=3, seed=0):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, d))
-    y = 5.0 * np.sin(6 * X[:, 0]) + X[:, 1] + 0.5 * rng.normal(size=n) + 20.0
+    X, y = sine_regression(n, d, rng, amplitude=5.0, slope=1.0, noise=0.5, offset=20.0)
     return X, y, rng.uniform(size=(30, d))
 
 
