@@ -1,4 +1,4 @@
-"""Batch growth's box loops (issue 10, fit time): every node's box is that of the points below
+"""Batch growth's box loops: every node's box is that of the points below
 it, and the trees keep the bits of the implementation before the children's boxes were
 written by the partition (fingerprints of that implementation, x86-64 Linux)."""
 

@@ -1,4 +1,4 @@
-"""The held-out choice's grid kernels (issue 10, fit time): one pass for every prior of a rate
+"""The held-out choice's grid kernels: one pass for every prior of a rate
 gives the same bits as one call per prior, and the regressor chooses exactly as with one
 ``upward_messages`` + ``predict_moments_trees`` call per grid point."""
 

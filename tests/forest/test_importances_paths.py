@@ -1,4 +1,4 @@
-"""feature_importances_ (loss decrease at the cuts) and decision_path (issue 15)."""
+"""feature_importances_ (loss decrease at the cuts) and decision_path."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""feature_weights="auto" of the regressors (issue 12): the joint map-and-power search with the
+"""feature_weights="auto" of the regressors: the joint map-and-power search with the
 one-standard-error rule, and the ARD Laplace lifetimes competing from WEIGHTS_LAPLACE_MIN_ROWS
 rows; a named method and the classifier keep the search of every model."""
 

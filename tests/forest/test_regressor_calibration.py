@@ -1,4 +1,4 @@
-"""Calibration of the regressor's predictive variance (issue 12): the held-out choice scores a
+"""Calibration of the regressor's predictive variance: the held-out choice scores a
 small probe as the full forest, and the chosen variance and spread scales act as documented."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""sample_weight as counts, class_weight, and the errors of weighted fits (issue 15)."""
+"""sample_weight as counts, class_weight, and the errors of weighted fits."""
 
 import numpy as np
 import pytest
