@@ -45,13 +45,31 @@ NODE56_DTYPE = np.dtype([
 ])
 
 
-def node_records_56(nodes):
-    """``nodes`` (``MondrianTree.nodes_array``, paused flags decoded) in the 56-byte layout."""
-    out = np.zeros(nodes.shape[0], dtype=NODE56_DTYPE)
-    for name in NODE56_DTYPE.names:
+def node_records_as(nodes, dtype):
+    """``nodes`` (``MondrianTree.nodes_array``, paused flags decoded) in an older record layout
+    ``dtype`` (its ``reserved`` padding zero)."""
+    out = np.zeros(nodes.shape[0], dtype=dtype)
+    for name in dtype.names:
         if name != "reserved":
             out[name] = nodes[name]
     return out
+
+
+def node_records_56(nodes):
+    """``nodes`` (``MondrianTree.nodes_array``, paused flags decoded) in the 56-byte layout."""
+    return node_records_as(nodes, NODE56_DTYPE)
+
+
+def fit_then_extend(trees, X, rows, n, chunks):
+    """Fit every tree of ``trees`` on the first ``n`` rows, then extend each by the next
+    ``chunks[0]`` rows, the next ``chunks[1]``, and so on."""
+    for tree in trees:
+        tree.fit(X, rows, np.arange(n))
+    start = n
+    for size in chunks:
+        for tree in trees:
+            tree.extend(X, rows, np.arange(start, start + size))
+        start += size
 
 
 def rounding_tolerance(est, X):

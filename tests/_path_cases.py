@@ -15,6 +15,8 @@ from mondrian import (
     MondrianTreeRegressor,
 )
 
+from _data import sine_regression
+
 
 @dataclass
 class PathCase:
@@ -37,13 +39,6 @@ class PathCase:
 
     def predictions(self):
         return getattr(self.model, self.predict)(self.X_val)
-
-
-def _data(n, seed):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 2))
-    y = np.sin(5 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
-    return X, y
 
 
 # name -> (estimator factory, task, lifetime of the fixed fit)
@@ -76,7 +71,7 @@ def make_estimator(name, **params):
 
 def training_data(name, n=150, seed=0):
     """Training inputs and targets for the case ``name`` (``y`` is None for the density)."""
-    X, y = _data(n, seed)
+    X, y = sine_regression(n, 2, seed, frequency=5, slope=1.0)
     task = ESTIMATORS[name][1]
     if task == "classification":
         return X, (y > np.median(y)).astype(int)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+from scipy import sparse
 
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
@@ -356,3 +357,13 @@ def monte_carlo_branch_off(t, x, n_rep, rng):
             counts[position[j]] += 1
             gaps[position[j]].append(gap)
     return path, counts, [np.asarray(g) for g in gaps]
+
+
+def grid_ridge_system(columns, n_features, n_train, n_grids, alpha):
+    """The Mondrian grid ridge solved from scratch: the design ``Z`` of the first ``n_train``
+    points (their cell ``columns[g, i]`` in each grid ``g``, entries ``1 / sqrt(n_grids)``) and
+    ``A = Z'Z + alpha I`` over ``n_features`` columns."""
+    rows = np.repeat(np.arange(n_train), n_grids)
+    Z = sparse.csr_matrix((np.full(n_train * n_grids, 1 / np.sqrt(n_grids)),
+                           (rows, columns[:, :n_train].T.ravel())), shape=(n_train, n_features))
+    return Z, (Z.T @ Z).toarray() + alpha * np.eye(n_features)

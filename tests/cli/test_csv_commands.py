@@ -1,4 +1,4 @@
-"""Issue 15: `python -m mondrian fit|path|predict` on CSV files."""
+"""`python -m mondrian fit|path|predict` on CSV files."""
 
 import csv
 import pickle

@@ -1,4 +1,4 @@
-"""Issue 11: an online update that fails part-way leaves the model bit-identical to before.
+"""An online update that fails part-way leaves the model bit-identical to before.
 
 Failures are injected from inside the update: ``fail_after_trees`` raises a ``MemoryError`` or
 a ``KeyboardInterrupt`` after some trees were extended, and a timer thread delivers a real

@@ -13,17 +13,9 @@ import pytest
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
 from mondrian.kernel.ridge import MondrianKernelRidge
 
+from _data import awkward_classes
+
 pytestmark = pytest.mark.exact
-
-
-def _awkward_data(seed, n=240, d=5):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[:, 2] = 1.5  # a constant column: every box has a zero-width side there
-    X[n // 2:n // 2 + 40] = X[:40]  # duplicate rows: leaves that cannot be cut
-    X[:, 3] = np.round(X[:, 3])  # ties inside a column
-    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
-    return X, y
 
 
 def _subtree_points(tree, node):
@@ -52,7 +44,7 @@ def _check_boxes(model):
 
 @pytest.mark.parametrize("kind", ["classifier", "regressor", "kernel"])
 def test_stored_boxes_are_min_max_of_the_points_below(kind, global_random_seed):
-    X, y = _awkward_data(global_random_seed)
+    X, y = awkward_classes(global_random_seed, 240, 5)
     if kind == "classifier":
         model = MondrianForestClassifier(n_estimators=3, random_state=global_random_seed)
         model.fit(X[:120], y[:120])

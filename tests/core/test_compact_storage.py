@@ -11,14 +11,14 @@ from mondrian.core._tree import MondrianTree
 from mondrian.core.ensemble import ENSEMBLE_STATE_VERSION, TreeEnsemble
 from mondrian.density.estimator import MondrianForestDensity
 
+from _data import gaussian_classes
+
 pytestmark = pytest.mark.exact
 
 
 def _data(seed, n=300, d=4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int) + (X[:, 1] > 1)
-    return X, y
+    X, y = gaussian_classes(seed, n, d, noise=0.5)
+    return X, y + (X[:, 1] > 1)
 
 
 def _same_trees(a, b):

@@ -10,12 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from mondrian import MondrianForestClassifier, MondrianForestDensity, MondrianForestRegressor
 from mondrian.core.ensemble import TreeEnsemble, draw_seeds
 
-
-def _data(n=150, seed=0, shift=0.0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 3)) + shift
-    y = (X[:, 0] + X[:, 1] > 1.0 + 2 * shift).astype(int)
-    return X, y
+from _data import diagonal_classes
 
 
 def _same_tree(a, b):
@@ -35,7 +30,7 @@ def _with_ensemble(model, ensemble):
 
 
 def test_merge_of_two_halves_is_the_forest():
-    X, y = _data()
+    X, y = diagonal_classes()
     forest = MondrianForestClassifier(n_estimators=10, random_state=0).fit(X, y)
     ens = forest._ensemble
     merged = ens.subset(slice(0, 4), read_only=False).merge(ens.subset(slice(4, 10)))
@@ -49,7 +44,7 @@ def test_merge_of_two_halves_is_the_forest():
 
 
 def test_merge_predicts_the_tree_weighted_average():
-    X, y = _data()
+    X, y = diagonal_classes()
     a = MondrianForestClassifier(n_estimators=4, random_state=0).fit(X, y)
     b = MondrianForestClassifier(n_estimators=6, random_state=1).fit(X, y)
     merged = a._ensemble.merge(b._ensemble)
@@ -68,8 +63,8 @@ def test_merge_predicts_the_tree_weighted_average():
 
 
 def test_merge_of_shards_renumbers_the_second_store():
-    X_a, y_a = _data(120, seed=0)
-    X_b, y_b = _data(90, seed=1)
+    X_a, y_a = diagonal_classes(120, seed=0)
+    X_b, y_b = diagonal_classes(90, seed=1)
     params = dict(feature_scaling=None, random_state=0)
     a = MondrianForestClassifier(n_estimators=3, **params).fit(X_a, y_a)
     b = MondrianForestClassifier(n_estimators=5, **{**params, "random_state": 1}).fit(X_b, y_b)
@@ -99,7 +94,7 @@ def test_merge_of_shards_renumbers_the_second_store():
 
 
 def test_merge_rejects_mismatches():
-    X, y = _data()
+    X, y = diagonal_classes()
     a = MondrianForestClassifier(n_estimators=2, random_state=0).fit(X, y)
     b = MondrianForestClassifier(n_estimators=2, random_state=1).fit(X * 2.0 + 1.0, y)
     with pytest.raises(ValueError, match="different feature maps .*offset"):
@@ -116,7 +111,7 @@ def test_merge_rejects_mismatches():
 
 
 def test_grown_trees_are_the_trees_of_a_larger_forest():
-    X, y = _data(200)
+    X, y = diagonal_classes(200)
     small = MondrianForestClassifier(n_estimators=3, random_state=7).fit(X[:100], y[:100])
     small._ensemble.grow_trees(draw_seeds(7, 5, start=3))
     big = MondrianForestClassifier(n_estimators=5, random_state=7).fit(X[:100], y[:100])
@@ -126,7 +121,7 @@ def test_grown_trees_are_the_trees_of_a_larger_forest():
 
 
 def test_pruned_is_independent():
-    X, y = _data()
+    X, y = diagonal_classes()
     forest = MondrianForestClassifier(n_estimators=4, random_state=0).fit(X, y)
     ens = forest._ensemble
     pruned = ens.pruned(0.8)
@@ -139,7 +134,7 @@ def test_pruned_is_independent():
 
 
 def test_single_tree_view_is_read_only():
-    X, y = _data()
+    X, y = diagonal_classes()
     forest = MondrianForestClassifier(n_estimators=4, random_state=0).fit(X, y)
     view = forest._ensemble.single_tree(2)
     assert view.read_only and len(view) == 1
@@ -153,7 +148,7 @@ def test_single_tree_view_is_read_only():
 
 
 def test_pickle_round_trip_and_version():
-    X, y = _data()
+    X, y = diagonal_classes()
     forest = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     ens = forest._ensemble
     back = pickle.loads(pickle.dumps(ens))
@@ -178,7 +173,7 @@ def test_pickle_round_trip_and_version():
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
 def test_accumulate_is_bit_identical_for_any_n_jobs(n_jobs):
-    X, y = _data()
+    X, y = diagonal_classes()
     forest = MondrianForestClassifier(n_estimators=40, random_state=0).fit(X, y)
     ens = forest._ensemble
 

@@ -1,4 +1,4 @@
-"""Feature weights (issue 12): a fixed per-feature weight after the min-max map.
+"""Feature weights: a fixed per-feature weight after the min-max map.
 
 Exactness: a model with weights ``w`` is the model fitted with ``feature_scaling=None`` on the
 min-max-scaled inputs times ``w`` (same seed, bit for bit); a weight of 0 is never cut.

@@ -21,18 +21,13 @@ from mondrian import (
 from mondrian.core._forget import forget_trees, relocate_trees
 from mondrian.core._tree import MondrianTree
 
+from _data import awkward_classes
+
 pytestmark = pytest.mark.exact
 
 
 def _awkward(seed, n=160, d=4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[:, 2] = 1.5  # constant column: zero-width sides
-    k = min(30, n // 4)
-    X[n // 2:n // 2 + k] = X[:k]  # duplicate rows
-    X[:, 3] = np.round(X[:, 3])  # ties
-    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
-    return X, y
+    return awkward_classes(seed, n, d, n_duplicates=min(30, n // 4), noise=0.5)
 
 
 def _model(kind, seed, **params):

@@ -1,4 +1,4 @@
-"""Hypothesis fuzzing of every public estimator (issue 11).
+"""Hypothesis fuzzing of every public estimator.
 
 Shapes (one row, one feature, wide), values (huge, tiny, constant and duplicated columns, a
 NaN or an infinity), target scales (1e-300 to 1e300, constant) and label types (int, str,

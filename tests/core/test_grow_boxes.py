@@ -1,4 +1,4 @@
-"""Batch growth's box loops (issue 10, fit time): every node's box is that of the points below
+"""Batch growth's box loops: every node's box is that of the points below
 it, and the trees keep the bits of the implementation before the children's boxes were
 written by the partition (fingerprints of that implementation, x86-64 Linux)."""
 
@@ -57,7 +57,7 @@ def _fit(X, y, lifetime, box_min_samples, split):
 
 @pytest.mark.exact
 @pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c[0])
-def test_growth_keeps_the_bits_of_the_previous_loops(case):
+def test_growth_matches_the_recorded_fingerprints(case):
     name, *args = case
     tree, _ = _fit(*args)
     h = hashlib.sha256()
@@ -85,7 +85,7 @@ def test_every_stored_box_is_the_box_of_the_points_below(case):
             assert np.all(X[tree._subtree_samples(nodes["right_child"][j]), f] > thr)
 
 
-def _previous_loops(X, nodes):
+def _reference_box_loops(X, nodes):
     """Boxes and leaf orders grown by the loops before the dim-blocked box loop, written
     again in numpy: the root's box grown row by row in the order of the points, then at
     every cut one pass of the two-pointer partition that grows the left box in the order
@@ -129,7 +129,7 @@ def _previous_loops(X, nodes):
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 120), D=st.sampled_from([1, 3, 4, 7, 16, 19, 33]),
        seed=st.integers(0, 2**31 - 1))
-def test_growth_matches_the_previous_loops_on_ties_and_signed_zeros(n, D, seed):
+def test_growth_matches_the_reference_box_loops_on_ties_and_signed_zeros(n, D, seed):
     # Few distinct values, both zeros among them: every bound is a tie broken by the order
     # of the points, and the sign of a zero bound shows which point won. D covers the
     # 16-dim blocks, the 4-dim blocks and the single dims of the box loop.
@@ -138,7 +138,7 @@ def test_growth_matches_the_previous_loops_on_ties_and_signed_zeros(n, D, seed):
     y = rng.randint(0, 2, n)
     tree, X = _fit(X, y, np.inf, 0, None)
     nodes = tree.nodes_array
-    lo, hi, leaves = _previous_loops(X, nodes)
+    lo, hi, leaves = _reference_box_loops(X, nodes)
     bounds = tree.bounds_array
     assert sorted(lo) == list(range(tree.node_count))
     for j in range(tree.node_count):

@@ -24,19 +24,10 @@ from mondrian.density.estimator import MondrianForestDensity
 from mondrian.kernel.ridge import MondrianKernelFeatures, MondrianKernelRidge
 from mondrian.merging import feature_range, merge_forests
 
-from _checks import box_min_samples
+from _checks import box_min_samples, fit_then_extend
+from _data import awkward_classes
 
 pytestmark = pytest.mark.exact
-
-
-def _awkward_data(seed, n=300, d=5):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[:, 2] = 1.5  # a constant column: zero-width sides everywhere
-    X[n // 2:n // 2 + 40] = X[:40]  # duplicate rows: leaves that cannot be cut
-    X[:, 3] = np.round(X[:, 3])  # ties inside a column
-    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
-    return X, y
 
 
 def _same(a, b):
@@ -77,7 +68,7 @@ def _fit_both(make, fit, k):
 
 @pytest.mark.parametrize("k", [2, 32])
 def test_classifier_batch_and_online(k, global_random_seed):
-    X, y = _awkward_data(global_random_seed)
+    X, y = awkward_classes(global_random_seed, 300, 5)
     X_test = np.vstack([X[:50] + 0.05, X[:20] * 3.0])
 
     def stream(model):
@@ -105,7 +96,7 @@ def test_classifier_batch_and_online(k, global_random_seed):
 
 @pytest.mark.parametrize("k", [2, 32])
 def test_regressor_mean_and_std(k, global_random_seed):
-    X, _ = _awkward_data(global_random_seed)
+    X, _ = awkward_classes(global_random_seed, 300, 5)
     y = X[:, 0] - X[:, 1] ** 2
 
     def stream(model):
@@ -128,7 +119,7 @@ def test_regressor_mean_and_std(k, global_random_seed):
 
 @pytest.mark.parametrize("k", [2, 32])
 def test_kernel_features_and_ridge(k, global_random_seed):
-    X, _ = _awkward_data(global_random_seed)
+    X, _ = awkward_classes(global_random_seed, 300, 5)
     y = X[:, 0]
     X_test = X[:60] + 0.2
 
@@ -153,7 +144,7 @@ def test_kernel_features_and_ridge(k, global_random_seed):
 
 @pytest.mark.parametrize("k", [2, 32])
 def test_lifetime_paths(k, global_random_seed):
-    X, y = _awkward_data(global_random_seed)
+    X, y = awkward_classes(global_random_seed, 300, 5)
 
     def make():
         return MondrianForestClassifier(n_estimators=3, random_state=global_random_seed)
@@ -168,7 +159,7 @@ def test_lifetime_paths(k, global_random_seed):
 
 def test_pickle_merge_prune(global_random_seed):
     k = 4
-    X, y = _awkward_data(global_random_seed)
+    X, y = awkward_classes(global_random_seed, 300, 5)
     X_test = X[:40] + 0.05
 
     def make():
@@ -224,7 +215,7 @@ def test_density_keeps_every_cell():
 
 
 def test_memory_usage_counts_the_stored_boxes():
-    X, y = _awkward_data(0)
+    X, y = awkward_classes(0, 300, 5)
     with box_min_samples(8):
         model = MondrianForestClassifier(n_estimators=2, random_state=0).fit(X, y)
     usage = model.memory_usage_
@@ -285,13 +276,7 @@ def test_property_lean_walks_equal_full_walks(seed, n, d, k, chunks, lifetime):
     X = np.round(rng.random((n + sum(chunks), d)) * 4) / 4  # ties and duplicates
     rows = np.eye(2)[rng.integers(0, 2, len(X))]
     trees = [MondrianTree(d, 2, lifetime, 2, False, seed, kk) for kk in (0, k)]
-    start = n
-    for tree in trees:
-        tree.fit(X, rows, np.arange(n))
-    for size in chunks:
-        for tree in trees:
-            tree.extend(X, rows, np.arange(start, start + size))
-        start += size
+    fit_then_extend(trees, X, rows, n, chunks)
     full, lean = trees
     assert full.nodes_array.tobytes() == lean.nodes_array.tobytes()
     _same(full.bounds_array, lean.bounds_array)

@@ -24,7 +24,8 @@ from mondrian.core._tree import MondrianTree
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
 from mondrian.merging import feature_range, merge_forests
 
-from _checks import box_min_samples, node_records_56
+from _checks import box_min_samples, fit_then_extend, node_records_56
+from _data import awkward_classes
 
 pytestmark = pytest.mark.exact
 
@@ -32,12 +33,8 @@ KS = [2, 4, 32]
 
 
 def _data(seed, n=300, d=4, n_classes=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[n // 2:n // 2 + 40] = X[:40]  # duplicate rows: leaves that cannot be cut
-    X[:, 2] = np.round(X[:, 2])  # ties inside a column
-    y = ((X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)) % n_classes
-    return X, y
+    X, _ = awkward_classes(seed, n, d, constant_column=None, ties_column=2)
+    return X, ((X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)) % n_classes
 
 
 def _same(a, b):
@@ -313,13 +310,7 @@ def test_property_lean_rows_equal_full_rows(seed, n, d, k, chunks, lifetime):
     X = np.round(rng.random((n + sum(chunks), d)) * 4) / 4  # ties and duplicates
     rows = np.eye(3)[rng.integers(0, 3, len(X))] * rng.integers(1, 3, (len(X), 1))
     full, lean = _tree_pair(seed, k, d, 3)
-    for tree in (full, lean):
-        tree.fit(X, rows, np.arange(n))
-    start = n
-    for size in chunks:
-        for tree in (full, lean):
-            tree.extend(X, rows, np.arange(start, start + size))
-        start += size
+    fit_then_extend((full, lean), X, rows, n, chunks)
     _same_trees(full, lean)
     outs = []
     for tree in (full, lean):

@@ -12,6 +12,9 @@ import pytest
 from mondrian import MondrianForestClassifier, MondrianTreeClassifier
 from mondrian.core._tree import NODE_DTYPE, NODE_VIEW_DTYPE
 
+from _checks import node_records_as
+from _data import gaussian_classes
+
 pytestmark = pytest.mark.exact
 
 TREE_PAUSED = -3  # the raw `feature` of a paused leaf (core/_tree.pxd)
@@ -33,10 +36,8 @@ _INDEX_FIELDS = ("parent", "left_child", "right_child", "feature")
 
 
 def _data(seed, n=400, d=4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = (X[:, 0] + 0.4 * rng.normal(size=n) > 0).astype(int) + (X[:, 1] > 0.8)
-    return X, y
+    X, y = gaussian_classes(seed, n, d, noise=0.4)
+    return X, y + (X[:, 1] > 0.8)
 
 
 def test_node_struct_is_packed():
@@ -136,20 +137,11 @@ def test_prune_keeps_paused_leaves_and_unpauses_dropped_cuts():
         assert (view["feature"][leaf] == -2).all()
 
 
-def _layout(view, dtype):
-    """The records of ``view`` (``NODE_VIEW_DTYPE``) in an older layout with a paused field."""
-    old = np.zeros(view.shape[0], dtype=dtype)
-    for name in dtype.names:
-        if name != "reserved":
-            old[name] = view[name]
-    return old
-
-
 def _old_state(tree, dtype):
     """The whole state of ``tree`` as a build before the 48-byte records saved it."""
     cls, args, state = tree.__reduce__()
     assert state["version"] == 4 and state["nodes"].dtype == NODE_DTYPE
-    state = dict(state, nodes=_layout(tree.nodes_array, dtype),
+    state = dict(state, nodes=node_records_as(tree.nodes_array, dtype),
                  version=3 if state.pop("lean_values") else 2)
     return cls, args, state
 
@@ -201,7 +193,7 @@ def test_unknown_or_inconsistent_states_are_rejected():
     cls, args, state = tree.__reduce__()
     with pytest.raises(ValueError, match="state version 5"):
         cls(*args).__setstate__(dict(state, version=5))
-    old = _layout(tree.nodes_array, _OLD_NODE_DTYPE)
+    old = node_records_as(tree.nodes_array, _OLD_NODE_DTYPE)
     old_state = dict(state, nodes=old, version=2)
     old["left_child"][0] = 2**31
     with pytest.raises(ValueError, match="left_child"):
@@ -211,7 +203,7 @@ def test_unknown_or_inconsistent_states_are_rejected():
         cls(*args).__setstate__(dict(old_state, nodes=partial))
     # A paused flag on an internal node, or not 0 / 1, has no encoding.
     for node, flag in ((0, 1), (int(np.flatnonzero(old["left_child"] == -1)[0]), 2)):
-        bad = _layout(tree.nodes_array, _NODE56_DTYPE)
+        bad = node_records_as(tree.nodes_array, _NODE56_DTYPE)
         bad["paused"][node] = flag
         with pytest.raises(ValueError, match="paused"):
             cls(*args).__setstate__(dict(state, nodes=bad, version=2))

@@ -8,18 +8,13 @@ import pytest
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 
-
-def _data(seed=0, n=150):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 3))
-    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0.5).astype(int)
-    return X, y
+from _data import threshold_classes
 
 
 @pytest.mark.exact
 @pytest.mark.parametrize("lifetime", [0.0, 0.3, 2.0])
 def test_pruned_classifier_predicts_the_forest_read_at_that_lifetime(lifetime):
-    X, y = _data()
+    X, y = threshold_classes(150, 3, 0)
     forest = MondrianForestClassifier(n_estimators=8, lifetime=6.0, random_state=0).fit(X, y)
     pruned = forest.prune(lifetime)
     X_test = np.random.RandomState(1).uniform(-0.2, 1.2, size=(50, 3))
@@ -38,7 +33,7 @@ def test_pruned_classifier_predicts_the_forest_read_at_that_lifetime(lifetime):
 
 
 def test_pruned_model_is_an_ordinary_estimator():
-    X, y = _data(1)
+    X, y = threshold_classes(150, 3, 1)
     forest = MondrianForestClassifier(n_estimators=5, lifetime=4.0, random_state=0).fit(X[:100],
                                                                                           y[:100])
     before = pickle.dumps(forest)

@@ -352,7 +352,7 @@ def test_edited_states_load_safely_many(fitted, worker, name, data):
     _fuzz(fitted, worker, name, data)
 
 
-# ----------------------------------------------------------------- the defects found by hand
+# ----------------------------------------------------------- inconsistent states written by hand
 
 class _OneEditPickler(pickle.Pickler):
     """Pickles ``root`` with the first object of type ``target`` saved as ``edit(obj)``."""
@@ -436,7 +436,7 @@ def _classes(model):
 
 
 # (estimator, what is edited, type edited, edit): every one must be refused at load.
-DEFECTS = [
+INCONSISTENT_STATES = [
     ("MondrianForestClassifier", "compact split feature", TreeEnsemble,
      _compact_edit("feature", lambda a, _: _set(a, 0, 99))),
     ("MondrianForestClassifier", "compact negative leaf link", TreeEnsemble,
@@ -472,9 +472,9 @@ DEFECTS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "what", "target", "edit"), DEFECTS,
-                         ids=[f"{name}-{what}" for name, what, _, _ in DEFECTS])
-def test_known_defects_are_refused_at_load(fitted, worker, name, what, target, edit):
+@pytest.mark.parametrize(("name", "what", "target", "edit"), INCONSISTENT_STATES,
+                         ids=[f"{name}-{what}" for name, what, _, _ in INCONSISTENT_STATES])
+def test_inconsistent_states_are_refused_at_load(fitted, worker, name, what, target, edit):
     model, kind = fitted[name]
     buffer = io.BytesIO()
     pickler = _OneEditPickler(buffer, model, target, edit)

@@ -1,4 +1,4 @@
-"""Readers and writers on one model in several threads (issue 11).
+"""Readers and writers on one model in several threads.
 
 Before the reader-writer lock, ``predict`` concurrent with ``partial_fit`` read node buffers
 that the writer had just reallocated: the process died with a segmentation fault. Each case runs

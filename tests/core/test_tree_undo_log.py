@@ -1,4 +1,4 @@
-"""The undo log of MondrianTree (issue 11): a rollback restores the tree bit for bit."""
+"""The undo log of MondrianTree: a rollback restores the tree bit for bit."""
 
 import pickle
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import MondrianForestDensity
 from mondrian.density._full_cell import (
@@ -21,9 +20,6 @@ from mondrian.density._full_cell import (
     log_density_trees,
     sample_trees,
 )
-
-# Checks skipped, with the reason. (None at the moment.)
-EXPECTED_FAILED_CHECKS = {}
 
 
 def _blobs(n, seed=0):
@@ -86,17 +82,6 @@ def _oracle_log_density(tree, points, u, lifetime, concentration, exclude=None):
 def _forest_log_density_unit(model, U):
     """Log of the forest density (no background) in unit coordinates."""
     return model._log_mean_trees(log_density_trees, U, model.lifetime_)
-
-
-# ----------------------------------------------------------------------------- conformance
-
-
-@parametrize_with_checks(
-    [MondrianForestDensity(n_estimators=10, random_state=0)],
-    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
-)
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 # ----------------------------------------------------------------------------- normalisation

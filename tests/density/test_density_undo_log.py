@@ -1,5 +1,5 @@
-"""Small online updates of the density roll back through the full-cell trees' undo log
-(issue 11): a failure inside the core leaves the model bit-identical, without a tree copy."""
+"""Small online updates of the density roll back through the full-cell trees' undo log: a
+failure inside the core leaves the model bit-identical, without a tree copy."""
 
 import pickle
 

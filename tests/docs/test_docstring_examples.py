@@ -1,4 +1,4 @@
-"""Every public name has a runnable docstring example (issue 15).
+"""Every public name has a runnable docstring example.
 
 ``test_doc_snippets.py`` runs the docstring examples module by module; this test goes by public
 name (``mondrian.__all__`` and the subpackages' ``__all__``): the name's own docstring must hold

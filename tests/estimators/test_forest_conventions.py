@@ -117,7 +117,7 @@ def test_foreign_parameter_messages_name_the_equivalent():
 
 
 @pytest.mark.parametrize("Forest", FORESTS)
-def test_construction_paths_still_work(Forest):
+def test_clone_pickle_and_unknown_keywords(Forest):
     forest = Forest(n_estimators=2, random_state=0, min_samples_split=0.2).fit(X, y)
     for copy in (clone(forest), pickle.loads(pickle.dumps(forest))):
         assert copy.get_params() == forest.get_params()

@@ -1,4 +1,4 @@
-"""scikit-learn parity of issue 15: missing values, sparse inputs, transformer outputs,
+"""scikit-learn parity: missing values, sparse inputs, transformer outputs,
 multi-output targets and the HTML repr."""
 
 import numpy as np

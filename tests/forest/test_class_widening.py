@@ -1,4 +1,4 @@
-"""Classes discovered one at a time (issue 11): exactness guards and the cost of widening.
+"""Classes discovered one at a time: exactness guards and the cost of widening.
 
 A stream that meets its classes one by one must give the model a stream told every class up
 front (``classes=``) would give, bit for bit: ``predict``, ``predict_proba``, a pickle round trip

@@ -71,6 +71,16 @@ def _no_fast(monkeypatch):
     monkeypatch.setattr(_BaseMondrianClassifier, "_encode_known", lambda self, y: None)
 
 
+def _assert_fast_equals_full(monkeypatch, func):
+    """``func`` returns or raises the same, and warns the same, with and without the fast
+    paths."""
+    fast = _outcome(func)
+    with monkeypatch.context() as m:
+        _no_fast(m)
+        full = _outcome(func)
+    _same(fast, full)
+
+
 def _fitted(kind, named):
     Xf = pd.DataFrame(X[:20], columns=NAMES) if named else X[:20]
     if kind == "classifier":
@@ -86,11 +96,7 @@ def _fitted(kind, named):
 def test_predict_fast_path_matches_full_validation(monkeypatch, kind, named, name):
     model = _fitted(kind, named)
     method = model.predict_proba if kind == "classifier" else model.predict
-    fast = _outcome(lambda: method(INPUTS[name]()))
-    with monkeypatch.context() as m:
-        _no_fast(m)
-        full = _outcome(lambda: method(INPUTS[name]()))
-    _same(fast, full)
+    _assert_fast_equals_full(monkeypatch, lambda: method(INPUTS[name]()))
 
 
 LABELS = {
@@ -121,11 +127,7 @@ def test_partial_fit_fast_path_matches_full_validation(monkeypatch, name, label,
         model.partial_fit(rows, LABELS[label](len(rows)))
         return model.predict_proba(X[20:40])
 
-    fast = _outcome(run)
-    with monkeypatch.context() as m:
-        _no_fast(m)
-        full = _outcome(run)
-    _same(fast, full)
+    _assert_fast_equals_full(monkeypatch, run)
 
 
 @pytest.mark.exact
@@ -186,8 +188,4 @@ def test_regressor_partial_fit_fast_path_matches_full_validation(monkeypatch, na
         model.partial_fit(rows, TARGETS[target](len(rows)))
         return model.predict(X[20:40])
 
-    fast = _outcome(run)
-    with monkeypatch.context() as m:
-        _no_fast(m)
-        full = _outcome(run)
-    _same(fast, full)
+    _assert_fast_equals_full(monkeypatch, run)

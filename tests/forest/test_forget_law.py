@@ -17,6 +17,7 @@ from scipy import stats
 from mondrian import MondrianForestClassifier
 
 from _checks import two_sample_chi2_pvalue as _two_sample_chi2_pvalue
+from _data import threshold_classes
 
 pytestmark = pytest.mark.statistical
 
@@ -75,20 +76,13 @@ def test_root_cut_dimension_after_forget_follows_the_remaining_sides(global_rand
     assert before[0] > 0.8 * len(dims)
 
 
-def _labelled_cloud(seed, n=60):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, 2))
-    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0.5).astype(int)
-    return X, y
-
-
 @pytest.mark.parametrize("lifetime", [3.0, np.inf])
 def test_leaf_counts_after_forget_match_a_fit_on_the_rest(global_random_seed, lifetime):
     """The numbers of leaves and of paused leaves of fit(D) + forget(S) and of fit(D \\ S)
     (independent forests of 1500 trees) have the same distribution: two-sample chi-square
     at p > 1e-4. S holds a third of the points, among them minority labels, so that nodes
     become pure and must pause (a forget that did not pause them leaves too many leaves)."""
-    X, y = _labelled_cloud(global_random_seed)
+    X, y = threshold_classes(60, 2, global_random_seed, generator=True)
     rng = np.random.default_rng(global_random_seed + 7)
     S = rng.choice(len(X), 20, replace=False)
     rest = np.setdiff1d(np.arange(len(X)), S)
@@ -105,7 +99,7 @@ def test_stream_with_forgets_matches_a_fit_on_the_rest(global_random_seed):
     """partial_fit batches interleaved with forgets (online growth after a forget) give the
     law of a batch fit on the points that remain (leaf counts, depth of the points; two-sample
     chi-square at p > 1e-4, 1500 trees each)."""
-    X, y = _labelled_cloud(global_random_seed, n=90)
+    X, y = threshold_classes(90, 2, global_random_seed, generator=True)
     a = _forest(global_random_seed, 1500, lifetime=4.0)
     a.partial_fit(X[:30], y[:30])
     a.forget(X[:10], y[:10])
@@ -125,7 +119,7 @@ def test_forgetting_weight_matches_a_fit_with_the_lower_weights(global_random_se
     """Forgetting part of the weights (the pause rule counts weights: min_samples_split=4)
     gives the law of a fit with the lowered weights (leaf and paused-leaf counts, two-sample
     chi-square at p > 1e-4, 1500 trees each)."""
-    X, y = _labelled_cloud(global_random_seed, n=50)
+    X, y = threshold_classes(50, 2, global_random_seed, generator=True)
     w = np.arange(50) % 3 + 1.0
     a = _forest(global_random_seed, 1500, lifetime=5.0, min_samples_split=4)
     a.fit(X, y, sample_weight=w)
@@ -147,7 +141,7 @@ def test_regressor_leaf_counts_after_forget_match_a_fit_on_the_rest(global_rando
     1500 trees each."""
     from mondrian import MondrianForestRegressor
 
-    X, _ = _labelled_cloud(global_random_seed)
+    X, _ = threshold_classes(60, 2, global_random_seed, generator=True)
     t = X[:, 0] - X[:, 1]
     S = np.random.default_rng(global_random_seed + 3).choice(len(X), 25, replace=False)
     rest = np.setdiff1d(np.arange(len(X)), S)

@@ -1,4 +1,4 @@
-"""The held-out choice's grid kernels (issue 10, fit time): one pass for every prior of a rate
+"""The held-out choice's grid kernels: one pass for every prior of a rate
 gives the same bits as one call per prior, and the regressor chooses exactly as with one
 ``upward_messages`` + ``predict_moments_trees`` call per grid point."""
 
@@ -16,11 +16,7 @@ from mondrian.forest._gaussian import (
 )
 from mondrian.forest._hyperparameters import _floored
 
-
-def _data(n=400, seed=5):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 3))
-    return X, np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+from _data import sine_regression
 
 
 def _priors(hierarchical, rate, mean0=0.1):
@@ -34,7 +30,7 @@ def _priors(hierarchical, rate, mean0=0.1):
 @pytest.mark.parametrize("lifetime", [np.inf, 3.0])
 @pytest.mark.parametrize("rows", [7, 300])  # boxes rebuilt per node / all at once
 def test_grid_kernels_match_one_call_per_prior(smoothing, lifetime, rows):
-    X, y = _data()
+    X, y = sine_regression(400, 3, 5, slope=1.0)
     model = MondrianForestRegressor(n_estimators=3, lifetime=lifetime, smoothing=smoothing,
                                     random_state=0).fit(X, y)
     trees = model._trees
@@ -58,7 +54,7 @@ def test_grid_kernels_match_one_call_per_prior(smoothing, lifetime, rows):
 
 @pytest.mark.exact
 def test_grid_kernels_refuse_priors_of_different_rates():
-    X, y = _data(100)
+    X, y = sine_regression(100, 3, 5, slope=1.0)
     tree = MondrianForestRegressor(n_estimators=1, random_state=0).fit(X, y)._trees[0]
     priors = _priors(True, 1.0)[:1] + _priors(True, 2.0)[:1]
     with pytest.raises(ValueError, match="share rate"):
@@ -93,7 +89,7 @@ def _one_call_per_prior(self, params, X_scaled, floor=0.0):
                                     {"noise_variance": 0.05}, {"weights": True}])
 def test_held_out_choice_is_that_of_one_prediction_per_grid_point(params, monkeypatch):
     params = dict(params)
-    X, y = _data()
+    X, y = sine_regression(400, 3, 5, slope=1.0)
     fit_params = {}
     if params.pop("weights", False):
         fit_params["sample_weight"] = np.random.RandomState(2).randint(1, 4, len(y)) * 1.0

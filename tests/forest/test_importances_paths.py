@@ -1,4 +1,4 @@
-"""feature_importances_ (loss decrease at the cuts) and decision_path (issue 15)."""
+"""feature_importances_ (loss decrease at the cuts) and decision_path."""
 
 import numpy as np
 import pytest
@@ -12,11 +12,12 @@ from mondrian import (
     MondrianTreeRegressor,
 )
 
+from _data import sine_regression
+
 
 def _data(n=300, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 4))
-    return X, (X[:, 0] > 0.5).astype(int), np.sin(6 * X[:, 0]) + 0.05 * rng.randn(n)
+    X, y_reg = sine_regression(n, 4, seed, noise=0.05)
+    return X, (X[:, 0] > 0.5).astype(int), y_reg
 
 
 @pytest.mark.parametrize("kind", ["classifier", "regressor"])

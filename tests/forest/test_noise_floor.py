@@ -1,4 +1,4 @@
-"""The regressor's noise floor from duplicated inputs (issue 12): rows with identical inputs
+"""The regressor's noise floor from duplicated inputs: rows with identical inputs
 and different targets bound the noise variance from below, whatever the held-out choice or the
 marginal likelihood would pick."""
 

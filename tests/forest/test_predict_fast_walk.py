@@ -24,18 +24,15 @@ from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upwa
 from mondrian.forest._hnsp import predict_proba_trees
 
 from _checks import box_min_samples
+from _data import awkward_classes
 
 pytestmark = pytest.mark.exact
 
 
 def _data(seed, n, d):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X[:, 1] = 0.5  # a constant column: zero-width sides
-    X[n // 2:n // 2 + n // 8] = X[:n // 8]  # duplicate rows: leaves that cannot be cut
-    X[:, 2] = np.round(X[:, 2])  # ties
-    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int) + (X[:, 3] > 0.7)
-    return X, y
+    X, y = awkward_classes(seed, n, d, constant_column=1, constant=0.5, n_duplicates=n // 8,
+                           ties_column=2, noise=0.5)
+    return X, y + (X[:, 3] > 0.7)
 
 
 def _test_points(model, X, seed):

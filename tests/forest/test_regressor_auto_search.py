@@ -1,4 +1,4 @@
-"""feature_weights="auto" of the regressors (issue 12): the joint map-and-power search with the
+"""feature_weights="auto" of the regressors: the joint map-and-power search with the
 one-standard-error rule, and the ARD Laplace lifetimes competing from WEIGHTS_LAPLACE_MIN_ROWS
 rows; a named method and the classifier keep the search of every model."""
 
@@ -8,15 +8,11 @@ import mondrian.forest.regressor as regressor
 from mondrian import MondrianForestClassifier, MondrianForestRegressor
 from mondrian.estimator.relevance import choose_weights
 
-
-def _data(n=300, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 4))
-    return X, np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=n)
+from _data import sine_regression
 
 
 def test_auto_is_the_joint_search(monkeypatch):
-    X, y = _data()
+    X, y = sine_regression(300, 4)
     model = MondrianForestRegressor(10, feature_weights="auto", random_state=0).fit(X, y)
     info = model.feature_weights_info_
     assert {c[0] for c in info["candidates"]} == {"minmax", "quantile"}
@@ -39,7 +35,7 @@ def test_auto_is_the_joint_search(monkeypatch):
 
 
 def test_named_method_and_classifier_keep_the_plain_search():
-    X, y = _data()
+    X, y = sine_regression(300, 4)
     named = MondrianForestRegressor(10, feature_weights="extra_trees", random_state=0).fit(X, y)
     assert named.feature_weights_info_.get("candidates") is None
     clf = MondrianForestClassifier(10, feature_weights="auto", random_state=0).fit(X, y > 0)

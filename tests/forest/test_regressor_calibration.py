@@ -1,4 +1,4 @@
-"""Calibration of the regressor's predictive variance (issue 12): the held-out choice scores a
+"""Calibration of the regressor's predictive variance: the held-out choice scores a
 small probe as the full forest, and the chosen variance and spread scales act as documented."""
 
 import numpy as np
@@ -15,11 +15,7 @@ from mondrian.forest._hyperparameters import (
     _forest_moments,
 )
 
-
-def _data(n=300, seed=3):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 2))
-    return X, np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=n)
+from _data import sine_regression
 
 
 @pytest.mark.statistical
@@ -57,7 +53,7 @@ def test_expected_nll_of_the_probe_itself_is_its_plain_nll():
 
 
 def test_third_column_accumulates_the_squared_tree_means():
-    X, y = _data()
+    X, y = sine_regression(300, 2, 3)
     model = MondrianForestRegressor(n_estimators=4, random_state=0).fit(X, y)
     params = model._posterior().params
     Xs = model._scaler.transform(X[:40])
@@ -87,7 +83,7 @@ def test_variance_scale_multiplies_the_tree_variance_and_keeps_the_mean():
     """Scaling the noise and prior variances together changes no mean; test points away from
     the data too (a tree's predictive mixes the nodes where they branch off, with weights that
     the scale does not change)."""
-    X, y = _data()
+    X, y = sine_regression(300, 2, 3)
     X_test = np.vstack([X, np.random.RandomState(7).uniform(-1, 2, size=(50, 2))])
     tree = MondrianTreeRegressor(random_state=0).fit(X, y)
     share, multiplier = tree._hyper_choice[:2]
@@ -109,7 +105,7 @@ def test_variance_scale_multiplies_the_tree_variance_and_keeps_the_mean():
 
 
 def test_spread_scale_is_linear_in_the_between_tree_variance():
-    X, y = _data()
+    X, y = sine_regression(300, 2, 3)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     share, multiplier, scale = model._hyper_choice[:3]
     out = {}
@@ -124,7 +120,7 @@ def test_spread_scale_is_linear_in_the_between_tree_variance():
 
 
 def test_held_out_choice_holds_the_scales():
-    X, y = _data()
+    X, y = sine_regression(300, 2, 3)
     model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
     share, multiplier, scale, spread, floor = model._hyper_choice
     assert floor == 0.0  # no duplicated input

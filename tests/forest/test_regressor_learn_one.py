@@ -1,4 +1,4 @@
-"""Issue 15: river-style ``learn_one`` / ``predict_one`` on the regressors."""
+"""River-style ``learn_one`` / ``predict_one`` on the regressors."""
 
 import pickle
 

@@ -1,4 +1,4 @@
-"""sample_weight as counts, class_weight, and the errors of weighted fits (issue 15)."""
+"""sample_weight as counts, class_weight, and the errors of weighted fits."""
 
 import numpy as np
 import pytest
@@ -12,6 +12,8 @@ from mondrian import (
     MondrianTreeClassifier,
 )
 
+from _data import count_weights
+
 pytestmark = pytest.mark.exact
 
 _SHAPE_FIELDS = ("parent", "left_child", "right_child", "feature", "threshold", "split_time",
@@ -24,9 +26,7 @@ def _data(n=60, d=3, seed=0, n_classes=3):
     y = (X[:, 0] * n_classes).astype(int) % n_classes
     noisy = rng.rand(n) < 0.3
     y[noisy] = rng.randint(0, n_classes, noisy.sum())
-    weights = rng.randint(0, 4, size=n)
-    weights[0] = 2  # the first row (it sets the feature map's offset) is kept
-    return X, y, weights
+    return X, y, count_weights(rng, n)
 
 
 def _assert_same_trees(a, b):

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import sparse
 
 from mondrian import MondrianGridFeatures, MondrianGridRidge
 from mondrian.grid._cuts import GridCuts, GridSample, begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
+
+from _data import sine_regression
+from _reference import grid_ridge_system
 
 N_POINTS, N_TRAIN, N_DIMS, N_GRIDS, ALPHA = 70, 50, 3, 4, 0.3
 
@@ -21,10 +23,7 @@ def _fresh_metrics(visitor, y):
     """Validation MSE, feature count and log marginal likelihood solved from scratch."""
     cols = visitor.columns
     C = visitor.n_features
-    rows = np.repeat(np.arange(N_TRAIN), N_GRIDS)
-    Z = sparse.csr_matrix((np.full(N_TRAIN * N_GRIDS, 1 / np.sqrt(N_GRIDS)),
-                           (rows, cols[:, :N_TRAIN].T.ravel())), shape=(N_TRAIN, C))
-    A = (Z.T @ Z).toarray() + ALPHA * np.eye(C)
+    Z, A = grid_ridge_system(cols, C, N_TRAIN, N_GRIDS, ALPHA)
     inverse = np.linalg.inv(A)
     w = inverse @ (Z.T @ y[:N_TRAIN])
     pred = w[cols].sum(axis=0) / np.sqrt(N_GRIDS)
@@ -87,12 +86,6 @@ def test_a_removal_merging_many_pairs_equals_a_fresh_solve():
 
 # ---------------------------------------------------------------------------- conventions
 
-def _toy(n=80):
-    rng = np.random.RandomState(0)
-    X = rng.uniform(size=(n, 2))
-    return X, np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=n)
-
-
 def test_public_methods_of_the_grid_estimators_are_locked():
     for cls in (MondrianGridRidge, MondrianGridFeatures):
         for name in ("fit", "predict", "transform", "score", "__getstate__"):
@@ -103,7 +96,7 @@ def test_public_methods_of_the_grid_estimators_are_locked():
 
 def test_reads_during_refits_see_a_whole_model():
     """Predictions made while other threads refit are those of one of the fitted models."""
-    X, y = _toy()
+    X, y = sine_regression(80, 2)
     models = [MondrianGridRidge(4, alpha=0.1, max_features=40, random_state=s).fit(X, y)
               for s in (0, 1)]
     expected = [m.predict(X) for m in models]
@@ -129,7 +122,7 @@ def test_reads_during_refits_see_a_whole_model():
 
 
 def test_a_fit_failing_after_the_search_leaves_the_model_intact(monkeypatch):
-    X, y = _toy()
+    X, y = sine_regression(80, 2)
     model = MondrianGridRidge(4, alpha=0.1, max_features=40, random_state=0).fit(X, y)
     state = pickle.dumps(model)
     import mondrian.grid.ridge as grid_ridge

@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import sparse
 
 from mondrian import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
 from mondrian.grid._cuts import GridCuts, GridSample, begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
+
+from _data import sine_regression
+from _reference import grid_ridge_system
 
 
 def _ard_laplace(A, B, lifetimes):
@@ -100,11 +102,8 @@ def _problem(seed):
 def _fresh(visitor, targets):
     """Inverse and weights solved from scratch on the visitor's columns."""
     cols = visitor.columns
-    C = visitor.n_features
-    rows = np.repeat(np.arange(N_TRAIN), N_GRIDS)
-    Z = sparse.csr_matrix((np.full(N_TRAIN * N_GRIDS, 1 / np.sqrt(N_GRIDS)),
-                           (rows, cols[:, :N_TRAIN].T.ravel())), shape=(N_TRAIN, C))
-    inverse = np.linalg.inv((Z.T @ Z).toarray() + ALPHA * np.eye(C))
+    Z, A = grid_ridge_system(cols, visitor.n_features, N_TRAIN, N_GRIDS, ALPHA)
+    inverse = np.linalg.inv(A)
     return inverse, inverse @ (Z.T @ targets[:N_TRAIN]), cols
 
 
@@ -193,16 +192,9 @@ def test_any_trial_rolls_back_bit_for_bit(seed, before, trial):
 
 # ---------------------------------------------------------------------------- the search
 
-def _toy(seed, n=300):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 2))
-    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=n)
-    return X, y
-
-
 @pytest.mark.statistical
 def test_irrelevant_dimension_gets_a_small_lifetime():
-    X, y = _toy(0)
+    X, y = sine_regression(300, 2, 0)
     model = MondrianGridRidge(n_grids=10, alpha=0.1, max_features=200, random_state=0).fit(X, y)
     assert model.lifetimes_[1] < 0.1 * model.lifetimes_[0]
     assert np.array_equal(model.lifetimes_, model.lifetime_path_.best_lifetimes)
@@ -210,7 +202,7 @@ def test_irrelevant_dimension_gets_a_small_lifetime():
 
 @pytest.mark.parametrize("search", ["add", "add_remove"])
 def test_search_respects_the_feature_budget_and_never_revisits(search):
-    X, y = _toy(1, n=120)
+    X, y = sine_regression(120, 2, 1)
     model = MondrianGridRidge(n_grids=5, alpha=0.1, max_features=60, cuts_per_step=2,
                               search=search, random_state=0).fit(X, y)
     path = model.lifetime_path_
@@ -230,7 +222,7 @@ def test_search_respects_the_feature_budget_and_never_revisits(search):
 def test_path_plot():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    X, y = _toy(2, n=80)
+    X, y = sine_regression(80, 2, 2)
     model = MondrianGridRidge(n_grids=4, alpha=0.1, max_features=40, random_state=0).fit(X, y)
     axes = model.lifetime_path_.plot()
     assert len(axes) == 2
@@ -240,8 +232,8 @@ def test_path_plot():
 
 
 def test_explicit_validation_data_and_fixed_lifetimes():
-    X, y = _toy(3, n=150)
-    X_val, y_val = _toy(4, n=50)
+    X, y = sine_regression(150, 2, 3)
+    X_val, y_val = sine_regression(50, 2, 4)
     model = MondrianGridRidge(n_grids=5, alpha=0.1, max_features=80, random_state=0)
     model.fit(X, y, X_val=X_val, y_val=y_val)
     fixed = MondrianGridRidge(n_grids=5, alpha=0.1, lifetimes=model.lifetimes_,
@@ -252,7 +244,7 @@ def test_explicit_validation_data_and_fixed_lifetimes():
 
 @pytest.mark.exact
 def test_fixed_lifetimes_model_is_the_ridge_solution_on_grid_features():
-    X, y = _toy(5, n=100)
+    X, y = sine_regression(100, 2, 5)
     lifetimes = np.array([5.0, 1.0])
     model = MondrianGridRidge(n_grids=8, alpha=0.5, lifetimes=lifetimes, random_state=3).fit(X, y)
     features = MondrianGridFeatures(8, lifetimes=lifetimes, random_state=3).fit(X)
@@ -270,7 +262,7 @@ def test_fixed_lifetimes_model_is_the_ridge_solution_on_grid_features():
     ("wide", (TypeError, ValueError)), (True, (TypeError, ValueError)),
 ])
 def test_bad_lifetimes(lifetimes, error):
-    X, y = _toy(0, n=20)
+    X, y = sine_regression(20, 2, 0)
     with pytest.raises(error):
         MondrianGridFeatures(3, lifetimes=lifetimes).fit(X)
     with pytest.raises(error):
@@ -278,7 +270,7 @@ def test_bad_lifetimes(lifetimes, error):
 
 
 def test_bad_inputs_name_the_problem():
-    X, y = _toy(0, n=40)
+    X, y = sine_regression(40, 2, 0)
     with pytest.raises(ValueError, match="X_val"):
         MondrianGridRidge(3).fit(X, y, X_val=X)
     with pytest.raises(ValueError, match="max_features"):
@@ -293,7 +285,7 @@ def test_bad_inputs_name_the_problem():
 
 
 def test_failed_fit_leaves_the_model_intact_and_predict_is_read_only():
-    X, y = _toy(0, n=60)
+    X, y = sine_regression(60, 2, 0)
     model = MondrianGridRidge(4, alpha=0.1, max_features=40, random_state=0).fit(X, y)
     before = model.predict(X)
     state = pickle.dumps(model)
@@ -306,7 +298,7 @@ def test_failed_fit_leaves_the_model_intact_and_predict_is_read_only():
 
 
 def test_pickling_round_trip():
-    X, y = _toy(1, n=60)
+    X, y = sine_regression(60, 2, 1)
     model = MondrianGridRidge(4, alpha=0.1, max_features=40, random_state=0).fit(X, y)
     features = MondrianGridFeatures(6, lifetimes=[2.0, 0.5], random_state=0).fit(X)
     X_new = np.random.RandomState(9).uniform(-0.2, 1.2, size=(25, 2))

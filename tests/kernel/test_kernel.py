@@ -12,6 +12,8 @@ from mondrian import (
     MondrianKernelSGDRegressor,
 )
 
+from _data import sine_regression
+
 
 def _laplace(A, B, lifetime):
     return np.exp(-lifetime * np.abs(A[:, None, :] - B[None, :, :]).sum(-1))
@@ -89,8 +91,7 @@ def test_transform_at_smaller_lifetime_equals_a_pruned_fit():
 
 def _path_problem(seed=0, n=120, n_val=60):
     rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 2))
-    y = np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+    X, y = sine_regression(n, 2, rng, slope=1.0)
     X_val = rng.uniform(size=(n_val, 2))
     y_val = np.sin(6 * X_val[:, 0]) + X_val[:, 1]
     return X, y, X_val, y_val

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import LaplaceRandomFourierFeatures, RandomBinningFeatures
 
@@ -249,24 +248,3 @@ def test_feature_names_out():
     binning = RandomBinningFeatures(3, random_state=0).fit(X)
     assert len(binning.get_feature_names_out()) == binning.n_features_out_
 
-
-# --------------------------------------------------------------------------------------------
-# scikit-learn conformance
-# --------------------------------------------------------------------------------------------
-
-# Checks skipped, with the reason.
-EXPECTED_FAILED_CHECKS = {
-    "RandomBinningFeatures": {},
-    "LaplaceRandomFourierFeatures": {},
-}
-
-
-@parametrize_with_checks(
-    [
-        RandomBinningFeatures(n_components=20, random_state=0),
-        LaplaceRandomFourierFeatures(n_components=20, random_state=0),
-    ],
-    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
-)
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)

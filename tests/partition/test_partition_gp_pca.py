@@ -4,20 +4,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import (
-    RandomPartitionFeatures,
     RandomPartitionGPRegressor,
     RandomPartitionKernelPCA,
 )
 from mondrian.partition.gp import _nlml, block_pcg
 
+from _data import sine_regression
+
 
 def _data(n=500, d=3, seed=0):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, d))
-    y = np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+    X, y = sine_regression(n, d, rng, slope=1.0)
     return X, y, rng.uniform(size=(40, d))
 
 
@@ -122,15 +121,6 @@ def test_kernel_pca_equals_dense_eigensolver(name):
     Kt_c = Kt - Kt.mean(axis=1, keepdims=True) - (Z @ Z.T).mean(axis=0) + (Z @ Z.T).mean()
     np.testing.assert_allclose(pca.transform(Xt),
                                Kt_c @ pca.eigenvectors_ / np.sqrt(pca.eigenvalues_), atol=1e-8)
-
-
-@parametrize_with_checks([
-    RandomPartitionFeatures(n_partitions=10, random_state=0),
-    RandomPartitionGPRegressor(n_partitions=10, random_state=0),
-    RandomPartitionKernelPCA(n_partitions=10, random_state=0),
-])
-def test_partition_sklearn_checks(estimator, check):
-    check(estimator)
 
 
 @pytest.mark.exact

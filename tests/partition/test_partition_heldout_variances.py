@@ -2,16 +2,16 @@
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from mondrian import RandomPartitionGPRegressor
 from mondrian.partition.gp import _heldout_nll
 
+from _data import sine_regression
+
 
 def _data(n=300, d=3, seed=0):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, d))
-    y = 5.0 * np.sin(6 * X[:, 0]) + X[:, 1] + 0.5 * rng.normal(size=n) + 20.0
+    X, y = sine_regression(n, d, rng, amplitude=5.0, slope=1.0, noise=0.5, offset=20.0)
     return X, y, rng.uniform(size=(30, d))
 
 
@@ -115,12 +115,3 @@ def test_variance_selection_rules():
     b = RandomPartitionGPRegressor("random_forest", solver="cg", n_hyper_samples=30, **kw)
     np.testing.assert_array_equal(a.fit(X, y).predict(X[:5]), b.fit(X, y).predict(X[:5]))
     assert np.isfinite(a.heldout_log_likelihood_)
-
-
-@pytest.mark.slow
-@parametrize_with_checks([
-    RandomPartitionGPRegressor("random_forest", n_partitions=5, random_state=0),
-])
-def test_heldout_gp_sklearn_checks(estimator, check):
-    """The held-out path (the random-forest default) under scikit-learn's estimator checks."""
-    check(estimator)

@@ -14,14 +14,9 @@ from mondrian.partition import (
 )
 from mondrian.partition._products import block_precondition
 
+from _data import sine_regression
+
 PARTITIONERS = ["fast_cluster", "random_forest", "mondrian"]
-
-
-def _data(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(size=(n, d))
-    y = np.sin(5 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
-    return X, y
 
 
 def _dense_from_labels(labels):
@@ -36,7 +31,7 @@ def _dense_from_labels(labels):
 @pytest.mark.exact
 @pytest.mark.parametrize("name", PARTITIONERS)
 def test_dense_kernel_psd_unit_diagonal_and_equal_to_features(name):
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     f = RandomPartitionFeatures(name, n_partitions=40, random_state=0).fit(X, y)
     K = _dense_from_labels(f.labels_)
     np.testing.assert_allclose(np.diag(K), 1.0)
@@ -50,7 +45,7 @@ def test_dense_kernel_psd_unit_diagonal_and_equal_to_features(name):
 @pytest.mark.exact
 @pytest.mark.parametrize("name", PARTITIONERS)
 def test_fast_product_equals_dense(name):
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     f = RandomPartitionFeatures(name, n_partitions=30, random_state=1).fit(X, y)
     K = _dense_from_labels(f.labels_)
     V = np.random.default_rng(2).normal(size=(X.shape[0], 3))
@@ -66,7 +61,7 @@ def test_fast_product_equals_dense(name):
 @pytest.mark.exact
 @pytest.mark.parametrize("sigma", [0.1, 1.0, 3.0])
 def test_corrected_preconditioner_equals_dense_solve(sigma):
-    X, _ = _data(n=120)
+    X, _ = sine_regression(120, 3, 0, frequency=5, slope=1.0, generator=True)
     f = RandomPartitionFeatures(n_partitions=10, random_state=0).fit(X)
     v = np.random.default_rng(0).normal(size=120)
     dense = np.mean([
@@ -79,7 +74,7 @@ def test_corrected_preconditioner_equals_dense_solve(sigma):
 @pytest.mark.exact
 def test_printed_eq10_is_wrong_at_small_sigma():
     """The paper's eq. (10) drops the 1/sigma on the cluster-sum term: exact only at sigma=1."""
-    X, _ = _data(n=120)
+    X, _ = sine_regression(120, 3, 0, frequency=5, slope=1.0, generator=True)
     f = RandomPartitionFeatures(n_partitions=1, random_state=0).fit(X)
     lab = f.labels_[:, 0]
     v = np.random.default_rng(0).normal(size=120)
@@ -97,7 +92,7 @@ def test_printed_eq10_is_wrong_at_small_sigma():
 @pytest.mark.statistical
 def test_entry_variance_across_draws_below_quarter_over_m():
     """Each entry of K is a mean of m Bernoullis: variance p(1-p)/m <= 1/(4m)."""
-    X, _ = _data(n=40)
+    X, _ = sine_regression(40, 3, 0, frequency=5, slope=1.0, generator=True)
     m, reps = 8, 400
     draws = np.array([
         _dense_from_labels(RandomPartitionFeatures(n_partitions=m, random_state=s).fit(X).labels_)
@@ -111,7 +106,7 @@ def test_entry_variance_across_draws_below_quarter_over_m():
 @pytest.mark.statistical
 def test_random_lifetime_mondrian_matches_closed_form():
     """Uniform lifetime on [0, L]: (1 - exp(-L r)) / (L r); error shrinks like 1/sqrt(m)."""
-    X, _ = _data(n=30, d=2, seed=4)
+    X, _ = sine_regression(30, 2, 4, frequency=5, slope=1.0, generator=True)
     part = MondrianPartitioner(lifetime=4.0, random_lifetime=True)
     errors = []
     for m in (25, 400):
@@ -130,7 +125,7 @@ def test_random_lifetime_mondrian_matches_closed_form():
 
 @pytest.mark.exact
 def test_permuting_labels_changes_forest_kernel_not_cluster_kernel():
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     y_perm = np.random.default_rng(9).permutation(y)
     K = {}
     for name in ("random_forest", "fast_cluster"):
@@ -146,7 +141,7 @@ def test_permuting_labels_changes_forest_kernel_not_cluster_kernel():
 def test_forest_partition_ancestor_at_depth():
     """Depth 0 puts everyone in one cluster; a cluster is the ancestor at the drawn depth,
     and a leaf shallower than the depth is its own cluster."""
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     rf = RandomForestRegressor(n_estimators=3, max_depth=4, min_samples_leaf=15,
                                random_state=0).fit(X, y)
     state = RandomForestPartitioner(rf).sample(X, y, 3, 0)
@@ -165,7 +160,7 @@ def test_forest_partition_ancestor_at_depth():
 
 @pytest.mark.exact
 def test_mondrian_forest_as_partitioner():
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     mf = MondrianForestRegressor(n_estimators=4, random_state=0)
     f = RandomPartitionFeatures(RandomForestPartitioner(mf), n_partitions=8,
                                 random_state=0).fit(X, y)
@@ -176,7 +171,7 @@ def test_mondrian_forest_as_partitioner():
 
 @pytest.mark.exact
 def test_fast_cluster_nearest_masked_centre():
-    X, _ = _data(n=100, d=4)
+    X, _ = sine_regression(100, 4, 0, frequency=5, slope=1.0, generator=True)
     state = FastClusterPartitioner(max_level=3).sample(X, None, 5, 0)
     Xs = (X - state.mean) / state.scale
     cells = state.cells(X)
@@ -210,7 +205,7 @@ def test_shapes_fuzz(n, d, m, name, seed):
 def test_default_forest_leaves_hold_five_and_kernel_is_reproducible():
     """The default forest stops at leaves of 5 (bootstrap) samples; its kernel stays a PSD
     matrix with a unit diagonal, and one seed gives one kernel."""
-    X, y = _data()
+    X, y = sine_regression(200, 3, 0, frequency=5, slope=1.0, generator=True)
     f = RandomPartitionFeatures("random_forest", n_partitions=20, random_state=4).fit(X, y)
     forest = f.partition_.forest
     for tree in forest.estimators_:

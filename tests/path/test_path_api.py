@@ -166,7 +166,7 @@ def test_one_tie_rule():
     assert path.best_index == 1 and path.best_lifetime == 1.5
 
 
-def test_old_names_still_work():
+def test_path_aliases_name_the_same_class_and_fields():
     assert SGDLifetimePath is LifetimePath
     assert mondrian.LifetimePath is LifetimePath
     case = make_case("kernel_ridge")

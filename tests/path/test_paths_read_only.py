@@ -1,4 +1,4 @@
-"""A lifetime path reads a fitted model and never changes it (issue 9).
+"""A lifetime path reads a fitted model and never changes it.
 
 Before this was a rule, ``MondrianKernelRidge.lifetime_path`` and
 ``MondrianKernelSGDRegressor.lifetime_path`` re-sampled the model's own trees, and the next

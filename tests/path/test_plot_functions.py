@@ -1,4 +1,4 @@
-"""Issue 15: mondrian.plot draws the right artists, with the Agg backend and without warnings."""
+"""``mondrian.plot`` draws the right artists, with the Agg backend and without warnings."""
 
 import builtins
 import importlib

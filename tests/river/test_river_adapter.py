@@ -1,4 +1,4 @@
-"""Issue 15: mondrian.river makes the online models river estimators (skipped without river)."""
+"""``mondrian.river`` makes the online models river estimators (skipped without river)."""
 
 import functools
 import importlib

@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import GRID_FEATURE_SCALING
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.state_checks import loaded_array, refuse
 from mondrian.estimator.atomic import atomic_fit
@@ -123,7 +124,7 @@ def draw_seed(rng):
 
 class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StrictParamsMixin,
                            LockedMethodsMixin, VersionedStateMixin, BaseEstimator):
-    """Sparse random features of the ARD Laplace kernel from Mondrian grids.
+    __doc__ = f"""Sparse random features of the ARD Laplace kernel from Mondrian grids.
 
     Each of the ``n_grids`` grids cuts every input dimension ``d`` by a 1-D Mondrian process
     (a Poisson process) of lifetime ``λ_d``; the cuts are full hyperplanes and the cells the
@@ -149,10 +150,7 @@ class MondrianGridFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, St
     lifetimes : float or array-like of shape (n_features,), default=1.0
         Lifetime λ_d of each input dimension (inverse kernel width, scaled units); a scalar is
         used for every dimension. A lifetime of 0 never cuts its dimension.
-    feature_scaling : {"minmax"} or None, default="minmax"
-        ``"minmax"`` maps every feature to [0, 1] on the fitted data (as every model of the
-        package; the lifetimes are then per unit of range); ``None`` uses ``X`` as given (for
-        inputs already scaled, e.g. by relevance weights).
+{GRID_FEATURE_SCALING}\
     random_state : int, RandomState instance or None, default=None
         Seeds the first-cut times.
 

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from mondrian._docstrings import GRID_FEATURE_SCALING
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.estimator.atomic import atomic_fit
 from mondrian.estimator.holdout import holdout_split
@@ -26,7 +27,8 @@ __all__ = ["MondrianGridRidge"]
 
 class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, VersionedStateMixin,
                         BaseEstimator):
-    """Kernel ridge regression on Mondrian grid features (ARD Laplace kernel), with learned
+    __doc__ = f"""\
+    Kernel ridge regression on Mondrian grid features (ARD Laplace kernel), with learned
     per-dimension lifetimes.
 
     Minimises ``||y - Z w||^2 + alpha ||w||^2`` over the cell indicators ``Z`` of
@@ -51,7 +53,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, V
         Ridge constant δ².
     lifetimes : "auto" or float or array-like of shape (n_features,), default="auto"
         Fixed lifetimes (scaled units; a scalar is used for every dimension), or "auto".
-    search : {"add", "add_remove"}, default="add"
+    search : {{"add", "add_remove"}}, default="add"
         Moves tried by the greedy search. ``"add_remove"`` never returns to a configuration
         it has visited (so it cannot cycle).
     max_features : int, default=2000
@@ -70,9 +72,7 @@ class MondrianGridRidge(RegressorMixin, StrictParamsMixin, LockedMethodsMixin, V
         on until no trial is eligible).
     validation_fraction : float, default=0.2
         Share of ``X`` held out to score the search when ``fit`` gets no ``X_val``.
-    feature_scaling : {"minmax"} or None, default="minmax"
-        Min-max map of every feature to [0, 1] on the training data (lifetimes per unit of
-        range), or None to use ``X`` as given.
+{GRID_FEATURE_SCALING}\
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split and the grids.
 

@@ -16,6 +16,12 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, Transf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import (
+    FEATURE_SCALING,
+    KERNEL_FEATURE_WEIGHTS,
+    KERNEL_TRANSFORMER_FEATURE_WEIGHTS,
+    LIFETIME_ATTRIBUTES,
+)
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.estimator.atomic import atomic_fit, atomic_update
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
@@ -244,7 +250,7 @@ class _KernelPathMixin:
 
 class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                              _MondrianKernelBase):
-    """Sparse random features of the Laplace kernel from Mondrian trees.
+    __doc__ = f"""Sparse random features of the Laplace kernel from Mondrian trees.
 
     ``fit`` samples ``n_estimators`` Mondrian trees with lifetime λ on the data. A point's
     features are the indicators of the leaf holding it in each tree, scaled by ``1/sqrt(M)``,
@@ -267,14 +273,7 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Number of trees M (each row of the output has at most M non-zeros).
     lifetime : float, default=1.0
         Lifetime λ: the inverse kernel width, in scaled feature units.
-    feature_scaling : {"minmax"} or None, default="minmax"
-        Min-max map frozen on first sight (see :class:`MondrianForestClassifier`).
-    feature_weights : None or array-like of shape (n_features,), default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when
-        ``w_d = 0``, and the kernel becomes ``exp(-lifetime * sum_d w_d |u_d - u'_d|)``.
-        ``None``: no weights. The transformer has no labels, so ``"auto"`` raises: pass a
-        fitted model's ``feature_weights_``.
+{FEATURE_SCALING}{KERNEL_TRANSFORMER_FEATURE_WEIGHTS}\
     random_state : int, RandomState instance or None, default=None
         Seeds the trees.
 
@@ -393,7 +392,8 @@ class MondrianKernelFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
 
 class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase):
-    """Ridge regression on Mondrian kernel features, with lifetime paths and online updates.
+    __doc__ = f"""\
+    Ridge regression on Mondrian kernel features, with lifetime paths and online updates.
 
     Minimises ``||y - Z w||^2 + alpha ||w||^2`` over the leaf-indicator features ``Z`` of
     :class:`MondrianKernelFeatures` (targets centred on the mean of the first training batch).
@@ -419,33 +419,17 @@ class MondrianKernelRidge(RegressorMixin, _KernelPathMixin, _MondrianKernelBase)
         Paths stop before the number of features exceeds this (they cost O(C²) memory), and
         ``partial_fit`` refuses (``ValueError``, model unchanged) a batch that would grow the
         fitted model past it; it may be raised with ``set_params`` between calls.
-    lifetime_selection : {"validation", "marginal_likelihood"}, default="validation"
+    lifetime_selection : {{"validation", "marginal_likelihood"}}, default="validation"
         Criterion of ``lifetime="auto"``.
     validation_fraction : float, default=0.2
         Share of the training data held out by ``lifetime_selection="validation"``.
-    feature_scaling : {"minmax"} or None, default="minmax"
-        Min-max map frozen on first sight.
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``; the kernel becomes ``exp(-lifetime * sum_d w_d |u_d - u'_d|)``. ``None``: no
-        weights (all 1). ``"auto"``: learned from the labels of the first batch and then frozen
-        (extra-trees importances raised to the power 0, 0.5, 1 or 2 that this model, fitted on
-        80% of the batch, scores best on the rest; chosen on the first batch only); another
-        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees", the
-        default, "permutation", "mutual_info", "gp_ard", "laplace_ard": marginal-likelihood
-        lifetimes of this model's own limit kernel, :func:`mondrian.grid.laplace_ard_lifetimes`).
-        Fitted weights: ``feature_weights_``.
+{FEATURE_SCALING}{KERNEL_FEATURE_WEIGHTS}\
     random_state : int, RandomState instance or None, default=None
         Seeds the trees and the validation split.
 
     Attributes
     ----------
-    lifetime_ : float
-        Lifetime of the fitted model.
-    lifetime_path_ : LifetimePath
-        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
-    coef_ : ndarray of shape (n_features_out,)
+{LIFETIME_ATTRIBUTES}    coef_ : ndarray of shape (n_features_out,)
         Ridge weights.
     n_features_in_ : int
         Number of input features.

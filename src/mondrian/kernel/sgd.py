@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import FEATURE_SCALING, KERNEL_FEATURE_WEIGHTS, LIFETIME_ATTRIBUTES
 from mondrian.estimator.state_checks import check_classes
 from mondrian.estimator.targets import check_target_scale
 from mondrian.kernel._features import extension_leaves
@@ -190,7 +191,7 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
         return scores / np.sqrt(len(self._trees))
 
 
-_SGD_PARAMS_DOC = """    n_estimators : int, default=50
+_SGD_PARAMS_DOC = f"""    n_estimators : int, default=50
         Number of Mondrian trees M.
     lifetime : float or "auto", default=1.0
         Lifetime λ (scaled feature units). ``"auto"`` holds out ``validation_fraction`` of the
@@ -211,17 +212,7 @@ _SGD_PARAMS_DOC = """    n_estimators : int, default=50
         Paths stop before the number of cells exceeds this.
     validation_fraction : float, default=0.2
         Share of the training data held out by ``lifetime="auto"``.
-    feature_scaling : {"minmax"} or None, default="minmax"
-        Min-max map frozen on first sight.
-    feature_weights : None, array-like of shape (n_features,), "auto" or str, default=None
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``; the kernel becomes ``exp(-lifetime * sum_d w_d |u_d - u'_d|)``. ``None``: no
-        weights (all 1). ``"auto"``: learned from the labels of the first batch and then frozen
-        (extra-trees importances raised to the power 0, 0.5, 1 or 2 that this model, fitted on
-        80% of the batch, scores best on the rest; chosen on the first batch only); another
-        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees", the
-        default, "permutation", "mutual_info", "gp_ard"). Fitted weights: ``feature_weights_``.
+{FEATURE_SCALING}{KERNEL_FEATURE_WEIGHTS}\
     random_state : int, RandomState instance or None, default=None
         Seeds the trees and the SGD steps.
 """
@@ -237,11 +228,7 @@ class MondrianKernelSGDRegressor(RegressorMixin, _MondrianKernelSGD):
     ----------
     coef_ : ndarray of shape (n_cells, 1)
         Weights of the cells (targets standardised internally).
-    lifetime_ : float
-        Lifetime of the fitted model.
-    lifetime_path_ : LifetimePath
-        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
-
+{LIFETIME_ATTRIBUTES}
     Examples
     --------
     >>> import numpy as np
@@ -295,11 +282,7 @@ class MondrianKernelSGDClassifier(ClassifierMixin, _MondrianKernelSGD):
         Sorted class labels.
     coef_ : ndarray of shape (n_cells, n_classes)
         Weights of the cells.
-    lifetime_ : float
-        Lifetime of the fitted model.
-    lifetime_path_ : LifetimePath
-        The sweep that chose the lifetime, when ``lifetime="auto"`` (also ``path_``).
-
+{LIFETIME_ATTRIBUTES}
     Examples
     --------
     >>> import numpy as np

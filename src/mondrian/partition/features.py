@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import N_PARTITIONS, PARTITIONER
 from mondrian.core.state_checks import check_index_array, loaded_array, refuse
 from mondrian.estimator.atomic import atomic_fit
 from mondrian.estimator.inputs import sparse_output
@@ -91,7 +92,7 @@ class RandomPartitionFeatures(
     StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
     VersionedStateMixin, BaseEstimator,
 ):
-    """Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
+    __doc__ = f"""Sparse features of a random partition kernel (Davies & Ghahramani, 2014).
 
     ``n_partitions`` partitions ``rho_1 .. rho_m`` are drawn from the training data; a point's
     features are the indicators of its cluster in every partition, scaled by ``1/sqrt(m)``, so
@@ -102,11 +103,7 @@ class RandomPartitionFeatures(
 
     Parameters
     ----------
-    partitioner : {"fast_cluster", "random_forest", "mondrian"} or partitioner object, \
-            default="fast_cluster"
-        See :class:`FastClusterPartitioner`, :class:`RandomForestPartitioner`,
-        :class:`MondrianPartitioner`. The random forest partitions need ``y`` in ``fit``.
-    n_partitions : int, default=200
+{PARTITIONER}{N_PARTITIONS}\
     random_state : int, RandomState instance or None, default=None
 
     Attributes

@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import N_PARTITIONS, PARTITIONER
 from mondrian.estimator.atomic import atomic_fit
 from mondrian.estimator.locking import LockedMethodsMixin
 from mondrian.estimator.params import StrictParamsMixin
@@ -171,7 +172,7 @@ def _heldout_variances(Z, yc, keep, held, solver, fixed, n_hyper, rng):
 class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, LockedMethodsMixin,
                                  VersionedStateMixin,
                                  BaseEstimator):
-    """GP regression with a random partition kernel ``s2 K`` and Gaussian noise ``n2``.
+    __doc__ = f"""GP regression with a random partition kernel ``s2 K`` and Gaussian noise ``n2``.
 
     ``K = Z Z^T`` with ``Z`` the features of :class:`RandomPartitionFeatures` (``C`` columns, the
     clusters of all partitions); the targets are centred on their training mean.
@@ -203,13 +204,12 @@ class RandomPartitionGPRegressor(StrictParamsMixin, RegressorMixin, LockedMethod
 
     Parameters
     ----------
-    partitioner : str or partitioner object, default="fast_cluster"
-    n_partitions : int, default=200
-    solver : {"auto", "primal", "cg"}, default="auto"
+{PARTITIONER}{N_PARTITIONS}\
+    solver : {{"auto", "primal", "cg"}}, default="auto"
     preconditioner : bool, default=True
     signal_variance, noise_variance : float or None, default=None
         Fixed values; ``None`` fits them (see ``variances``).
-    variances : {"auto", "marginal_likelihood", "holdout"}, default="auto"
+    variances : {{"auto", "marginal_likelihood", "holdout"}}, default="auto"
         How the free variances are fitted: the marginal likelihood of the training targets, or
         the predictive density of held-out rows the partitions did not see. ``"auto"``: held
         out when the partitioner's ``uses_labels`` attribute is true (the random forest), the

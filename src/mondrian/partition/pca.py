@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian._docstrings import N_PARTITIONS, PARTITIONER
 from mondrian.estimator.atomic import atomic_fit
 from mondrian.estimator.locking import LockedMethodsMixin
 from mondrian.estimator.params import StrictParamsMixin
@@ -22,7 +23,7 @@ class RandomPartitionKernelPCA(
     StrictParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, LockedMethodsMixin,
     VersionedStateMixin, BaseEstimator,
 ):
-    """Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
+    __doc__ = f"""Centred kernel PCA with a random partition kernel in ``O(m N)`` per iteration.
 
     The top eigenvectors ``alpha`` of ``H K H`` (``H = I - 11^T/N``) are found by implicitly
     restarted Lanczos (ARPACK's ``eigsh``) that sees ``K`` only through its ``O(m N)`` product;
@@ -34,9 +35,9 @@ class RandomPartitionKernelPCA(
 
     Parameters
     ----------
-    partitioner : str or partitioner object, default="fast_cluster"
+{PARTITIONER}\
     n_components : int, default=2
-    n_partitions : int, default=200
+{N_PARTITIONS}\
     tol : float, default=1e-10
         Relative accuracy of the eigenvalues (ARPACK).
     random_state : int, RandomState instance or None, default=None

@@ -1,4 +1,4 @@
-"""Interactions between features merged on the same day: sample weights with the feature
+"""Sample weights with the other features of the forests: the feature
 map (fixed range, feature weights), the target rescaling, compact pickles, merging and the
 tabled HNSP prediction."""
 
@@ -11,6 +11,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from mondrian import MondrianForestClassifier, MondrianForestRegressor, merge_forests
 from mondrian.merging import forest_parts
 
+from _data import count_weights
+
 pytestmark = pytest.mark.exact
 
 _FIXED = dict(noise_variance=0.01, sigmoid_rate=1.0)
@@ -19,9 +21,7 @@ _FIXED = dict(noise_variance=0.01, sigmoid_rate=1.0)
 def _data(n=45, seed=0):
     rng = np.random.RandomState(seed)
     X = rng.uniform(size=(n, 3))
-    w = rng.randint(0, 4, size=n)
-    w[0] = 2  # the first row (it sets the feature map's offset) is kept
-    return X, np.sin(4 * X[:, 0]) + X[:, 1], w
+    return X, np.sin(4 * X[:, 0]) + X[:, 1], count_weights(rng, n)
 
 
 @pytest.mark.parametrize("extra", [

@@ -1,5 +1,5 @@
-"""Options of the feature-weight search measured for the regressor in session 6 (issue 12; not
-the default, see benchmarks/results/weights.md): map and power chosen together, the simplest
+"""Options of the regressor's feature-weight search (not the default, see
+benchmarks/results/weights.md): map and power chosen together, the simplest
 candidate within the validation noise of the best, several relevance methods competing on the
 same validation rows."""
 

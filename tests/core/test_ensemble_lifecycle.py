@@ -1,5 +1,5 @@
-"""Regression tests of defects fixed with the tree ensemble (issue 9): outer joblib backends,
-parameters changed after fit, unknown dict keys in learn_one, failed refits, writes through
+"""The tree ensemble estimators after fit: under outer joblib backends, with parameters changed
+after fit, with unknown dict keys in learn_one, after a failed refit, and through the read-only
 estimators_ views."""
 
 import copy
@@ -22,12 +22,7 @@ from mondrian import (
     MondrianTreeRegressor,
 )
 
-
-def _data(n=160, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, 3))
-    y = (X[:, 0] + X[:, 1] > 1.0).astype(int)
-    return X, y
+from _data import diagonal_classes
 
 
 def _frozen(model):
@@ -43,7 +38,7 @@ def _trees_equal(a, b):
         assert_array_equal(ta.value_array, tb.value_array)
 
 
-# ----------------------------------------------------------------- (a) outer process backends
+# ----------------------------------------------------------------- outer process backends
 
 FORESTS = [
     lambda: MondrianForestClassifier(n_estimators=20, n_jobs=2, random_state=0),
@@ -69,7 +64,7 @@ def _fit_and_update(make, X, y):
 
 
 def _check_backend(make, backend):
-    X, y = _data()
+    X, y = diagonal_classes(160)
     fitted, model, out = _fit_and_update(make, X, y)
     with joblib.parallel_config(backend=backend, n_jobs=2):
         fitted_b, model_b, out_b = _fit_and_update(make, X, y)
@@ -100,7 +95,7 @@ def test_grid_search_under_dask_scores_like_without_it():
     )
     from sklearn.model_selection import GridSearchCV
 
-    X, y = _data(120)
+    X, y = diagonal_classes(120)
 
     def scores():
         search = GridSearchCV(MondrianForestClassifier(8, n_jobs=2, random_state=0),
@@ -114,13 +109,13 @@ def test_grid_search_under_dask_scores_like_without_it():
             assert_array_equal(scores(), expected)
 
 
-# ----------------------------------------------------------------- (b) set_params after fit
+# ----------------------------------------------------------------- set_params after fit
 
 
 def test_more_trees_grow_on_the_stored_points():
     """n_estimators raised after fit: the next partial_fit grows the new trees on the stored
     points, which gives exactly the forest that had them from the start."""
-    X, y = _data()
+    X, y = diagonal_classes(160)
     grown = MondrianForestClassifier(n_estimators=3, random_state=4).fit(X[:100], y[:100])
     grown.set_params(n_estimators=6).partial_fit(X[100:], y[100:])
     full = MondrianForestClassifier(n_estimators=6, random_state=4).fit(X[:100], y[:100])
@@ -141,7 +136,7 @@ def test_more_trees_grow_on_the_stored_points():
     (lambda n: MondrianKernelFeatures(n, lifetime=2.0, random_state=1), ""),
 ])
 def test_more_trees_for_every_online_model(make, fit_args):
-    X, y = _data()
+    X, y = diagonal_classes(160)
     args = (y[:100],) if fit_args else ()
     more = (y[100:],) if fit_args else ()
     grown = make(3).fit(X[:100], *args)
@@ -154,7 +149,7 @@ def test_more_trees_for_every_online_model(make, fit_args):
 
 
 def test_density_grows_new_trees_at_the_chosen_lifetime():
-    X, _ = _data()
+    X, _ = diagonal_classes(160)
     model = MondrianForestDensity(3, random_state=1).fit(X[:100])
     chosen, concentration = model.lifetime_, model.concentration_
     model.set_params(n_estimators=5).partial_fit(X[100:])
@@ -182,7 +177,7 @@ def _fit(model, X, y, supervised, partial=False):
 
 @pytest.mark.parametrize("make, supervised", ONLINE)
 def test_changed_tree_parameters_are_refused_by_partial_fit(make, supervised):
-    X, y = _data()
+    X, y = diagonal_classes(160)
     model = _fit(make(), X[:100], y[:100], supervised)
     saved = _frozen(model)
     changes = {"lifetime": 0.5}
@@ -214,7 +209,7 @@ def test_changed_tree_parameters_are_refused_by_partial_fit(make, supervised):
 
 
 def test_kernel_ridge_cannot_add_trees_online():
-    X, y = _data()
+    X, y = diagonal_classes(160)
     model = MondrianKernelRidge(4, lifetime=2.0, random_state=0).fit(X[:100], y[:100])
     model.set_params(n_estimators=6)
     with pytest.raises(ValueError, match="cannot add trees online: call fit"):
@@ -223,18 +218,18 @@ def test_kernel_ridge_cannot_add_trees_online():
 
 
 def test_learn_one_checks_parameters_too():
-    X, y = _data()
+    X, y = diagonal_classes(160)
     model = MondrianForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     model.set_params(lifetime=2.0)
     with pytest.raises(ValueError, match="lifetime.*call fit"):
         model.learn_one(X[0], y[0])
 
 
-# ----------------------------------------------------------------- (c) dict keys in learn_one
+# ----------------------------------------------------------------- dict keys in learn_one
 
 
 def test_learn_one_rejects_unknown_dict_keys():
-    X, y = _data()
+    X, y = diagonal_classes(160)
     model = MondrianForestClassifier(n_estimators=3, random_state=0)
     model.learn_one({"a": 0.1, "b": 0.2}, 0)
     model.learn_one({"a": 0.5, "b": 0.9}, 1)
@@ -248,7 +243,7 @@ def test_learn_one_rejects_unknown_dict_keys():
     assert model._store.n_samples == 3
 
 
-# ----------------------------------------------------------------- (5) failed refits
+# ----------------------------------------------------------------- failed refits
 
 ALL = [
     (lambda: MondrianForestClassifier(n_estimators=3, random_state=0), "class"),
@@ -266,7 +261,7 @@ ALL = [
 @pytest.mark.parametrize("make, target", ALL)
 def test_a_failed_fit_leaves_the_fitted_model_intact(make, target):
     pd = pytest.importorskip("pandas")
-    X, y = _data(80)
+    X, y = diagonal_classes(80)
     args = () if target is None else (y,)
     # Fitted on named features: a refit on an array drops the names before it fails.
     model = make().fit(pd.DataFrame(X, columns=["a", "b", "c"]), *args)
@@ -288,7 +283,7 @@ def test_a_failed_fit_leaves_the_fitted_model_intact(make, target):
 
 @pytest.mark.parametrize("forest_class", [MondrianForestClassifier, MondrianForestRegressor])
 def test_views_do_not_write_through(forest_class):
-    X, y = _data()
+    X, y = diagonal_classes(160)
     forest = forest_class(n_estimators=3, random_state=0).fit(X[:100], y[:100])
     saved = _frozen(forest)
     view = forest.estimators_[1]

@@ -1,4 +1,4 @@
-"""Issue 11: a rejected call leaves the model exactly as it was; one regression test per defect."""
+"""A rejected call leaves the model exactly as it was; targets of any scale and units are learnt."""
 
 import pickle
 

@@ -1,4 +1,4 @@
-"""The classifier's feature_weights="auto" choice, as the satimage study of issue 12 read it.
+"""The classifier's feature_weights="auto" choice: probe forests, paired rule, relevant columns.
 
 benchmarks/results/weights.md (classification) traces satimage's gap to the label-blind cuts and
 finds the power choice noise-limited; these tests pin the mechanism that study measured: every
