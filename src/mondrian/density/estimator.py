@@ -28,7 +28,8 @@ from mondrian.density._full_cell import (
     path_edges,
     sample_trees,
 )
-from mondrian.path._engine import LogDensityReader, plan_path, run_path
+from mondrian.density._path_reader import LogDensityReader
+from mondrian.path._engine import plan_path, run_path
 from mondrian.path.result import LifetimePath
 
 __all__ = ["MondrianForestDensity"]

@@ -26,9 +26,9 @@ from mondrian.core.forgetting import WINDOW_DOC
 from mondrian.core.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.core.state_checks import check_classes, refuse
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest._path_readers import DirichletLeafReader, inherit_unlabelled
 from mondrian.forest.forgetting import ClassifierForgetMixin
-from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
-from mondrian.path.forest import LifetimePathMixin
+from mondrian.forest.lifetime_path import LifetimePathMixin
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 

@@ -38,9 +38,9 @@ from mondrian.forest._gaussian import (
     upward_messages_grid,
 )
 from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCache
+from mondrian.forest._path_readers import GaussianLeafReader, inherit_unlabelled
 from mondrian.forest.forgetting import RegressorForgetMixin
-from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
-from mondrian.path.forest import LifetimePathMixin
+from mondrian.forest.lifetime_path import LifetimePathMixin
 from mondrian.path.holdout import holdout_split
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]

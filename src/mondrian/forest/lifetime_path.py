@@ -3,9 +3,10 @@
 A forest fitted at a terminal lifetime Λ, read at any λ < Λ, is a forest of lifetime λ. The path
 walks the cuts of all trees in order of birth time and keeps the validation predictions and
 losses up to date, so every lifetime at which the model changes is scored for about the cost of
-one fit. The traversal lives in :mod:`mondrian.path._engine`; this module holds the estimator
-side: the transductive copy of the forest the path runs on and the automatic choice of the
-lifetime; the result is a :class:`~mondrian.path.result.LifetimePath`.
+one fit. The traversal lives in :mod:`mondrian.path._engine` and the leaf readers in
+:mod:`mondrian.forest._path_readers`; this module holds the estimator side: the transductive
+copy of the forest the path runs on and the automatic choice of the lifetime; the result is a
+:class:`~mondrian.path.result.LifetimePath`.
 """
 
 import copy
