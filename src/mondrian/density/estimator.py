@@ -30,7 +30,7 @@ from mondrian.density._full_cell import (
 )
 from mondrian.density._path_reader import LogDensityReader
 from mondrian.path._engine import plan_path, run_path
-from mondrian.path.result import LifetimePath
+from mondrian.path.result import LifetimePath, check_direction
 
 __all__ = ["MondrianForestDensity"]
 
@@ -603,9 +603,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             leave-one-out curve.
         """
         check_is_fitted(self, "_trees")
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
-        forward = direction == "forward"
+        forward = check_direction(direction)
         log_volume = self._log_scale()
         metrics = {}
         times, loo = self._loo_path(self._concentration, forward)
