@@ -30,15 +30,18 @@ MODULES = [
     "core._forget",
     "forest._hnsp",
     "forest._gaussian",
+    "forest._gaussian_predict",
     "forest._gaussian_online",
     "forest._path_readers",
     "density._full_cell",
     "density._path_reader",
     "kernel._features",
+    "kernel._ridge_inverse",
     "kernel._ridge_path",
     "kernel._sgd_path",
     "path._engine",
     "grid._cuts",
+    "grid._search",
     "partition._products",
 ]
 

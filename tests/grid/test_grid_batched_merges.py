@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from mondrian import MondrianGridFeatures, MondrianGridRidge
-from mondrian.grid._cuts import GridCuts, GridSample, begin, record
+from mondrian.grid._cuts import GridCuts, GridSample
+from mondrian.grid._search import begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
 
 N_POINTS, N_TRAIN, N_DIMS, N_GRIDS, ALPHA = 70, 50, 3, 4, 0.3

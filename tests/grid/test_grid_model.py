@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from mondrian import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
-from mondrian.grid._cuts import GridCuts, GridSample, begin, record
+from mondrian.grid._cuts import GridCuts, GridSample
+from mondrian.grid._search import begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
 
 

@@ -13,10 +13,12 @@ from mondrian.core.base import StrictParamsMixin, VersionedStateMixin, atomic_fi
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.locking import LockedMethodsMixin
 from mondrian.core.targets import check_target_scale
-from mondrian.grid._cuts import GridCuts, GridSample, greedy_search
+from mondrian.grid._cuts import GridCuts, GridSample
+from mondrian.grid._search import greedy_search
 from mondrian.grid.features import GridMap, check_lifetimes, draw_seed
 from mondrian.grid.path import METRICS, GridLifetimePath
-from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
+from mondrian.kernel._ridge_inverse import RidgeInverse
+from mondrian.kernel._ridge_path import RidgePathVisitor
 from mondrian.path.holdout import holdout_split
 
 __all__ = ["MondrianGridRidge"]

@@ -26,7 +26,8 @@ from mondrian.core.base import (
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.targets import centre_and_scale, check_target_scale
 from mondrian.kernel._features import extension_leaves
-from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
+from mondrian.kernel._ridge_inverse import RidgeInverse
+from mondrian.kernel._ridge_path import RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
 from mondrian.path.holdout import holdout_split
 from mondrian.path.result import LifetimePath, check_direction
