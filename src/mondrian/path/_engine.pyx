@@ -10,7 +10,8 @@ Two roles meet here:
 
 - a :class:`CutSource` says which cells split at every event and which points every cell holds:
   :class:`TreeCuts` for a list of Mondrian trees (one cut per event, points in subtree order);
-  a Mondrian grid would be another source (one cut in one dimension splits many cells at once);
+  the Mondrian grid's :class:`~mondrian.grid._cuts.GridCuts` is another (one cut in one
+  dimension splits many cells at once);
 - a :class:`CutVisitor` holds what a model keeps and records its metrics: per-point visitors
   move points between a node and its children (:class:`PathReader`; the forests' leaf readers
   live in :mod:`mondrian.forest._path_readers`, the density's in
