@@ -19,8 +19,9 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
-# Compiled modules, by subpackage: the tree core, the forests' posteriors, the density's
-# full-cell trees, the kernel features, ridge and SGD paths, and the lifetime-path engine.
+# Compiled modules, by subpackage: the tree core, the forests' posteriors and path readers, the
+# density's full-cell trees and path reader, the kernel features, ridge and SGD paths, and the
+# lifetime-path engine.
 MODULES = [
     "core._tree",
     "core._state_checks",
@@ -29,13 +30,18 @@ MODULES = [
     "core._forget",
     "forest._hnsp",
     "forest._gaussian",
+    "forest._gaussian_predict",
     "forest._gaussian_online",
+    "forest._path_readers",
     "density._full_cell",
+    "density._path_reader",
     "kernel._features",
+    "kernel._ridge_inverse",
     "kernel._ridge_path",
     "kernel._sgd_path",
     "path._engine",
     "grid._cuts",
+    "grid._search",
     "partition._products",
 ]
 

@@ -181,7 +181,8 @@ def run_noise(mondrian, args, report):
 # ---------------------------------------------------------------------------- speed
 
 def run_speed(mondrian, args, report, problem):
-    from mondrian.grid._cuts import GridCuts, GridSample, begin, record
+    from mondrian.grid._cuts import GridCuts, GridSample
+    from mondrian.grid._search import begin, record
     from mondrian.kernel._ridge_path import RidgePathVisitor
 
     X, y, X_val, y_val = problem

@@ -39,7 +39,7 @@ from mondrian.core._tree import MondrianTree
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.store import DataStore
 from mondrian.grid._cuts import GridSample
-from mondrian.kernel._ridge_path import RidgeInverse
+from mondrian.kernel._ridge_inverse import RidgeInverse
 
 FAST_EXAMPLES = 12
 SLOW_EXAMPLES = 150

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mondrian import GridLifetimePath, MondrianGridFeatures, MondrianGridRidge
-from mondrian.grid._cuts import GridCuts, GridSample, begin, record
+from mondrian.grid._cuts import GridCuts, GridSample
+from mondrian.grid._search import begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
 
 from _data import sine_regression

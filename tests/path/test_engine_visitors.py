@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from mondrian.core._tree import MondrianTree
+from mondrian.forest._path_readers import GaussianLeafReader
 from mondrian.path._engine import (
     CountingVisitor,
-    GaussianLeafReader,
     TreeCuts,
     cut_events,
     plan_path,

@@ -18,6 +18,7 @@ from mondrian.density._full_cell import (
     path_edges,
     sample_trees,
 )
+from mondrian.density._path_reader import LogDensityReader
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.ensemble import EnsembleMixin
 from mondrian.estimator.forgetting import plan_forget
@@ -25,8 +26,8 @@ from mondrian.estimator.inputs import check_sample_weight
 from mondrian.estimator.relevance import beats, power_weights
 from mondrian.estimator.tree_mixins import pruned_copy
 from mondrian.estimator.versioned import VersionedStateMixin
-from mondrian.path._engine import LogDensityReader, plan_path, run_path
-from mondrian.path.result import LifetimePath
+from mondrian.path._engine import plan_path, run_path
+from mondrian.path.result import LifetimePath, check_direction
 
 __all__ = ["MondrianForestDensity"]
 
@@ -599,9 +600,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             leave-one-out curve.
         """
         check_is_fitted(self, "_trees")
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
-        forward = direction == "forward"
+        forward = check_direction(direction)
         log_volume = self._log_scale()
         metrics = {}
         times, loo = self._loo_path(self._concentration, forward)

@@ -2,17 +2,7 @@
 # online refresh of the upward messages (_gaussian_online.pyx).
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-
-
-cdef struct Hyper:
-    # GaussianPrior as a C struct, plus the lifetime at which the tree is read.
-    float64_t mean0       # value of the virtual node above the root
-    float64_t sigma2      # scale of the variance clock psi (hierarchical model)
-    float64_t rate        # rate of the sigmoid in psi
-    float64_t noise       # observation noise variance
-    float64_t prior_var   # leaf prior variance (independent model)
-    float64_t lifetime    # lifetime at which the tree is read
-    bint hierarchical     # hierarchical (True) or independent leaves (False)
+from mondrian.forest._gaussian_model cimport Hyper
 
 
 cdef class GaussianPrior:

@@ -23,33 +23,17 @@ nodes where it may branch off (eta > 0) and at its leaf.
 """
 
 cimport cython
-from libc.math cimport INFINITY, exp, log, log1p, M_PI
-from libc.stdlib cimport calloc, free
+from libc.math cimport INFINITY, M_PI, log
+from libc.stdlib cimport free
 from libc.string cimport memset
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport (
-    WALK_DEPTH_MAX,
-    WalkStep,
-    is_leaf_at,
-    node_time,
-    read_lifetime,
-    reserve,
-    walk_etas,
-    walk_next,
-    walk_start_boxes,
-    walk_start_path,
-)
+from mondrian.core._walk cimport is_leaf_at, node_time, read_lifetime, reserve
+from mondrian.forest._gaussian_model cimport _clock_denominator, _leaf_message, _product
+from mondrian.forest._gaussian_predict cimport Outer, outer_free, predict_rows
 
 import numpy as np
-
-cdef inline float64_t _clock_denominator(float64_t rate, float64_t t) noexcept nogil:
-    """``1 + exp(-rate t)`` (1 at ``t = inf``): ``psi(t) = sigma2 / _clock_denominator(rate, t)``,
-    so every prior of one rate shares it."""
-    if t == INFINITY:
-        return 1.0
-    return 1.0 + exp(-rate * t)
 
 
 cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
@@ -58,33 +42,6 @@ cdef inline float64_t _psi(const Hyper* h, float64_t t) noexcept nogil:
 
 cdef inline float64_t _log_normal(float64_t x, float64_t mean, float64_t var) noexcept nogil:
     return -0.5 * (log(2.0 * M_PI * var) + (x - mean) * (x - mean) / var)
-
-
-cdef inline void _product(float64_t ma, float64_t va, float64_t mb, float64_t vb,
-                          float64_t* m, float64_t* v) noexcept nogil:
-    """Mean and variance of the normalised product of two Gaussian densities in one variable.
-
-    An infinite variance is a flat factor (a message from a node without labels).
-    """
-    cdef float64_t total = va + vb
-    if va == INFINITY or vb == INFINITY:
-        m[0] = mb if va == INFINITY else ma
-        v[0] = vb if va == INFINITY else va
-        return
-    v[0] = va * vb / total
-    m[0] = (ma * vb + mb * va) / total
-
-
-cdef void _leaf_message(MondrianTree tree, intp_t j, const Hyper* h,
-                        float64_t* mean, float64_t* var) noexcept nogil:
-    """Likelihood message of a leaf's data about its mean (flat without labels)."""
-    cdef float64_t n = tree.value[3 * j]
-    if n <= 0.0:
-        mean[0] = 0.0
-        var[0] = INFINITY
-        return
-    mean[0] = tree.value[3 * j + 1] / n
-    var[0] = h.noise / n
 
 
 cdef float64_t _leaf_log_normaliser(MondrianTree tree, intp_t j, const Hyper* h) noexcept nogil:
@@ -363,11 +320,11 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             variances[0] = <float64_t*> &mv[0]
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
-                _predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
-                              n_quadrature, box, plain_walk, &o, sums, moments,
-                              out.shape[1], 0, squared_mean)
+                predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
+                             n_quadrature, box, plain_walk, &o, sums, moments,
+                             out.shape[1], 0, squared_mean)
     finally:
-        _outer_free(&o)
+        outer_free(&o)
         free(box)
 
 
@@ -431,303 +388,6 @@ def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=N
                 st[top] = child
                 top += 1
     return post_mean, post_var
-
-
-# ---------------------------------------------------------------------- prediction kernel
-
-cdef struct Outer:
-    # What the predictive of a tree needs at a node besides the test point's walk, for the P
-    # priors of a call: the same for every row, so found once per node per call (lazily, on the
-    # paths of the rows) instead of once per row on every node of its path. A call of one row
-    # keeps (``memo`` False) only the records of the node and its parent, in two slots by depth.
-    bint memo              # records by node (many rows) or by depth parity (one row)
-    unsigned char* known   # node_count flags; all 0 between trees (memo)
-    intp_t* filled         # the nodes flagged so far (to clear them for the next tree)
-    intp_t n_filled
-    float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
-    float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
-    float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
-    float64_t* boxes       # every box of a lean tree (_every_box), and its queue
-    intp_t* queue
-    size_t known_size, filled_size, rec_size, psi_end_size, u_size, boxes_size, queue_size
-
-
-cdef enum:
-    # A node's record per prior. Hierarchical model: its outside message (the belief about its
-    # mean from everything but its own subtree's data, at the node's parent's time: mean,
-    # variance), psi at its time and at its parent's (the same at its own time: add the
-    # difference, ``_q_var``). The
-    # independent model: the posterior of its deepest labelled ancestor-or-self (mean, variance).
-    OUT_MEAN = 0
-    OUT_VAR = 1
-    OUT_PSI = 2
-    OUT_PSI_PARENT = 3
-    OUTER_FIELDS = 4
-
-
-cdef enum:
-    # A call with at least one row per EVERY_BOX_NODES nodes of a lean tree builds every box
-    # once (MondrianTree._all_boxes, O(nodes D), in the call's scratch); the rows then read a
-    # few each. Fewer rows grow the boxes they need from the stored points (walk_etas). On
-    # kin8nm (14745 nodes, D = 8, 100 trees) the two cost the same CPU time near 400 rows.
-    EVERY_BOX_NODES = 32
-
-
-cdef inline bint _every_box(MondrianTree tree, intp_t n_rows) noexcept nogil:
-    """Whether a call predicting ``n_rows`` rows builds every box of ``tree`` first (the same
-    bits either way)."""
-    return tree.box_min_samples > 0 and n_rows * EVERY_BOX_NODES >= tree.node_count
-
-
-cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadrature,
-                        intp_t n_rows) except -1 nogil:
-    """Size ``o`` for a tree of ``node_count`` nodes and a call of ``n_rows`` rows (``o``
-    zeroed before its first use; ``_outer_free`` when done)."""
-    cdef size_t n = <size_t> node_count
-    o.memo = n_rows > 1
-    if not o.memo:
-        n = 2
-    elif n > o.known_size:  # the flags start at 0 (they are cleared per tree after that)
-        free(o.known)
-        o.known_size = 0
-        o.known = <unsigned char*> calloc(n, 1)
-        if o.known == NULL:
-            with gil:
-                raise MemoryError()
-        o.known_size = n
-    reserve(<void**> &o.filled, &o.filled_size, n * sizeof(intp_t))
-    reserve(<void**> &o.rec, &o.rec_size, OUTER_FIELDS * n * P * sizeof(float64_t))
-    reserve(<void**> &o.psi_end, &o.psi_end_size, P * sizeof(float64_t))
-    reserve(<void**> &o.u, &o.u_size, n_quadrature * sizeof(float64_t))
-    return 0
-
-
-cdef void _outer_free(Outer* o) noexcept nogil:
-    free(o.known)
-    free(o.filled)
-    free(o.rec)
-    free(o.psi_end)
-    free(o.u)
-    free(o.boxes)
-    free(o.queue)
-
-
-cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
-                       intp_t n_quadrature) noexcept nogil:
-    """Start a tree (every flag is 0)."""
-    cdef float64_t d_end = _clock_denominator(hs[0].rate, hs[0].lifetime)
-    cdef intp_t k
-    o.n_filled = 0
-    for k in range(P):
-        o.psi_end[k] = hs[k].sigma2 / d_end
-    for k in range(n_quadrature):
-        o.u[k] = (k + 0.5) / n_quadrature
-
-
-cdef inline float64_t* _record(Outer* o, intp_t P, intp_t j, intp_t depth) noexcept nogil:
-    """The record of node ``j`` at ``depth`` on the row's path."""
-    return o.rec + OUTER_FIELDS * P * (j if o.memo else depth & 1)
-
-
-cdef inline bint _known(const Outer* o, intp_t j) noexcept nogil:
-    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path)."""
-    return o.memo and o.known[j]
-
-
-cdef void _outer_end(Outer* o) noexcept nogil:
-    """Clear the flags of the tree done (O(nodes filled), not O(node_count))."""
-    cdef intp_t i
-    for i in range(o.n_filled):
-        o.known[o.filled[i]] = 0
-    o.n_filled = 0
-
-
-cdef int _predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
-                       intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
-                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
-                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
-                       bint squared_mean) except -1 nogil:
-    """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
-    the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
-    :func:`_predict_row_grid` says (``stride``, ``squared_mean``), every box of the tree built
-    first when that pays (``_every_box``); ``o`` holds the call's scratch."""
-    cdef intp_t i
-    cdef const float64_t* boxes = NULL
-    _outer_reserve(o, tree.node_count, P, n_quadrature, n)
-    if _every_box(tree, n):
-        reserve(<void**> &o.boxes, &o.boxes_size,
-                2 * tree.node_count * tree.n_features * sizeof(float64_t))
-        reserve(<void**> &o.queue, &o.queue_size, tree.node_count * sizeof(intp_t))
-        tree._all_boxes(o.boxes, o.queue)
-        boxes = o.boxes
-    _outer_begin(o, hs, P, n_quadrature)
-    for i in range(n):
-        _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
-                          boxes, box, plain, o, sums, moments + i * row_step, stride,
-                          squared_mean)
-    _outer_end(o)
-    return 0
-
-
-cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
-    """Variance of a node's outside message at the node's own time (a record's)."""
-    return r[OUT_VAR] + r[OUT_PSI] - r[OUT_PSI_PARENT]
-
-
-cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
-                      float64_t** msg_vars, Outer* o, intp_t j, intp_t depth,
-                      intp_t parent) noexcept nogil:
-    """Fill the record of node ``j`` at ``depth`` from its ``parent``'s (filled; -1 at the
-    root: the virtual node above it): the same arithmetic whichever row needs it first, so a
-    row's bits do not depend on the other rows of the call."""
-    cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
-    cdef float64_t* r = _record(o, P, j, depth)
-    cdef const float64_t* up = _record(o, P, parent if parent >= 0 else j, depth - 1)
-    cdef float64_t d_node, d_above, d_sibling, m, v
-    cdef intp_t k, sibling
-    cdef const Hyper* h
-    if hs[0].hierarchical:
-        d_node = _clock_denominator(rate, node_time(tree, j, lifetime))
-        if parent < 0:
-            d_above = _clock_denominator(rate, 0.0)
-            for k in range(P):
-                r[OUT_MEAN] = hs[k].mean0
-                r[OUT_VAR] = 0.0
-                r[OUT_PSI_PARENT] = hs[k].sigma2 / d_above
-                r += OUTER_FIELDS
-        else:
-            # The parent's outside message at its own time times its other child's message
-            # carried up to the parent's time.
-            sibling = tree.nodes[parent].left_child
-            if sibling == j:
-                sibling = tree.nodes[parent].right_child
-            d_sibling = _clock_denominator(rate, node_time(tree, sibling, lifetime))
-            for k in range(P):
-                _product(up[OUT_MEAN], _q_var(up), msg_means[k][sibling],
-                         msg_vars[k][sibling] + hs[k].sigma2 / d_sibling - up[OUT_PSI],
-                         &r[OUT_MEAN], &r[OUT_VAR])
-                r[OUT_PSI_PARENT] = up[OUT_PSI]
-                r += OUTER_FIELDS
-                up += OUTER_FIELDS
-        r = _record(o, P, j, depth)
-        for k in range(P):
-            r[OUT_PSI] = hs[k].sigma2 / d_node
-            r += OUTER_FIELDS
-    else:
-        for k in range(P):
-            h = &hs[k]
-            if tree.value[3 * j] > 0.0:
-                _leaf_message(tree, j, h, &m, &v)
-                _product(h.mean0, h.prior_var, m, v, &r[OUT_MEAN], &r[OUT_VAR])
-            elif parent < 0:
-                r[OUT_MEAN] = h.mean0
-                r[OUT_VAR] = h.prior_var
-            else:
-                r[OUT_MEAN] = up[OUT_MEAN]
-                r[OUT_VAR] = up[OUT_VAR]
-            r += OUTER_FIELDS
-            up += OUTER_FIELDS
-    if o.memo:
-        o.known[j] = 1
-        o.filled[o.n_filled] = j
-        o.n_filled += 1
-
-
-cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
-                            float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
-                            const float64_t* boxes, float64_t* box, bint plain, Outer* o,
-                            float64_t* sums, float64_t* moments, intp_t stride,
-                            bint squared_mean) noexcept nogil:
-    """The tree's predictive at ``x`` under the ``P`` priors ``hs``, which share their rate,
-    prior mean, model and lifetime: one walk and one set of clock exponentials for all of
-    them, then for each prior its own operations, in the same order whatever ``P`` (so one call
-    per prior gives the same bits). Prior ``k`` adds its predictive mean and second moment (and
-    squared mean when ``squared_mean``) to ``moments[k stride :]``. ``o``: the node records of
-    this tree and call (``_outer_begin``); ``sums``: 2 P floats of scratch. Eta comes from the
-    leaf upward (``walk_etas``, with ``boxes``, every node's or NULL, and ``box``, 2 D floats)
-    unless ``plain`` (every node's, on the way down).
-
-    The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
-    cannot branch off there and those nodes only pass their records down, read from ``o``."""
-    cdef intp_t j, q, k, i, top = 0, depth = 0, parent
-    cdef intp_t path[WALK_DEPTH_MAX]
-    cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
-    cdef float64_t* mean_sum = sums
-    cdef float64_t* second_sum = sums + P
-    cdef const float64_t* r
-    cdef const Hyper* h
-    cdef bint hierarchical = hs[0].hierarchical
-    cdef float64_t rate = hs[0].rate, lifetime = hs[0].lifetime
-    cdef WalkStep step
-    for k in range(P):
-        mean_sum[k] = 0.0
-        second_sum[k] = 0.0
-    if not plain:
-        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
-    if depth > 0:
-        # The records of the path down to top: the deepest known one, then down from it.
-        i = top
-        while i >= 0 and not _known(o, path[i]):
-            i -= 1
-        for i in range(i + 1, top + 1):
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, path[i], i,
-                        path[i - 1] if i > 0 else -1)
-        walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
-    else:
-        walk_start_boxes(&step, tree, x, lifetime, boxes)
-        if not _known(o, 0):
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, 0, 0, -1)
-    while True:
-        j = step.node
-        r = _record(o, P, j, step.depth)
-        if step.p > 0.0:
-            weight = step.reach * step.p
-            if weight > 0.0:
-                if hierarchical:
-                    w = weight / n_quadrature
-                    for q in range(n_quadrature):
-                        t = step.tau_parent - log1p(-o.u[q] * step.p) / step.eta
-                        d_t = _clock_denominator(rate, t)
-                        for k in range(P):
-                            psi_t = hs[k].sigma2 / d_t
-                            a = psi_t - r[OUTER_FIELDS * k + OUT_PSI_PARENT]
-                            b = r[OUTER_FIELDS * k + OUT_PSI] - psi_t
-                            _product(r[OUTER_FIELDS * k + OUT_MEAN],
-                                     r[OUTER_FIELDS * k + OUT_VAR] + a, msg_means[k][j],
-                                     msg_vars[k][j] + b, &m, &v)
-                            v += o.psi_end[k] - psi_t + hs[k].noise
-                            mean_sum[k] += w * m
-                            second_sum[k] += w * (v + m * m)
-                else:
-                    for k in range(P):
-                        h = &hs[k]
-                        mean_sum[k] += weight * h.mean0
-                        second_sum[k] += weight * (h.prior_var + h.noise + h.mean0 * h.mean0)
-            if step.survival <= 0.0:
-                break
-        if step.is_leaf:
-            for k in range(P):
-                h = &hs[k]
-                if hierarchical:
-                    _product(r[OUT_MEAN], _q_var(r), msg_means[k][j], msg_vars[k][j], &m, &v)
-                    v += h.noise
-                else:
-                    m = r[OUT_MEAN]
-                    v = r[OUT_VAR] + h.noise
-                mean_sum[k] += step.survival * m
-                second_sum[k] += step.survival * (v + m * m)
-                r += OUTER_FIELDS
-            break
-        parent = j
-        walk_next(&step, tree, x, lifetime)
-        if not _known(o, step.node):
-            _outer_fill(tree, hs, P, msg_means, msg_vars, o, step.node, step.depth, parent)
-    for k in range(P):
-        moments[k * stride] += mean_sum[k]
-        moments[k * stride + 1] += second_sum[k]
-        if squared_mean:
-            moments[k * stride + 2] += mean_sum[k] * mean_sum[k]
 
 
 def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
@@ -826,10 +486,10 @@ def predict_moments_grid(list trees, list messages, const float64_t[:, ::1] X,
                     else:
                         msg_vars[k] = <float64_t*> &view[0]
             with nogil:
-                _predict_rows(tree, hs, P, rows, n, X.shape[1], msg_means, msg_vars,
-                              n_quadrature, box, False, &o, state, moments, 3, 3 * n, True)
+                predict_rows(tree, hs, P, rows, n, X.shape[1], msg_means, msg_vars,
+                             n_quadrature, box, False, &o, state, moments, 3, 3 * n, True)
     finally:
-        _outer_free(&o)
+        outer_free(&o)
 
 
 def upward_messages_grid(MondrianTree tree, list params):

@@ -17,7 +17,8 @@ from libc.stdlib cimport free, realloc
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport is_leaf_at, leaf_at
-from mondrian.forest._gaussian cimport GaussianPrior, Hyper, node_messages
+from mondrian.forest._gaussian cimport GaussianPrior, node_messages
+from mondrian.forest._gaussian_model cimport Hyper
 
 import numpy as np
 

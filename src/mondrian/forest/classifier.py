@@ -29,9 +29,9 @@ from mondrian.forest._labels import (
     _reject_mixed_labels,
     _search_counts,
 )
+from mondrian.forest._path_readers import DirichletLeafReader, inherit_unlabelled
 from mondrian.forest.forgetting import ClassifierForgetMixin
-from mondrian.path._engine import DirichletLeafReader, inherit_unlabelled
-from mondrian.path.forest import LifetimePathMixin
+from mondrian.forest.lifetime_path import LifetimePathMixin
 
 __all__ = ["MondrianForestClassifier", "MondrianTreeClassifier"]
 

@@ -25,6 +25,7 @@ from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 from mondrian.forest._hyperparameters import N_TREES_EMPIRICAL_BAYES, HyperparameterMixin
 from mondrian.forest._ingest import IngestMixin
 from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCache
+from mondrian.forest._path_readers import GaussianLeafReader, inherit_unlabelled
 from mondrian.forest._targets import (
     _check_finite_targets,
     _check_one_output,
@@ -34,8 +35,7 @@ from mondrian.forest._targets import (
     _TargetScaler,
 )
 from mondrian.forest.forgetting import RegressorForgetMixin
-from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
-from mondrian.path.forest import LifetimePathMixin
+from mondrian.forest.lifetime_path import LifetimePathMixin
 
 __all__ = ["MondrianForestRegressor", "MondrianTreeRegressor"]
 

@@ -11,12 +11,12 @@ coordinates of a dimension holds a cut, so each grid needs one first-cut time pe
   contiguous ranges of a permutation of the points; adding the next cut of a dimension splits
   every cell it crosses (one engine event with many splits), removing the last one merges the
   cell pairs it separated (one event; the ridge visitor applies all its merges as one
-  Woodbury update, :meth:`~mondrian.kernel._ridge_path.RidgeInverse.merge_pairs`);
-- :func:`greedy_search` walks the lifetime configurations of section 5.2 of the report with any
-  engine visitor (the kernel ridge path's :class:`~mondrian.kernel._ridge_path.RidgePathVisitor`).
+  Woodbury update, :meth:`~mondrian.kernel._ridge_inverse.RidgeInverse.merge_pairs`);
+- the greedy search over their lifetime configurations (section 5.2 of the report) lives in
+  :mod:`mondrian.grid._search`.
 """
 
-from libc.math cimport INFINITY, NAN, log
+from libc.math cimport INFINITY, log
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 
@@ -73,13 +73,6 @@ cdef class GridSample:
     ranks : ndarray of intp, shape (n_dims, n_points)
         Index of every point's coordinate among ``uniques[d]``.
     """
-
-    cdef readonly intp_t n_grids, n_dims, n_points
-    cdef readonly object uniques, offsets, times, ranks
-    cdef readonly uint64_t seed
-    cdef const float64_t[::1] flat_uniques
-    cdef const intp_t[::1] off
-    cdef const float64_t[:, ::1] t
 
     def __init__(self, const float64_t[:, ::1] X, intp_t n_grids, uint64_t seed):
         cdef intp_t d, m, i, o
@@ -301,34 +294,6 @@ cdef class GridCuts(CutSource):
     holds a contiguous range of ``order[m]``. A split partitions its cell's range in place; a
     merge first moves the two cells next to each other.
     """
-
-    cdef readonly GridSample sample
-    cdef readonly intp_t n_dims, capacity
-    cdef const intp_t[:, ::1] rank
-    cdef const intp_t[::1] by_rank        # flat (n_dims * n_points): points by rank, per dim
-    cdef const intp_t[::1] rank_start     # flat over distinct values (+1 per dim)
-    cdef const intp_t[::1] off            # the sample's offsets
-    cdef const float64_t[:, ::1] t
-    cdef readonly object event_times      # list per dim: birth times in order
-    cdef const intp_t[::1] ev_off         # (n_dims + 1,)
-    cdef const intp_t[::1] ev_grid
-    cdef const intp_t[::1] ev_gap
-    cdef const float64_t[::1] ev_time
-    # State.
-    cdef intp_t[::1] n_active
-    cdef unsigned char[:, ::1] active
-    cdef intp_t[:, ::1] seg
-    cdef intp_t[:, ::1] order
-    cdef intp_t[:, ::1] cell_of
-    cdef intp_t[:, ::1] start
-    cdef intp_t[:, ::1] end
-    cdef intp_t[:, ::1] free_ids
-    cdef intp_t[::1] n_free
-    cdef readonly intp_t n_live_cells
-    # The current event: (cell, left, right, group) per split or merge.
-    cdef intp_t[:, ::1] buf
-    cdef intp_t n_buf
-    cdef intp_t[::1] count_left, count_right, touched, scratch
 
     def __init__(self, GridSample sample):
         cdef intp_t d, n = sample.n_points
@@ -712,97 +677,3 @@ cdef class GridCuts(CutSource):
         for k in range(len(arrays)):
             arrays[k][...] = state[k]
         self.n_live_cells = state[len(arrays)]
-
-
-# ---------------------------------------------------------------------------- greedy search
-
-def begin(GridCuts source, CutVisitor visitor):
-    """Set ``visitor`` on ``source`` at lifetime 0 (every grid one cell)."""
-    if source.active_counts.any():
-        raise ValueError("the source must be at lifetime 0")
-    visitor.source = source
-    visitor.begin(True)
-
-
-def record(CutVisitor visitor):
-    """The visitor's metrics of its current model (one row)."""
-    row = np.full(visitor.n_metrics, NAN)
-    cdef float64_t[::1] r = row
-    visitor.record(0, &r[0] if visitor.n_metrics else NULL)
-    return row
-
-
-def greedy_search(GridCuts source, CutVisitor visitor, *, bint allow_remove,
-                  intp_t max_features, intp_t cuts_per_step=1, n_iter_no_change=None,
-                  intp_t criterion=1, intp_t size_metric=3):
-    """The greedy lifetime search of section 5.2 of the report, from lifetime 0.
-
-    Every step tries, in each dimension, holding its next ``cuts_per_step`` cuts (and with
-    ``allow_remove`` dropping its last ones), scores each trial with ``visitor`` (metric
-    ``criterion``, minimised), returns to the saved state, and commits the best trial. A trial
-    whose model would exceed ``max_features`` features (metric ``size_metric``) is not
-    eligible; with ``allow_remove`` a configuration already visited is not either (so the search
-    cannot cycle). The search stops when no trial is eligible, or after ``n_iter_no_change``
-    steps without a better criterion than the best so far.
-
-    Returns
-    -------
-    steps : list of tuple
-        ``(dimension, +1 add / -1 remove / 0 start, lifetimes, metrics row)`` per step.
-    """
-    cdef intp_t D = source.n_dims, d, step = 0, since_best = 0
-    begin(source, visitor)
-    row = record(visitor)
-    steps = [(-1, 0, source.lifetimes(), row)]
-    best = row[criterion]
-    visited = {tuple(source.active_counts)}
-    directions = [1, -1] if allow_remove else [1]
-    while True:
-        saved_source = source.snapshot()
-        saved_visitor = visitor.snapshot()
-        n_now = row[size_metric]
-        best_trial = None
-        for d in range(D):
-            for direction in directions:
-                counts = source.active_counts
-                counts[d] += direction * cuts_per_step
-                if (counts[d] < 0 or direction > 0 and source.n_available(d) < cuts_per_step
-                        or allow_remove and tuple(counts) in visited):
-                    continue
-                ok = True
-                size = n_now
-                for _ in range(cuts_per_step):
-                    if direction > 0:
-                        size += source.splits_of_next(d)
-                        if size > max_features:
-                            ok = False
-                            break
-                        source.add(d, visitor)
-                    else:
-                        source.remove(d, visitor)
-                if ok:
-                    trial = record(visitor)
-                    if best_trial is None or trial[criterion] < best_trial[2][criterion]:
-                        best_trial = (d, direction, trial)
-                source.restore(saved_source)
-                visitor.restore(saved_visitor)
-        if best_trial is None:
-            break
-        d, direction, _ = best_trial
-        for _ in range(cuts_per_step):
-            if direction > 0:
-                source.add(d, visitor)
-            else:
-                source.remove(d, visitor)
-        row = record(visitor)
-        step += 1
-        steps.append((d, direction, source.lifetimes(), row))
-        visited.add(tuple(source.active_counts))
-        if row[criterion] < best:
-            best = row[criterion]
-            since_best = 0
-        else:
-            since_best += 1
-            if n_iter_no_change is not None and since_best >= n_iter_no_change:
-                break
-    return steps

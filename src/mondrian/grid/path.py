@@ -2,16 +2,21 @@
 
 import numpy as np
 
+from mondrian.path.result import LifetimePath
+
 __all__ = ["GridLifetimePath"]
 
 METRICS = ("training_error", "validation_error", "log_marginal_likelihood", "n_features")
 
 
-class GridLifetimePath:
+class GridLifetimePath(LifetimePath):
     """The configurations of lifetimes visited by a greedy search, one per step.
 
     Step 0 is lifetime 0 in every dimension (one cell per grid); step ``k`` moved one
     dimension: it held its next cut(s) (``move = +1``) or dropped its last one(s) (``-1``).
+    A :class:`~mondrian.path.result.LifetimePath` whose entries are steps rather than intervals
+    of one lifetime: it shares the metric access (``path.validation_error``), ``best_value``
+    and :meth:`to_frame`; its criterion is always the validation error (minimised).
 
     Parameters
     ----------
@@ -43,7 +48,16 @@ class GridLifetimePath:
     (1, [0.7, 0.0])
     """
 
+    # The search minimises the validation error, moving forward from lifetime 0.
+    criterion = "validation_error"
+    maximize = False
+    direction = "forward"
+    forest_ = None
+    _frame_index = "step"
+
     def __init__(self, dimensions, moves, lifetimes, metrics, search):
+        # Not LifetimePath.__init__: the lifetimes are vectors, and the best step is the first
+        # of smallest validation error (no tie tolerance).
         self.dimensions = np.asarray(dimensions, dtype=np.intp)
         self.moves = np.asarray(moves, dtype=np.intp)
         self.lifetimes = np.asarray(lifetimes, dtype=np.float64)
@@ -52,21 +66,6 @@ class GridLifetimePath:
         errors = self.metrics["validation_error"]
         self.best_index = int(np.argmin(np.where(np.isnan(errors), np.inf, errors)))
         self.best_lifetimes = self.lifetimes[self.best_index].copy()
-
-    def __getattr__(self, name):
-        metrics = self.__dict__.get("metrics")
-        if metrics is not None and name in metrics:
-            return metrics[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __getstate__(self):
-        return dict(self.__dict__)
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-
-    def __len__(self):
-        return len(self.moves)
 
     def __repr__(self):
         best = self.metrics["validation_error"][self.best_index]
@@ -83,17 +82,18 @@ class GridLifetimePath:
             Columns ``dimension``, ``move``, ``lifetime_0`` .. ``lifetime_{D-1}`` and one per
             metric; index ``step``.
         """
-        try:
-            import pandas as pd
-        except ImportError as error:
-            raise ImportError("to_frame requires pandas: pip install pandas") from error
-        frame = pd.DataFrame({"dimension": self.dimensions, "move": self.moves})
+        return super().to_frame()
+
+    def _frame_columns(self):
+        columns = {"dimension": self.dimensions, "move": self.moves}
         for d in range(self.lifetimes.shape[1]):
-            frame[f"lifetime_{d}"] = self.lifetimes[:, d]
-        for name, value in self.metrics.items():
-            frame[name] = value
-        frame.index.name = "step"
-        return frame
+            columns[f"lifetime_{d}"] = self.lifetimes[:, d]
+        return columns
+
+    def lifetime_posterior(self, prior=None):
+        """Not available: the steps of a search are not intervals of one lifetime."""
+        raise ValueError("a grid search path visits lifetime vectors, not intervals of one "
+                         "lifetime: it has no lifetime posterior")
 
     def plot(self, axes=None, metric="validation_error"):
         """Plot the metric and every dimension's lifetime against the step (report fig. 5.5).

@@ -17,10 +17,12 @@ from mondrian.estimator.locking import LockedMethodsMixin
 from mondrian.estimator.params import StrictParamsMixin
 from mondrian.estimator.targets import check_target_scale
 from mondrian.estimator.versioned import VersionedStateMixin
-from mondrian.grid._cuts import GridCuts, GridSample, greedy_search
+from mondrian.grid._cuts import GridCuts, GridSample
+from mondrian.grid._search import greedy_search
 from mondrian.grid.features import GridMap, check_lifetimes, draw_seed
 from mondrian.grid.path import METRICS, GridLifetimePath
-from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
+from mondrian.kernel._ridge_inverse import RidgeInverse
+from mondrian.kernel._ridge_path import RidgePathVisitor
 
 __all__ = ["MondrianGridRidge"]
 

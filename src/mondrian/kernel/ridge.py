@@ -29,9 +29,10 @@ from mondrian.estimator.holdout import holdout_split
 from mondrian.estimator.inputs import dense_blocks, sparse_output
 from mondrian.estimator.targets import centre_and_scale, check_target_scale
 from mondrian.kernel._features import extension_leaves
-from mondrian.kernel._ridge_path import RidgeInverse, RidgePathVisitor
+from mondrian.kernel._ridge_inverse import RidgeInverse
+from mondrian.kernel._ridge_path import RidgePathVisitor
 from mondrian.path._engine import TreeCuts, walk_path
-from mondrian.path.result import LifetimePath
+from mondrian.path.result import LifetimePath, check_direction
 
 # Online targets may reach this multiple of the first batch's spread (standardised units); their
 # squares then stay far below the largest float whatever the number of points.
@@ -200,8 +201,7 @@ class _KernelPathMixin:
         """Check a path request: the model the path reads (a copy holding the validation
         inputs, if any), the validated validation targets, and which points train."""
         check_is_fitted(self, "_y_fit")
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        check_direction(direction)
         if (X is None) != (y is None):
             raise ValueError("give both validation inputs X and targets y, or neither")
         model, y_val = self, self._y_fit[:0]

@@ -21,7 +21,7 @@ from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._sgd_path import SGDPathVisitor
 from mondrian.kernel.ridge import _KernelPathMixin, _MondrianKernelBase
 from mondrian.path._engine import walk_path
-from mondrian.path.result import LifetimePath
+from mondrian.path.result import LifetimePath, check_direction
 
 __all__ = ["MondrianKernelSGDClassifier", "MondrianKernelSGDRegressor", "SGDLifetimePath"]
 
@@ -86,7 +86,9 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
         self.random_state = random_state
 
     def _run(self, targets, is_train, max_features, eval_every):
-        """Train along the cuts of the model's trees (at most ``max_features`` cells)."""
+        """Train along the cuts of the model's trees (at most ``max_features`` cells): the
+        weights, losses, error rates and columns, the cut source and the numbers of cuts of
+        the models evaluated."""
         source = self._cut_source(max_features)
         visitor = SGDPathVisitor(
             np.ascontiguousarray(targets), is_train, float(self.alpha),
@@ -98,10 +100,7 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
         # Rows of the evaluated models: number of cuts, losses, error rates.
         rows = rows[~np.isnan(rows[:, 0])]
         cuts = rows[:, 0].astype(np.intp)
-        lifetimes = np.r_[0.0, source.times][cuts]
-        upper = np.r_[source.times, source.terminal][cuts]
-        return (visitor.weights(), rows[:, 1:3], rows[:, 3:], visitor.columns(), lifetimes,
-                upper)
+        return (visitor.weights(), rows[:, 1:3], rows[:, 3:], visitor.columns(), source, cuts)
 
     def _train(self, y):
         """Train along the cuts of the sampled trees (all of them)."""
@@ -147,18 +146,16 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             (``validation_error``). The criterion (minimised) is the validation loss, or the
             training loss without validation data.
         """
-        if direction == "backward":
-            raise ValueError(
-                'an SGD path trains forward from lifetime 0: direction="backward" is not '
-                "available (MondrianKernelRidge has an exact backward path)"
-            )
+        check_direction(direction, backward=(
+            'an SGD path trains forward from lifetime 0: direction="backward" is not '
+            "available (MondrianKernelRidge has an exact backward path)"))
         model, y_val, is_train = self._path_inputs(direction, X, y,
                                                    y_numeric=not self._logistic)
         n_val = len(y_val)
         targets = np.vstack([self._targets(self._y_fit), self._path_targets(y_val)])
         if eval_every is None:
             eval_every = max(1, int(self.max_features) // 50)
-        _, losses, errors, _, lifetimes, upper = model._run(
+        _, losses, errors, _, source, cuts = model._run(
             targets, is_train, int(self.max_features), int(eval_every))
         choice = losses[:, 1] if n_val else losses[:, 0]  # standardised: never overflows
         losses = self._loss_units(losses)
@@ -170,8 +167,8 @@ class _MondrianKernelSGD(_KernelPathMixin, _MondrianKernelBase):
             if n_val:
                 metrics["validation_error"] = errors[:, 1]
         criterion = "validation_loss" if n_val else "training_loss"
-        return LifetimePath(lifetimes, upper, metrics, criterion, maximize=False,
-                            selection=choice)
+        return LifetimePath.from_cut_times(source.times, source.terminal, metrics, criterion,
+                                           False, models=cuts, selection=choice)
 
     def _path_targets(self, y):
         return self._targets(y)

@@ -1,14 +1,16 @@
-"""The result of every lifetime path: :class:`LifetimePath`.
+"""The result of every lifetime path: :class:`LifetimePath`, and what every path shares.
 
 A Mondrian model read at lifetime λ only changes when λ crosses the birth time of a cut, so a
 path is a list of intervals ``(lifetimes[k], upper_lifetimes[k]]`` on each of which the model,
 and every metric of it, is constant. Forests, the density and the kernel models all return this
-class; only the metric names differ.
+class; only the metric names differ. Every ``lifetime_path`` checks its ``direction`` with
+:func:`check_direction` and assembles its result with :meth:`LifetimePath.from_cut_times`; the
+Mondrian grid's search path is a subclass (:class:`~mondrian.grid.path.GridLifetimePath`).
 """
 
 import numpy as np
 
-__all__ = ["LifetimePath", "best_interval"]
+__all__ = ["LifetimePath", "best_interval", "check_direction"]
 
 # Two values of a criterion closer than this (relative to the best one) are a tie.
 TIE_TOLERANCE = 1e-10
@@ -42,6 +44,28 @@ def best_interval(values, maximize):
     # on the units of the metric (a regressor's error in units of y squared).
     scale = np.max(np.abs(score[np.isfinite(score)]))
     return int(np.argmax(score >= top - TIE_TOLERANCE * scale))
+
+
+def check_direction(direction, backward=None):
+    """Whether a path is walked forward; ``ValueError`` for a direction it cannot take.
+
+    Parameters
+    ----------
+    direction : {"forward", "backward"}
+        The ``direction`` parameter of a ``lifetime_path``.
+    backward : str, default=None
+        For a model without a backward path: the message refusing ``"backward"``.
+
+    Returns
+    -------
+    bool
+        True for ``"forward"``.
+    """
+    if direction == "backward" and backward is not None:
+        raise ValueError(backward)
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+    return direction == "forward"
 
 
 class LifetimePath:
@@ -113,8 +137,7 @@ class LifetimePath:
         if criterion not in self.metrics:
             raise ValueError(f"criterion {criterion!r} is not one of the metrics "
                              f"{sorted(self.metrics)}")
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        check_direction(direction)
         self.criterion = criterion
         self.maximize = bool(maximize)
         self.direction = direction
@@ -129,7 +152,8 @@ class LifetimePath:
         self.best_lifetime = float(0.5 * (low + high)) if np.isfinite(high) else np.inf
 
     @classmethod
-    def from_cut_times(cls, times, terminal, metrics, criterion, maximize, **kwargs):
+    def from_cut_times(cls, times, terminal, metrics, criterion, maximize, *, models=None,
+                       **kwargs):
         """The path of a model whose cuts are born at ``times`` (increasing) and that ends at
         the ``terminal`` lifetime: interval ``k`` holds the first ``k`` cuts.
 
@@ -138,15 +162,20 @@ class LifetimePath:
         times : array-like of shape (n_cuts,)
         terminal : float
         metrics, criterion, maximize, **kwargs
-            As for :class:`LifetimePath`, with ``n_cuts + 1`` values per metric.
+            As for :class:`LifetimePath`, with one value per model kept.
+        models : array-like of int, default=None
+            The numbers of cuts of the models recorded (increasing), when not every one of the
+            ``n_cuts + 1`` models is (the kernel SGD path evaluates every ``eval_every`` cuts).
 
         Returns
         -------
         LifetimePath
         """
         times = np.asarray(times, dtype=np.float64)
-        return cls(np.r_[0.0, times], np.r_[times, terminal], metrics, criterion, maximize,
-                   **kwargs)
+        lifetimes, upper = np.r_[0.0, times], np.r_[times, terminal]
+        if models is not None:
+            lifetimes, upper = lifetimes[models], upper[models]
+        return cls(lifetimes, upper, metrics, criterion, maximize, **kwargs)
 
     def __getattr__(self, name):
         # Only reached for names that are not attributes: the metrics.
@@ -196,6 +225,13 @@ class LifetimePath:
 
     # ----------------------------------------------------------------- export
 
+    # What a row of to_frame is.
+    _frame_index = "interval"
+
+    def _frame_columns(self):
+        """The columns of :meth:`to_frame` before the metrics."""
+        return {"lifetime": self.lifetimes, "upper_lifetime": self.upper_lifetimes}
+
     def to_frame(self):
         """The path as a table: one row per interval.
 
@@ -207,11 +243,10 @@ class LifetimePath:
         try:
             import pandas as pd
         except ImportError as error:
-            raise ImportError("LifetimePath.to_frame requires pandas: pip install pandas") \
-                from error
-        frame = pd.DataFrame({"lifetime": self.lifetimes,
-                              "upper_lifetime": self.upper_lifetimes, **self.metrics})
-        frame.index.name = "interval"
+            raise ImportError(f"{type(self).__name__}.to_frame requires pandas: pip install "
+                              "pandas") from error
+        frame = pd.DataFrame({**self._frame_columns(), **self.metrics})
+        frame.index.name = self._frame_index
         return frame
 
     def plot(self, ax=None, metric=None):

@@ -3,9 +3,10 @@
 A forest fitted at a terminal lifetime Λ, read at any λ < Λ, is a forest of lifetime λ. The path
 walks the cuts of all trees in order of birth time and keeps the validation predictions and
 losses up to date, so every lifetime at which the model changes is scored for about the cost of
-one fit. The traversal lives in :mod:`mondrian.path._engine`; this module holds the estimator
-side: the transductive copy of the forest the path runs on and the automatic choice of the
-lifetime; the result is a :class:`~mondrian.path.result.LifetimePath`.
+one fit. The traversal lives in :mod:`mondrian.path._engine` and the leaf readers in
+:mod:`mondrian.forest._path_readers`; this module holds the estimator side: the transductive
+copy of the forest the path runs on and the automatic choice of the lifetime; the result is a
+:class:`~mondrian.path.result.LifetimePath`.
 """
 
 import copy
@@ -16,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.estimator.holdout import holdout_split
 from mondrian.path._engine import run_path
-from mondrian.path.result import LifetimePath
+from mondrian.path.result import LifetimePath, check_direction
 
 __all__ = ["LifetimePathMixin"]
 
@@ -70,15 +71,14 @@ class LifetimePathMixin:
             integrates over their branching off into fresh cells and predicts them differently.
         """
         check_is_fitted(self, "_trees")
-        if direction not in ("forward", "backward"):
-            raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        forward = check_direction(direction)
         if X is None or y is None:
             raise ValueError(
                 "a forest's lifetime path needs validation data: lifetime_path(X_val, y_val) "
                 "(forests have no training-only criterion)"
             )
         forest, leaves, reader = self._path_setup(X, y)
-        times, metrics = run_path(forest._trees, leaves, reader, forward=direction == "forward")
+        times, metrics = run_path(forest._trees, leaves, reader, forward=forward)
         return self._path_result(forest, times, metrics, direction)
 
     def _path_setup(self, X, y):

@@ -1,0 +1,32 @@
+# The predictive kernel of the Gaussian tree model (_gaussian_predict.pyx), called by the
+# prediction entry points of _gaussian.pyx once per tree and call.
+from mondrian.core._tree cimport MondrianTree
+from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.forest._gaussian_model cimport Hyper
+
+
+cdef struct Outer:
+    # What the predictive of a tree needs at a node besides the test point's walk, for the P
+    # priors of a call: the same for every row, so found once per node per call (lazily, on the
+    # paths of the rows) instead of once per row on every node of its path. A call of one row
+    # keeps (``memo`` False) only the records of the node and its parent, in two slots by depth.
+    bint memo              # records by node (many rows) or by depth parity (one row)
+    unsigned char* known   # node_count flags; all 0 between trees (memo)
+    intp_t* filled         # the nodes flagged so far (to clear them for the next tree)
+    intp_t n_filled
+    float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
+    float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
+    float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
+    float64_t* boxes       # every box of a lean tree (_every_box), and its queue
+    intp_t* queue
+    size_t known_size, filled_size, rec_size, psi_end_size, u_size, boxes_size, queue_size
+
+
+# One tree's predictive at the n rows of X under the P priors hs (see the .pyx); o zeroed
+# before its first use, outer_free(o) when done.
+cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
+                      intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
+                      intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
+                      float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
+                      bint squared_mean) except -1 nogil
+cdef void outer_free(Outer* o) noexcept nogil
