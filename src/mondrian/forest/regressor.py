@@ -38,6 +38,12 @@ from mondrian.forest._gaussian import (
     upward_messages_grid,
 )
 from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCache
+from mondrian.forest.debias import (  # [debias, issue 22]
+    DEBIAS_DOC,
+    choose_combination,
+    combine_lifetimes,
+    debias_info,
+)
 from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.path._engine import GaussianLeafReader, inherit_unlabelled
 from mondrian.path.forest import LifetimePathMixin
@@ -386,6 +392,7 @@ class _BaseMondrianRegressor(
             self._choose_feature_weights(X, y, stream=stream, sample_weight=weights)
             lifetime = self._fit_lifetime(X, y, weights)
             self._hyper_choice, self._hyper_n = None, 0
+            self.__dict__.pop("_debias_choice", None)  # [debias, issue 22] chosen anew
             self._hyper_params = None
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
@@ -790,6 +797,9 @@ class _BaseMondrianRegressor(
                           y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
+        # [debias, issue 22] the lifetime combination, chosen on the same held-out points
+        choose_combination(self, probe, probe._params(mean, var, share, rate, scales[k]),
+                           probe_floor, X_val, y_val, w_val, float(spread_scales[j]))
         return (share, multiplier, float(scales[k]), float(spread_scales[j]), floor)
 
     def _rate(self, multiplier, base_rate):
@@ -1031,6 +1041,8 @@ class _BaseMondrianRegressor(
         else:  # the trees' mean predictive variance plus the scaled spread of their means
             var = (np.maximum(out[:, 1] - out[:, 2], 0.0)
                    + spread_scale * np.maximum(out[:, 2] - mean * mean, 0.0))
+        if lifetime is None:  # [debias, issue 22] the combination of lifetimes, if chosen
+            mean, var = combine_lifetimes(self, X_scaled, mean, var)
         # The standard deviation, not the variance, goes back to units: the variance of targets
         # of 1e-300 or 1e300 would underflow or overflow.
         return self._y_scaler.inverse(mean, np.sqrt(var))
@@ -1140,7 +1152,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         ``max(2, ceil(min_samples_split * n_samples))``), fixed at the first fit.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
-{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
+{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}{DEBIAS_DOC}    n_jobs : int, default=None
         Threads over trees.
     {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
@@ -1180,7 +1192,9 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     _parameter_constraints = {
         **_BaseMondrianRegressor._parameter_constraints,
         **FOREST_PARAMETER_CONSTRAINTS,
+        "debias": [StrOptions({"auto"}), None],  # [debias, issue 22]
     }
+    debias_ = property(debias_info)  # [debias, issue 22]
 
     def __init__(
         self,
@@ -1196,6 +1210,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        debias="auto",
         window=None,
         n_jobs=None,
         random_state=None,
@@ -1212,6 +1227,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
+        self.debias = debias
         self.n_jobs = n_jobs
         self.window = window
         self.random_state = random_state
