@@ -23,14 +23,18 @@ on the other rows, in :meth:`_held_out_choice`):
   to reach (the probe's ``K`` trees are noisier: the per-tree spread corrects for it, as in
   the regressor's :func:`_expected_nll`) in closed form, clipped to ``[0, BETA_MAX]``;
 * the guard: the best pair is kept only when its held-out gain over the plain forest exceeds
-  ``MIN_GAIN_SE`` paired standard errors; otherwise the model predicts as the plain forest
-  (``beta = 0``). The probe of the issue's first trial picked an extrapolation on energy
-  (RMSE 1.05 -> 1.60 of RandomForest's) with no such guard;
-* the predictive variance: that of the plain forest (calibrated on the same points) times the
-  ratio of the combination's normalised expected squared errors to the plain forest's there
-  (clipped to ``VARIANCE_FACTORS``: never wider), so the intervals follow the smaller errors.
+  ``MIN_GAIN_SE`` standard errors, when the pair chosen on one half of the held-out points
+  gains on the other half (cross-fitted: no selection optimism), and when the held-out
+  likelihood gains too; otherwise the model predicts as the plain forest (``beta = 0``). The
+  probe of the issue's first trial picked an extrapolation on energy (RMSE 1.05 -> 1.60 of
+  RandomForest's) with no guard; a one-standard-error guard alone let yacht split 0 go from
+  1.29 to 1.56 (56 held-out points);
+* the predictive variance: ``f var_plain + g shift**2``, the plain forest's (calibrated on the
+  same points) scaled by ``f`` (``VARIANCE_FACTORS``: never wider) plus ``g``
+  (``SHIFT_FACTORS``) times the square of the combination's move of the mean, both chosen
+  for the held-out likelihood of the combination's expected errors.
 
-The choice is ``(lifetime, beta, variance_factor)`` in ``_debias_choice`` (absent when
+The choice is ``(lifetime, beta, f, g)`` in ``_debias_choice`` (absent when
 ``debias=None``: the model is then the plain forest, bit for bit).
 """
 
@@ -44,8 +48,11 @@ __all__ = ["richardson_weights", "choose_combination", "combine_lifetimes", "deb
 # Candidate shorter lifetimes: quantiles of the probe's split times (the cuts of its trees).
 LIFETIME_QUANTILES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.35)
 BETA_MAX = 3.0  # w = (4, -3) at most: a bounded extrapolation
-MIN_GAIN_SE = 1.0  # held-out gain over the plain forest, in paired standard errors
-VARIANCE_FACTORS = (0.25, 1.0)  # bounds of the factor of the plain predictive variance
+MIN_GAIN_SE = 1.0  # held-out gain over the plain forest, in standard errors
+MIN_HELD_OUT = 20  # held-out points needed to consider a combination
+# Predictive variance of the combination: f var_plain + g shift**2 (see _variance_terms).
+VARIANCE_FACTORS = np.geomspace(0.25, 1.0, 5)
+SHIFT_FACTORS = (0.0, 0.0625, 0.25, 1.0)
 
 DEBIAS_DOC = """    debias : {"auto"} or None, default="auto"
         Debiased forest (Cattaneo, Klusowski & Underwood, 2023): the prediction is
@@ -116,6 +123,61 @@ def _fit_beta(r, d, s_ad, s_dd, w, kappa):
     return float(np.clip(np.sum(w * (r * d + kappa * s_ad)) / curvature, 0.0, BETA_MAX))
 
 
+def _squared(r, s_aa, candidate, beta, kappa):
+    """Per point: the expected squared error of the combination ``beta`` of ``candidate``."""
+    d, s_ad, s_dd = candidate
+    e = r - beta * d
+    return e * e - kappa * (s_aa + 2.0 * beta * s_ad + beta * beta * s_dd)
+
+
+def _best(r, s_aa, candidates, w, kappa):
+    """The candidate and ``beta`` of least weighted expected squared error (index, beta)."""
+    best, best_score = (0, 0.0), np.inf
+    for k, (d, s_ad, s_dd) in enumerate(candidates):
+        beta = _fit_beta(r, d, s_ad, s_dd, w, kappa)
+        score = np.sum(w * _squared(r, s_aa, candidates[k], beta, kappa))
+        if score < best_score:
+            best, best_score = (k, beta), score
+    return best
+
+
+def _cross_fitted_gain(r, s_aa, candidates, w, kappa):
+    """Per point: the gain in expected squared error over the plain forest of the combination
+    chosen (lifetime and ``beta``) on the other half of the points (alternate points: the
+    held-out points come in random order), so that the guard sees no selection optimism."""
+    gain = np.zeros_like(r)
+    halves = np.arange(len(r)) % 2 == 0
+    base = r * r - kappa * s_aa
+    for fit in (halves, ~halves):
+        k, beta = _best(r[fit], s_aa[fit], [tuple(c[fit] for c in cand) for cand in candidates],
+                        w[fit], kappa)
+        other = ~fit
+        cand = tuple(c[other] for c in candidates[k])
+        gain[other] = base[other] - _squared(r[other], s_aa[other], cand, beta, kappa)
+    return gain
+
+
+def _mean_and_error(values, w):
+    """Weighted mean of per-point ``values`` (weights summing to 1) and its standard error."""
+    mean = float(np.sum(w * values))
+    n = len(values)
+    return mean, float(np.sqrt(np.sum(w * (values - mean) ** 2) / max(n - 1, 1)))
+
+
+def _variance_terms(squared, var_plain, shift, w):
+    """The factor ``f`` of the plain variance and ``g`` of the squared shift of the mean in
+    the combination's predictive variance ``f var_plain + g shift**2`` that minimise the
+    held-out Gaussian NLL for the expected squared errors ``squared``."""
+    best, best_score = (1.0, 0.0), np.inf
+    for f in VARIANCE_FACTORS:
+        for g in SHIFT_FACTORS:
+            var = np.maximum(f * var_plain + g * shift * shift, 1e-300)
+            score = np.sum(w * (np.log(var) + np.maximum(squared, 0.0) / var))
+            if score < best_score:
+                best, best_score = (float(f), float(g)), score
+    return best
+
+
 def choose_combination(model, probe, prior, floor, X_val, y_val, w_val, spread_scale):
     """Choose the debiased combination on the held-out points and keep it in
     ``model._debias_choice`` (nothing when ``model.debias`` is None).
@@ -139,7 +201,7 @@ def choose_combination(model, probe, prior, floor, X_val, y_val, w_val, spread_s
         return
     model._debias_choice = None
     K, T = len(probe._trees), model._n_trees()
-    if K < 2 or len(y_val) < 10:
+    if K < 2 or len(y_val) < MIN_HELD_OUT:
         return
     times = np.concatenate([t.nodes_array["split_time"][t.nodes_array["left_child"] != -1]
                             for t in probe._trees])
@@ -153,35 +215,36 @@ def choose_combination(model, probe, prior, floor, X_val, y_val, w_val, spread_s
     params = GaussianPrior(mean0=prior.mean0, noise=max(prior.noise, floor),
                            prior_var=prior.prior_var, sigma2=prior.sigma2, rate=prior.rate,
                            hierarchical=prior.hierarchical)  # the predictive's, floored
-    smoothing = prior
-    plain = _per_tree_means(probe, params, smoothing, X_val, None)
+    plain = _per_tree_means(probe, params, prior, X_val, None)
     a = plain.mean(axis=0)
     r = y_val - a
     s_aa = plain.var(axis=0, ddof=1)
-    base = r * r - kappa * s_aa  # per point: the plain forest's expected squared error
-    best = None
-    for lifetime in np.unique(np.quantile(times, LIFETIME_QUANTILES)):
-        diff = plain - _per_tree_means(probe, params, smoothing, X_val, lifetime)
+    lifetimes = np.unique(np.quantile(times, LIFETIME_QUANTILES))
+    candidates = []
+    for lifetime in lifetimes:
+        diff = plain - _per_tree_means(probe, params, prior, X_val, lifetime)
         d = diff.mean(axis=0)
-        s_dd = diff.var(axis=0, ddof=1)
-        s_ad = np.sum((plain - a) * (diff - d), axis=0) / (K - 1)
-        beta = _fit_beta(r, d, s_ad, s_dd, w, kappa)
-        e = r - beta * d
-        squared = e * e - kappa * (s_aa + 2 * beta * s_ad + beta * beta * s_dd)
-        gain = base - squared
-        if best is None or np.sum(w * gain) > best[0]:
-            best = (float(np.sum(w * gain)), float(lifetime), beta, gain, squared)
-    gain, lifetime, beta, per_point, squared = best
-    n = len(y_val)
-    spread = np.sqrt(np.sum(w * (per_point - gain) ** 2) * n / max(n - 1, 1) / n)
-    if not (beta > 0.0 and gain > MIN_GAIN_SE * spread):
+        candidates.append((d, np.sum((plain - a) * (diff - d), axis=0) / (K - 1),
+                           diff.var(axis=0, ddof=1)))
+    cross_gain = _cross_fitted_gain(r, s_aa, candidates, w, kappa)
+    k, beta = _best(r, s_aa, candidates, w, kappa)
+    # The guard: the combination chosen on one half must gain on the other (no selection
+    # optimism), and the one chosen on every point by more than MIN_GAIN_SE standard errors.
+    base = r * r - kappa * s_aa
+    squared = _squared(r, s_aa, candidates[k], beta, kappa)
+    gain, error = _mean_and_error(base - squared, w)
+    if not (beta > 0.0 and _mean_and_error(cross_gain, w)[0] > 0.0
+            and gain > MIN_GAIN_SE * error):
         return
-    # The variance follows the errors: the plain forest's calibration (chosen on these points)
-    # times the combination's share of its normalised expected squared errors, never wider.
-    ratio = (np.sum(w * np.maximum(squared, 0.0) / var_plain)
-             / max(np.sum(w * np.maximum(base, 0.0) / var_plain), 1e-300))
-    factor = float(np.clip(ratio, *VARIANCE_FACTORS))
-    model._debias_choice = (lifetime, beta, factor)
+    shift = beta * candidates[k][0]
+    factor, shift_factor = _variance_terms(squared, var_plain, shift, w)
+    # The likelihood must gain too: where the plain forest is sure (inputs repeated in the
+    # training rows, wine_red) a moved mean costs more likelihood than its squared error saves.
+    var = np.maximum(factor * var_plain + shift_factor * shift * shift, 1e-300)
+    if not (np.sum(w * (np.log(var) + np.maximum(squared, 0.0) / var))
+            < np.sum(w * (np.log(var_plain) + np.maximum(base, 0.0) / var_plain))):
+        return
+    model._debias_choice = (float(lifetimes[k]), beta, factor, shift_factor)
 
 
 def combine_lifetimes(model, X_scaled, mean, var):
@@ -190,7 +253,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
     choice = model.__dict__.get("_debias_choice")
     if choice is None:
         return mean, var
-    lifetime, beta, factor = choice
+    lifetime, beta, factor, shift_factor = choice
     cache = model._posterior()
     key = (model._version, lifetime, tuple(t.node_count for t in model._trees))
     stored = getattr(cache, "debias_messages", None)
@@ -206,7 +269,8 @@ def combine_lifetimes(model, X_scaled, mean, var):
                               cache.params, int(model.n_quadrature), lifetime)
 
     coarse = model._accumulate(run, X_scaled, 2, model._n_jobs())[:, 0] / len(model._trees)
-    return (1.0 + beta) * mean - beta * coarse, factor * var
+    shift = beta * (mean - coarse)
+    return mean + shift, factor * var + shift_factor * shift * shift
 
 
 def debias_info(model):
@@ -217,5 +281,6 @@ def debias_info(model):
     choice = model.__dict__.get("_debias_choice")
     if choice is None:
         return None
-    lifetime, beta, factor = choice
-    return {"lifetime": lifetime, "weights": (1.0 + beta, -beta), "variance_factor": factor}
+    lifetime, beta, factor, shift_factor = choice
+    return {"lifetime": lifetime, "weights": (1.0 + beta, -beta), "variance_factor": factor,
+            "shift_factor": shift_factor}
