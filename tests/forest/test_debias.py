@@ -130,6 +130,7 @@ def test_guard_keeps_the_plain_forest_on_pure_noise(seed):
 def test_threads_pickles_and_online_updates_keep_the_combination():
     X, y, Xt, _ = _smooth(2, n=600)
     model = MondrianForestRegressor(10, random_state=0).fit(X, y)
+    fitted = pickle.dumps(model)  # before any prediction
     assert model.debias_ is not None
     mean, std = model.predict(Xt, return_std=True)
     threaded = MondrianForestRegressor(10, random_state=0, n_jobs=2).fit(X, y)
@@ -139,6 +140,8 @@ def test_threads_pickles_and_online_updates_keep_the_combination():
     loaded = pickle.loads(pickle.dumps(model))
     assert loaded.debias_ == model.debias_
     assert np.array_equal(loaded.predict(Xt), mean)
+    # The shorter reading's messages are not part of the state: predicting changes no byte.
+    assert pickle.dumps(model) == fitted
     one = model.predict_one(dict(enumerate(Xt[0])), return_std=True)
     assert one == pytest.approx((mean[0], std[0]), rel=1e-12)
     # An update changes the trees: the short reading follows them (no stale messages).

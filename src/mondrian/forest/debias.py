@@ -41,6 +41,8 @@ The choice is ``(lifetime, beta, f, g)`` in ``_debias_choice`` (absent when
 ``debias=None``: the model is then the plain forest, bit for bit).
 """
 
+import weakref
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -58,6 +60,10 @@ CROSS_FOLDS = 2
 # Predictive variance of the combination: f var_plain + g shift**2 (see _variance_terms).
 VARIANCE_FACTORS = np.geomspace(0.25, 1.0, 5)
 SHIFT_FACTORS = (0.0, 0.0625, 0.25, 1.0)
+# The messages of the shorter reading, per posterior cache (filled by the first prediction).
+# Kept beside the cache, not in it: the cache is pickled, and a model's pickle bytes may not
+# depend on whether it predicted (nor grow by the messages: +26% on a 600-row forest).
+_SHORT_MESSAGES = weakref.WeakKeyDictionary()
 
 DEBIAS_DOC = """    debias : {"auto"} or None, default="auto"
         Debiased forest (Cattaneo, Klusowski & Underwood, 2023): the prediction is
@@ -267,11 +273,11 @@ def combine_lifetimes(model, X_scaled, mean, var):
     lifetime, beta, factor, shift_factor = choice
     cache = model._posterior()
     key = (model._version, lifetime, tuple(t.node_count for t in model._trees))
-    stored = getattr(cache, "debias_messages", None)
+    stored = _SHORT_MESSAGES.get(cache)
     if stored is None or stored[0] != key:
         stored = (key, [upward_messages(t, cache.smoothing, lifetime)[:2]
                         for t in model._trees])
-        cache.debias_messages = stored
+        _SHORT_MESSAGES[cache] = stored
     messages = stored[1]
 
     def run(trees, X, out):
