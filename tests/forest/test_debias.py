@@ -117,6 +117,13 @@ def test_switched_off_is_the_plain_forest_bit_for_bit():
     plain_mean, plain_std = _plain(auto, Xt)
     assert np.array_equal(mean, plain_mean) and np.array_equal(std, plain_std)
     assert np.array_equal(off.predict(Xt[:1]), plain_mean[:1])
+    # Switched off after fit: the plain forest too (the choice is kept for debias="auto").
+    auto.set_params(debias=None)
+    assert auto.debias_ is None
+    assert all(np.array_equal(a, b) for a, b in zip(auto.predict(Xt, return_std=True),
+                                                    (mean, std), strict=True))
+    auto.set_params(debias="auto")
+    assert auto.debias_ is not None
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

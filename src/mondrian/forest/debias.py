@@ -74,7 +74,8 @@ DEBIAS_DOC = """    debias : {"auto"} or None, default="auto"
         more) and keeps the plain forest unless the gain exceeds one standard error, holds on
         the half of those points the choice did not see, and improves their likelihood; the
         predictive variance follows the combination's errors. ``debias_`` reports the choice
-        (None: the plain forest). ``None``: the plain forest, as before this option. Cost: a
+        (None: the plain forest). ``None``: the plain forest, as before this option (set after
+        fit, the plain forest of that fit: no refit needed to compare). Cost: a
         few probe predictions at fit; with a combination, one more read of the trees (of
         their part above ``l``) per prediction, and after an online update the messages of
         that part again. See the user guide, "The regressor".
@@ -268,7 +269,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
     """The debiased combination's mean and variance from the plain forest's (standardised
     units); unchanged without a choice, or when the forest cannot be read below ``l``."""
     choice = model.__dict__.get("_debias_choice")
-    if choice is None:
+    if choice is None or model.debias is None:  # set_params(debias=None): the plain forest
         return mean, var
     lifetime, beta, factor, shift_factor = choice
     cache = model._posterior()
@@ -292,11 +293,12 @@ def combine_lifetimes(model, X_scaled, mean, var):
 
 def debias_info(model):
     """The debiased combination in use (the ``debias_`` attribute of the forest regressor):
-    ``{"lifetime": l, "weights": (1 + beta, -beta), "variance_factor": f}``, or None for the
-    plain forest (``debias=None``, or no gain on the held-out points)."""
+    ``{"lifetime": l, "weights": (1 + beta, -beta), "variance_factor": f, "shift_factor": g}``,
+    or None for the plain forest (``debias=None``, also when set after fit, or no gain on the
+    held-out points)."""
     check_is_fitted(model, "_trees")
     choice = model.__dict__.get("_debias_choice")
-    if choice is None:
+    if choice is None or model.debias is None:
         return None
     lifetime, beta, factor, shift_factor = choice
     return {"lifetime": lifetime, "weights": (1.0 + beta, -beta), "variance_factor": factor,

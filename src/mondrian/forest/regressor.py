@@ -1176,6 +1176,9 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     feature_weights_ : ndarray of shape (n_features,)
         The weights of the feature map (ones without weights). With a learned map,
         ``feature_weights_info_`` holds the search (method, relevances, power, scores, map).
+    debias_ : dict or None
+        The debiased combination in use (lifetime, weights, variance terms), None for the plain
+        forest (see ``debias``).
 
     Examples
     --------
