@@ -125,7 +125,8 @@ def test_held_out_scoring_sees_the_floor(monkeypatch):
 
     monkeypatch.setattr(MondrianForestRegressor, "_held_out_moments_grid", spy_grid)
     monkeypatch.setattr(hyper, "predict_moments_grid", spy_predict)
-    model = MondrianForestRegressor(n_estimators=6, random_state=0).fit(X, y)
+    # (debias=None: the debiased combination's choice reads the probe once more.)
+    model = MondrianForestRegressor(n_estimators=6, debias=None, random_state=0).fit(X, y)
     floor = model._hyper_choice[4]
     assert floor > 0 and len(calls) == len(hyper.HELD_OUT_RATE_MULTIPLIERS) + 1
     binds = False

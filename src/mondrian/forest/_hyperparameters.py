@@ -15,6 +15,7 @@ from mondrian.forest._gaussian import (
     upward_messages,
     upward_messages_grid,
 )
+from mondrian.forest.debias import choose_combination
 
 __all__ = ["HyperparameterMixin"]
 
@@ -326,6 +327,9 @@ class HyperparameterMixin:
                           y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
+        # The lifetime combination (forest/debias.py), chosen on the same held-out points.
+        choose_combination(self, probe, probe._params(mean, var, share, rate, scales[k]),
+                           probe_floor, X_val, y_val, w_val, float(spread_scales[j]))
         return (share, multiplier, float(scales[k]), float(spread_scales[j]), floor)
 
     def _rate(self, multiplier, base_rate):

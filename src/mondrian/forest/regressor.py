@@ -34,6 +34,7 @@ from mondrian.forest._targets import (
     _rescaled_tree,
     _TargetScaler,
 )
+from mondrian.forest.debias import DEBIAS_DOC, combine_lifetimes, debias_info
 from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.forest.lifetime_path import LifetimePathMixin
 
@@ -122,6 +123,7 @@ class _BaseMondrianRegressor(
             self._choose_feature_weights(X, y, stream=stream, sample_weight=weights)
             lifetime = self._fit_lifetime(X, y, weights)
             self._hyper_choice, self._hyper_n = None, 0
+            self.__dict__.pop("_debias_choice", None)  # [debias, issue 22] chosen anew
             self._hyper_params = None
             self._y_scaler = _TargetScaler()
             self._y_scaler.update(y)
@@ -409,6 +411,8 @@ class _BaseMondrianRegressor(
         else:  # the trees' mean predictive variance plus the scaled spread of their means
             var = (np.maximum(out[:, 1] - out[:, 2], 0.0)
                    + spread_scale * np.maximum(out[:, 2] - mean * mean, 0.0))
+        if lifetime is None:  # [debias, issue 22] the combination of lifetimes, if chosen
+            mean, var = combine_lifetimes(self, X_scaled, mean, var)
         # The standard deviation, not the variance, goes back to units: the variance of targets
         # of 1e-300 or 1e300 would underflow or overflow.
         return self._y_scaler.inverse(mean, np.sqrt(var))
@@ -510,7 +514,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         ``max(2, ceil(min_samples_split * n_samples))``), fixed at the first fit.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
-{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}    n_jobs : int, default=None
+{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}{DEBIAS_DOC}    n_jobs : int, default=None
         Threads over trees.
     {WINDOW_DOC}
     random_state : int, RandomState instance or None, default=None
@@ -534,6 +538,9 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     feature_weights_ : ndarray of shape (n_features,)
         The weights of the feature map (ones without weights). With a learned map,
         ``feature_weights_info_`` holds the search (method, relevances, power, scores, map).
+    debias_ : dict or None
+        The debiased combination in use (lifetime, weights, variance terms), None for the plain
+        forest (see ``debias``).
 
     Examples
     --------
@@ -550,7 +557,9 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
     _parameter_constraints = {
         **_BaseMondrianRegressor._parameter_constraints,
         **FOREST_PARAMETER_CONSTRAINTS,
+        "debias": [StrOptions({"auto"}), None],  # [debias, issue 22]
     }
+    debias_ = property(debias_info)  # [debias, issue 22]
 
     def __init__(
         self,
@@ -566,6 +575,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         sigmoid_rate=None,
         n_quadrature=4,
         validation_fraction=0.2,
+        debias="auto",
         window=None,
         n_jobs=None,
         random_state=None,
@@ -582,6 +592,7 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         self.sigmoid_rate = sigmoid_rate
         self.n_quadrature = n_quadrature
         self.validation_fraction = validation_fraction
+        self.debias = debias
         self.n_jobs = n_jobs
         self.window = window
         self.random_state = random_state
