@@ -20,7 +20,6 @@ import warnings
 
 import numpy as np
 
-
 sys.path.insert(0, "tests")
 from _catalog import data, estimator_classes, fit_args, small, target_kind  # noqa: E402
 
