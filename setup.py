@@ -44,7 +44,8 @@ def extension(name):
     return Extension(
         f"mondrian.{name}",
         [f"src/mondrian/{name.replace('.', '/')}.pyx"],
-        include_dirs=[numpy.get_include()],
+        # "src": the core's C headers are included as "mondrian/core/<name>.h".
+        include_dirs=[numpy.get_include(), "src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
         extra_compile_args=["-O3"] if os.name != "nt" else [],
     )
