@@ -23,6 +23,9 @@ DIRECTIVES = {
 # full-cell trees, the kernel features, ridge and SGD paths, and the lifetime-path engine.
 MODULES = [
     "core._tree",
+    "core._grow",
+    "core._extend",
+    "core._tree_state",
     "core._state_checks",
     "core._walk",
     "core._online",

@@ -13,6 +13,8 @@ cdef enum:
     # leaves have TREE_UNDEFINED. Internal to the core: the read-only views (nodes_array,
     # MondrianTreeStructure) report TREE_UNDEFINED for every leaf and a separate `paused`.
     TREE_PAUSED = -3
+    # Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
+    MAX_NODES = 2147483647
 
 cdef struct Node:
     # Packed to 48 bytes without padding: the 8-byte fields first, then the 32-bit ones. Node
@@ -167,9 +169,6 @@ cdef class MondrianTree:
                                intp_t end, float64_t split_time) except -1 nogil
     cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
                          intp_t end) except -1 nogil
-    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
-                   float64_t tau_parent, const float64_t* X,
-                   const float64_t* rows) except -1 nogil
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil
     cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
@@ -422,3 +421,24 @@ cdef inline intp_t _draw_cut(RandomState* rng, const float64_t* lo, const float6
 
 cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
                       intp_t end, float64_t tau_parent) except -1 nogil
+
+
+cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil
+
+
+cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
+                          intp_t n_features) noexcept nogil:
+    """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
+    cdef intp_t d
+    cdef float64_t v
+    for d in range(n_features):
+        v = x[d]
+        lo[d] = v if v < lo[d] else lo[d]
+        hi[d] = v if v > hi[d] else hi[d]
+
+
+cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
+    """Add a contribution row to a node's statistics."""
+    cdef intp_t k
+    for k in range(width):
+        value[k] += row[k]

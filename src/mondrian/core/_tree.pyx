@@ -22,34 +22,21 @@ import numpy as np
 
 cimport numpy as cnp
 
-from mondrian.core._random cimport (
-    rng_exponential,
-    rng_seed,
-    rng_uniform,
-    rng_uniform_open,
-    rng_weighted,
+from mondrian.core._random cimport rng_seed
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_rows_box
+from mondrian.core._extend cimport extend_tree
+from mondrian.core._tree_state cimport (
+    tree_compact_state,
+    tree_from_compact_state,
+    tree_getstate,
+    tree_setstate,
 )
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_partition_boxes, mf_rows_box
 from mondrian.core._walk cimport leaf_at
-from mondrian.core._state_checks import tree_records_error
 
 cnp.import_array()
 
 # How many nodes ahead _all_values asks the cache for a leaf's first contribution row.
 cdef intp_t ROW_PREFETCH_AHEAD = 16
-
-# Version of the whole pickled state of a MondrianTree (__getstate__): 1 kept a box for every
-# node; 2 (lean boxes) keeps the stored boxes, and the read columns when they are not the stored
-# ones (a classifier that met classes online); 3 is 2 with lean values (statistics rows by box
-# slot). Versions 1 to 3 hold node records with a `paused` field (56 bytes, or 72 before the
-# struct was packed); 4 holds the 48-byte records (a paused leaf's flag in its `feature`) and
-# says whether its values are lean. All load; a later version is refused.
-TREE_STATE_VERSION = 4
-_TREE_READ_VERSIONS = (1, 2, 3, 4)
-# Version of the compact state (compact_state / from_compact_state): 1, or 2 with a "columns"
-# entry (builds without read columns refuse those clearly). Both load.
-COMPACT_STATE_VERSION = 1
-_COMPACT_READ_VERSIONS = (1, 2)
 
 # Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
 # the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
@@ -76,8 +63,6 @@ assert NODE_DTYPE.itemsize == sizeof(Node)
 # TREE_UNDEFINED on every leaf, as in scikit-learn, and the paused flag as a bool `paused`.
 NODE_VIEW_DTYPE = np.dtype([(name, NODE_DTYPE[name]) for name in NODE_DTYPE.names]
                            + [("paused", np.bool_)])
-# Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
-cdef intp_t MAX_NODES = 2147483647
 
 
 cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
@@ -94,45 +79,6 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
     return 0
 
 
-def _as_node_dtype(nodes, bint legacy):
-    """``nodes`` as a contiguous array of ``NODE_DTYPE``, converted field by field (by name:
-    ``astype`` between structured dtypes goes by position), in any byte order. ``legacy``:
-    the records of states before version 4 (56 bytes, or 72 with intp ids and another field
-    order), with a ``paused`` field (0 or 1, leaves only) that goes into the leaf's
-    ``feature`` (``TREE_PAUSED``); their other fields are copied as they are."""
-    nodes = np.asarray(nodes)
-    if nodes.dtype == NODE_DTYPE and not legacy:
-        out = np.ascontiguousarray(nodes)
-        if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
-            # (the extension would absorb points into an internal node)
-            raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
-        return out
-    names = nodes.dtype.names or ()
-    wanted = NODE_DTYPE.names + (("paused",) if legacy else ())
-    missing = [name for name in wanted if name not in names]
-    if nodes.ndim != 1 or missing:
-        raise ValueError(f"inconsistent MondrianTree state: node fields {missing} missing")
-    out = np.zeros(nodes.shape[0], dtype=NODE_DTYPE)
-    for name in NODE_DTYPE.names:
-        lowest = TREE_UNDEFINED if legacy or name != "feature" else TREE_PAUSED
-        if (name in ("parent", "left_child", "right_child", "feature")
-                and nodes.shape[0]
-                and not lowest <= nodes[name].min() <= nodes[name].max() < MAX_NODES):
-            raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
-                             "out of the 32-bit range")
-        out[name] = nodes[name]
-    if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
-        raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
-    if legacy and nodes.shape[0]:
-        paused = np.asarray(nodes["paused"])
-        if not np.isin(paused, (0, 1)).all() or (
-                paused.astype(bool) & (out["left_child"] != TREE_LEAF)).any():
-            raise ValueError("inconsistent MondrianTree state: node field 'paused' is not "
-                             "0 or 1 on leaves and 0 on internal nodes")
-        out["feature"][paused.astype(bool)] = TREE_PAUSED
-    return out
-
-
 def _node_view(raw):
     """The ``NODE_VIEW_DTYPE`` records of the ``NODE_DTYPE`` records ``raw``."""
     out = np.empty(raw.shape[0], dtype=NODE_VIEW_DTYPE)
@@ -142,42 +88,6 @@ def _node_view(raw):
     np.equal(raw["feature"], TREE_PAUSED, out=paused)
     out["feature"][paused] = TREE_UNDEFINED
     return out
-
-
-def _same_bits(a, b):
-    """Whether two float64 arrays hold the same bits (``-0.0`` differs from ``0.0``)."""
-    return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
-
-
-def _refuse(message):
-    raise ValueError(f"inconsistent MondrianTree state: {message}")
-
-
-def _check_loaded(MondrianTree tree, nodes, sample_next, slots=None, intp_t n_boxes=0,
-                  bint whole=True):
-    """Refuse (``ValueError``) node records, links and box slots the core cannot use
-    (:func:`~mondrian.core._state_checks.tree_records_error`); ``whole``: the records carry
-    their parents and counts (a compact state derives them afterwards)."""
-    error = tree_records_error(nodes, sample_next, slots, n_features=tree.n_features,
-                               n_boxes=n_boxes, box_min_samples=tree.box_min_samples,
-                               with_parents=whole, with_counts=whole)
-    if error is not None:
-        _refuse(error)
-
-
-def _loaded_extras(MondrianTree tree, state):
-    """The random stream and ``count_columns`` of a saved tree state, checked."""
-    try:
-        words = [int(word) for word in np.asarray(state["rng"]).ravel()]
-        count_columns = int(state.get("count_columns", 0))
-    except (TypeError, ValueError, OverflowError):
-        _refuse("the random state or count_columns is not an integer")
-    if len(words) != 4 or not all(0 <= w < 2**64 for w in words) or not any(words):
-        _refuse("the random state must be four 64-bit words, not all zero")
-    rng = np.array(words, dtype=np.uint64)
-    if not -1 <= count_columns <= tree.value_stride:
-        _refuse(f"count_columns={count_columns} outside [-1, value_stride]")
-    return rng, count_columns
 
 
 cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
@@ -191,24 +101,6 @@ cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t
     stack[0][0].end = end
     stack[0][0].tau_parent = tau_parent
     return 0
-
-
-cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
-                          intp_t n_features) noexcept nogil:
-    """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
-    cdef intp_t d
-    cdef float64_t v
-    for d in range(n_features):
-        v = x[d]
-        lo[d] = v if v < lo[d] else lo[d]
-        hi[d] = v if v > hi[d] else hi[d]
-
-
-cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
-    """Add a contribution row to a node's statistics."""
-    cdef intp_t k
-    for k in range(width):
-        value[k] += row[k]
 
 
 cdef class MondrianTree:
@@ -910,329 +802,14 @@ cdef class MondrianTree:
         rec[1].tau_parent = split_time
         return top + 2
 
-    # ------------------------------------------------------------------ sampling
-
-    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
-                   float64_t tau_parent, const float64_t* X,
-                   const float64_t* rows) except -1 nogil:
-        """Sample a Mondrian block on ``idx[start:end]`` into the slot ``node`` (section 1.2).
-
-        The slot's parent link is left as the caller set it. ``idx[start:end]`` is partitioned
-        in place. Cuts are born after ``tau_parent`` and before the lifetime. Each node's box
-        is computed from its points, and kept only if it holds ``box_min_samples`` or more.
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t S = self.value_stride
-        cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, left, first
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef float64_t* val
-        cdef float64_t* sides = self.scratch
-        cdef float64_t* box_scratch = self.scratch + 3 * D
-        cdef float64_t linear_dim, t, threshold
-        cdef StackRecord rec
-        cdef bint fresh = True
-
-        _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
-
-        while top > 0:
-            top -= 1
-            rec = self.grow_stack[top]
-            j = rec.node
-            lo = self._box_target(j, rec.end - rec.start, box_scratch)
-            hi = lo + D
-            val = self._value_target(j, self.row_scratch)
-            first = idx[rec.start]
-            if fresh:  # the first record: its box from its points
-                mf_rows_box(X, D, idx + rec.start, rec.end - rec.start, lo)
-                fresh = False
-            elif lo == box_scratch:  # not kept: read where the parent's partition wrote it
-                lo = self.grow_boxes + 2 * D * top
-                hi = lo + D
-            else:
-                memcpy(lo, self.grow_boxes + 2 * D * top, 2 * D * sizeof(float64_t))
-            if S > 0:
-                memcpy(val, rows + first * S, S * sizeof(float64_t))
-            for k in range(rec.start + 1, rec.end):
-                i = idx[k]
-                _add_row(val, rows + i * S, S)
-            self._reset_leaf(j, rec.end - rec.start)
-
-            linear_dim = _side_lengths(lo, hi, sides, D)
-            if linear_dim <= 0.0 or self._should_pause(j, val):
-                self.nodes[j].feature = TREE_PAUSED
-                self._make_leaf_list(j, idx, rec.start, rec.end)
-                continue
-            t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
-            if not t < self.lifetime:
-                self._make_leaf_list(j, idx, rec.start, rec.end)
-                continue
-            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
-            if top + 2 > self.grow_boxes_capacity:  # (lo is not read once the cut is drawn)
-                _realloc(<void**>&self.grow_boxes, max(8, 2 * (top + 2)) * 2 * D,
-                         sizeof(float64_t))
-                self.grow_boxes_capacity = max(8, 2 * (top + 2))
-            mid = mf_partition_boxes(idx, rec.start, rec.end, X, D, d, threshold,
-                                     self.grow_boxes + 2 * D * (top + 1),
-                                     self.grow_boxes + 2 * D * top)
-            left = self._split(j, d, threshold, t)
-            top = self._push_children(top, left, rec.start, mid, rec.end, t)
-        # The children's boxes are scratch of this call: the tree does not keep them.
-        free(self.grow_boxes)
-        self.grow_boxes = NULL
-        self.grow_boxes_capacity = 0
-        return 0
+    # ------------------------------------------------------------------ building
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil:
-        """Extend the tree with the points ``idx[:n]`` (mini-batch version of section 2).
-
-        The result has the law of a tree sampled on all points at once (projectivity); paused
-        leaves absorb points and regrow from their stored points when they un-pause (section 3).
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t S = self.value_stride
-        cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
-        cdef intp_t copy, fresh, child, count, cut_dim, new_count
-        cdef bint had_box, keeps_box
-        cdef intp_t small_points[BOX_POINTS_MAX]
-        cdef intp_t n_small
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef const float64_t* box
-        cdef float64_t* val
-        cdef float64_t* bmin = self.scratch
-        cdef float64_t* bmax = self.scratch + D
-        cdef float64_t* extent = self.scratch + 2 * D
-        cdef float64_t* node_scratch = self.scratch + 5 * D
-        cdef const float64_t* x
-        cdef float64_t total, t, threshold, below, above, linear_dim
-        cdef bint lower
-        cdef intp_t* leaf_points
-        cdef StackRecord rec
-
-        if n <= 0:
-            return 0
-        self._ensure_indices(idx, n)
-        if self.node_count == 0:
-            j = self._new_node()
-            return self._grow(j, idx, 0, n, 0.0, X, rows)
-
-        _start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
-
-        while top > 0:
-            top -= 1
-            rec = self.extend_stack[top]
-            j = rec.node
-            count = rec.end - rec.start
-            self.extend_work += 1
-            self._log_node(j)  # every write below to a node that existed goes through here
-
-            if node_paused(&self.nodes[j]):
-                # Never cut above a paused leaf: absorb the points, regrow if un-paused.
-                had_box = self.box_slot[j] >= 0
-                val = self.value + S * j
-                for k in range(rec.start, rec.end):
-                    i = idx[k]
-                    if not self.lean_values:
-                        _add_row(val, rows + i * S, S)
-                    self._log_sample(i)
-                    self.sample_next[i] = self.nodes[j].first_sample
-                    self.nodes[j].first_sample = i
-                self.nodes[j].n_node_samples += count
-                # Its box with the new points: a stored one grows, else it is rebuilt from
-                # the leaf's list (a slot is given if the leaf now holds enough points). A
-                # leaf keeping no box needs it only to regrow: not while the rule pauses it.
-                had_box = self.box_slot[j] >= 0
-                lo = self._box_target(j, self.nodes[j].n_node_samples, node_scratch)
-                hi = lo + D
-                keeps_box = had_box or lo != node_scratch
-                if had_box:
-                    for k in range(rec.start, rec.end):
-                        _include(lo, hi, X + idx[k] * D, D)
-                elif keeps_box:
-                    self._leaf_box(j, X, lo)
-                    self.extend_work += self.nodes[j].n_node_samples
-                if self.lean_values:
-                    # Its statistics row likewise: a stored one grows, else it is summed from
-                    # the leaf's list (into its new slot, or the scratch row for the rule).
-                    val = self._value_target(j, self.row_scratch)
-                    if had_box:
-                        for k in range(rec.start, rec.end):
-                            _add_row(val, rows + idx[k] * S, S)
-                    else:
-                        self._rebuild_row(j, rows, val)
-                if not keeps_box:
-                    if self._should_pause(j, val):
-                        continue
-                    self._leaf_box(j, X, lo)
-                    self.extend_work += self.nodes[j].n_node_samples
-                linear_dim = 0.0
-                for d in range(D):
-                    linear_dim += hi[d] - lo[d]
-                if linear_dim > 0.0 and not self._should_pause(j, val):
-                    count = self.nodes[j].n_node_samples
-                    leaf_points = <intp_t*> realloc(NULL, count * sizeof(intp_t))
-                    if leaf_points == NULL:
-                        with gil:
-                            raise MemoryError()
-                    i = self.nodes[j].first_sample
-                    for k in range(count):
-                        leaf_points[k] = i
-                        i = self.sample_next[i]
-                    try:
-                        self._grow(j, leaf_points, 0, count, rec.tau_parent, X, rows)
-                    finally:
-                        free(leaf_points)
-                continue
-
-            # Bounding box of the batch and its extent outside the node's box.
-            x = X + idx[rec.start] * D
-            memcpy(bmin, x, D * sizeof(float64_t))
-            memcpy(bmax, x, D * sizeof(float64_t))
-            for k in range(rec.start + 1, rec.end):
-                _include(bmin, bmax, X + idx[k] * D, D)
-            new_count = self.nodes[j].n_node_samples + count
-            n_small = 0
-            if self.box_slot[j] < 0 and new_count < self.box_min_samples:
-                # A node that keeps no box, now or after the batch: the extent from its
-                # points, each feature's scan stopped as soon as it shows no extent there.
-                n_small = subtree_points(self, j, small_points, BOX_POINTS_MAX)
-            self.extend_work += n_small
-            if n_small > 0:
-                box = node_scratch
-                total = points_extent(X, D, small_points, n_small, bmin, bmax, extent,
-                                      node_scratch)
-            else:
-                if self.box_slot[j] < 0:
-                    self.extend_work += self.nodes[j].n_node_samples  # rebuilt from them
-                box = self._node_box(j, X, node_scratch)
-                total = 0.0
-                for d in range(D):
-                    below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
-                    above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
-                    extent[d] = below + above
-                    total += extent[d]
-            t = rec.tau_parent + rng_exponential(&self.rng, total)
-
-            if t < self.nodes[j].split_time:
-                # A cut outside the node's box, born before the node's own cut: insert a new
-                # parent. Node j keeps its id and becomes that parent; its old content moves
-                # to a copy, so no ancestor link changes.
-                cut_dim = rng_weighted(&self.rng, extent, D, total)
-                below = box[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < box[cut_dim] else 0.0
-                lower = rng_uniform(&self.rng) * extent[cut_dim] < below
-                if lower:
-                    threshold = rng_uniform_open(&self.rng, bmin[cut_dim], box[cut_dim])
-                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
-                    far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
-                else:
-                    threshold = rng_uniform_open(&self.rng, box[D + cut_dim], bmax[cut_dim])
-                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
-                    near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
-                copy = self._new_node()  # (may move every buffer: box is not read again)
-                fresh = self._new_node()
-                memcpy(&self.nodes[copy], &self.nodes[j], sizeof(Node))
-                if S > 0 and (not self.lean_values or self.box_min_samples == 0):
-                    # (lean values with every box stored: rows by slot == node id)
-                    memcpy(self.value + S * copy, self.value + S * j, S * sizeof(float64_t))
-                if self.box_min_samples == 0:
-                    # Every node has its own slot: the copy gets the old box.
-                    memcpy(self.bounds + 2 * D * self.box_slot[copy],
-                           self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-                    lo = self.bounds + 2 * D * self.box_slot[j]
-                else:
-                    # The copy takes the old box's slot (none for a small node: its box was
-                    # rebuilt in node_scratch); j gets a slot of its own if it holds enough.
-                    self.box_slot[copy] = self.box_slot[j]
-                    self.box_slot[j] = -1
-                    lo = self._box_target(j, new_count, node_scratch)
-                    if lo != node_scratch:
-                        memcpy(lo, node_scratch if self.box_slot[copy] < 0
-                               else self.bounds + 2 * D * self.box_slot[copy],
-                               2 * D * sizeof(float64_t))
-                hi = lo + D
-                self.nodes[copy].parent = j
-                child = self.nodes[copy].left_child
-                if child != TREE_LEAF:
-                    self._log_node(child)
-                    self._log_node(self.nodes[copy].right_child)
-                    self.nodes[child].parent = copy
-                    self.nodes[self.nodes[copy].right_child].parent = copy
-                if self.lean_values:
-                    # The copy took j's row with its slot; j's row, if j now stores one, is
-                    # the copy's (rebuilt from its points, once its children are relinked)
-                    # plus the batch.
-                    val = self._value_target(j, NULL)
-                    if val != NULL and self.box_min_samples > 0 and S > 0:
-                        if self.box_slot[copy] >= 0:
-                            memcpy(val, self.value + S * self.box_slot[copy],
-                                   S * sizeof(float64_t))
-                        else:
-                            self._rebuild_row(copy, rows, val)
-                else:
-                    val = self.value + S * j
-                for d in range(D):
-                    if bmin[d] < lo[d]:
-                        lo[d] = bmin[d]
-                    if bmax[d] > hi[d]:
-                        hi[d] = bmax[d]
-                if val != NULL:
-                    for k in range(rec.start, rec.end):
-                        _add_row(val, rows + idx[k] * S, S)
-                self.nodes[j].n_node_samples += count
-                self.nodes[j].feature = cut_dim  # (never a paused leaf: those absorb points)
-                self.nodes[j].threshold = threshold
-                self.nodes[j].split_time = t
-                self.nodes[j].first_sample = TREE_LEAF
-                if lower:
-                    self.nodes[j].left_child = fresh
-                    self.nodes[j].right_child = copy
-                else:
-                    self.nodes[j].left_child = copy
-                    self.nodes[j].right_child = fresh
-                self.nodes[fresh].parent = j
-                self._grow(fresh, idx, far_start, far_end, t, X, rows)
-                if near_end > near_start:
-                    self.extend_stack[top].node = copy
-                    self.extend_stack[top].start = near_start
-                    self.extend_stack[top].end = near_end
-                    self.extend_stack[top].tau_parent = t
-                    top += 1
-                continue
-
-            # No new parent: the node absorbs the batch, which then goes down to its children.
-            # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the
-            # node now holds enough points); a small node's rebuilt box is just dropped.
-            had_box = self.box_slot[j] >= 0
-            lo = self._box_target(j, new_count, node_scratch)
-            hi = lo + D
-            if not had_box and lo != node_scratch:
-                memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
-            # Its statistics row likewise (lean values: a new slot's row summed from the
-            # node's points before the batch joins them; no row for a small node).
-            val = self._value_target(j, NULL)
-            if self.lean_values and val != NULL and not had_box and S > 0:
-                self._rebuild_row(j, rows, val)
-            for d in range(D):
-                if bmin[d] < lo[d]:
-                    lo[d] = bmin[d]
-                if bmax[d] > hi[d]:
-                    hi[d] = bmax[d]
-            if val != NULL:
-                for k in range(rec.start, rec.end):
-                    _add_row(val, rows + idx[k] * S, S)
-            self.nodes[j].n_node_samples += count
-            if self.nodes[j].left_child == TREE_LEAF:
-                # A leaf whose lifetime expired: it keeps the points and stays a leaf.
-                self._prepend_to_leaf(j, idx, rec.start, rec.end)
-                continue
-            mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
-                             self.nodes[j].threshold)
-            top = self._descend(top, j, rec.start, mid, rec.end)
-        return 0
+        """Extend the tree with the points ``idx[:n]``: the builder of
+        :mod:`mondrian.core._extend` (a subclass may build its own way: the density's
+        full-cell trees)."""
+        return extend_tree(self, idx, n, X, rows)
 
     cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
                          intp_t end) except -1 nogil:
@@ -1935,168 +1512,12 @@ cdef class MondrianTree:
         statistics whose floating-point sums depend on the order of the updates). On load
         only the boxes of nodes holding ``box_min_samples`` points or more are stored again.
         """
-        nodes = self.nodes_array
-        bounds, value, counts, parent = self.derived_arrays(X, rows)
-        left, right = nodes["left_child"], nodes["right_child"]
-        internal = left != TREE_LEAF
-        leaf = ~internal
-        if not (
-            np.array_equal(parent, nodes["parent"])
-            and np.array_equal(counts, nodes["n_node_samples"])
-            and (right[leaf] == TREE_LEAF).all()
-            and (nodes["feature"][leaf] == TREE_UNDEFINED).all()
-            and (nodes["threshold"][leaf] == TREE_UNDEFINED).all()
-            and (nodes["first_sample"][internal] == TREE_LEAF).all()
-            and (nodes["paused"][internal] == 0).all()
-            and np.isin(nodes["paused"][leaf], (0, 1)).all()
-        ):
-            return None
-        index = np.int32 if max(self.node_count, self.n_samples_seen) < 2**31 - 1 else np.intp
-        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
-        if self.n_samples_seen:
-            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
-                   self.n_samples_seen * sizeof(intp_t))
-        leaf_time = nodes["split_time"][leaf]
-        state = {
-            "version": COMPACT_STATE_VERSION,
-            "class": type(self),
-            "params": (self.n_features, self.value_stride, self.lifetime,
-                       self.min_samples_split, self.pause_pure),
-            "box_min_samples": self.box_min_samples,
-            "node_count": self.node_count,
-            "internal": np.packbits(internal),
-            "children": np.stack([left[internal], right[internal]], axis=1).astype(index),
-            "feature": nodes["feature"][internal].astype(np.int32),
-            "threshold": nodes["threshold"][internal],
-            "split_time": nodes["split_time"][internal],
-            "leaf_split_time": (None if (leaf_time == self.lifetime).all() else leaf_time),
-            "first_sample": nodes["first_sample"][leaf].astype(index),
-            "paused": np.packbits(nodes["paused"][leaf].astype(bool)),
-            "sample_next": sample_next.astype(index),
-            "rng": self.get_rng_state(),
-            "count_columns": self.count_columns,
-        }
-        slots = self.box_slots
-        kept = slots >= 0
-        stored = self.stored_boxes[slots[kept]]
-        if _same_bits(stored, bounds[kept]):
-            state["bounds"] = None
-        else:
-            bounds[kept] = stored  # every node's box, the stored ones as they are
-            state["bounds"] = bounds
-        del stored, bounds
-        if self.lean_values:
-            # The stored rows (the others are the sums of the points by definition).
-            stored = self._stored_value_array()[slots[kept]]
-            if _same_bits(stored, value[kept]):
-                state["value"] = None
-            else:
-                value[kept] = stored
-                state["value"] = value
-            state["lean_values"] = True  # (builds without lean values load it storing all)
-        else:
-            stored = self._stored_value_array()
-            state["value"] = None if _same_bits(stored, value) else stored
-        if not self._trivial_columns():
-            state["version"] = 2  # builds without read columns refuse it clearly
-            state["columns"] = self.column_order.astype(np.int32)
-        return state
+        return tree_compact_state(self, X, rows)
 
     @staticmethod
     def from_compact_state(state, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The tree saved by :meth:`compact_state`, with the store it was saved with."""
-        if not isinstance(state, dict) or state.get("version") not in _COMPACT_READ_VERSIONS:
-            raise ValueError(
-                "cannot load a compact MondrianTree state of version "
-                f"{state.get('version') if isinstance(state, dict) else None}; this build "
-                f"reads versions {_COMPACT_READ_VERSIONS}"
-            )
-        cls = state["class"]
-        if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
-            raise ValueError("a compact tree state must name a MondrianTree class")
-        params = tuple(state["params"])
-        if len(params) != 5 or params[:2] != (X.shape[1], rows.shape[1]):
-            _refuse("the compact state's widths do not match the store's")
-        # (states saved before lean boxes have no box_min_samples: the default applies)
-        cdef MondrianTree tree = cls(*params, 0, state.get("box_min_samples"),
-                                     bool(state.get("lean_values", False)))
-        rng, tree.count_columns = _loaded_extras(tree, state)
-        cdef intp_t n = int(state["node_count"])
-        if not 0 <= n < MAX_NODES:
-            _refuse(f"node_count={n} out of range")
-        internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
-                                 count=n).astype(bool)
-        leaf = ~internal
-        n_leaves = int(leaf.sum())
-        nodes = np.zeros(n, dtype=NODE_DTYPE)
-        children = np.asarray(state["children"]).reshape(-1, 2)
-        # (checked before the int32 fields take them: a wrapped id would pass the test below)
-        if children.shape[0] != n - n_leaves or (
-                children.size and not 0 <= children.min() <= children.max() < n):
-            raise ValueError("inconsistent compact MondrianTree state")
-        nodes["left_child"][leaf] = TREE_LEAF
-        nodes["right_child"][leaf] = TREE_LEAF
-        nodes["left_child"][internal] = children[:, 0]
-        nodes["right_child"][internal] = children[:, 1]
-        paused = np.unpackbits(np.asarray(state["paused"], dtype=np.uint8),
-                               count=n_leaves).astype(bool)
-        nodes["feature"][leaf] = np.where(paused, TREE_PAUSED, TREE_UNDEFINED)
-        nodes["feature"][internal] = state["feature"]
-        nodes["threshold"][leaf] = TREE_UNDEFINED
-        nodes["threshold"][internal] = state["threshold"]
-        leaf_time = state["leaf_split_time"]
-        nodes["split_time"][leaf] = tree.lifetime if leaf_time is None else leaf_time
-        nodes["split_time"][internal] = state["split_time"]
-        nodes["first_sample"][internal] = TREE_LEAF
-        nodes["first_sample"][leaf] = state["first_sample"]
-        nodes["parent"] = TREE_LEAF
-        nodes["n_node_samples"] = 0
-        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
-        cdef intp_t m = sample_next.shape[0]
-        _check_loaded(tree, nodes, sample_next, whole=False)
-        tree._resize(max(n, 1))
-        if n:
-            memcpy(tree.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
-        tree.node_count = n
-        tree._ensure_samples(m)
-        if m:
-            memcpy(tree.sample_next, cnp.PyArray_DATA(sample_next), m * sizeof(intp_t))
-        bounds, value, counts, parent = tree.derived_arrays(X, rows)
-        if (counts < 0).any():
-            raise ValueError("inconsistent compact MondrianTree state")
-        cdef intp_t j
-        cdef intp_t[::1] cnt = counts
-        cdef intp_t[::1] par = parent
-        for j in range(n):
-            tree.nodes[j].parent = par[j]
-            tree.nodes[j].n_node_samples = cnt[j]
-        cdef intp_t D = tree.n_features, S = tree.value_stride
-        if state["bounds"] is not None:
-            bounds = np.ascontiguousarray(state["bounds"], dtype=np.float64)
-        if state["value"] is not None:
-            value = np.ascontiguousarray(state["value"], dtype=np.float64)
-        if bounds.shape != (n, 2, D) or value.shape != (n, S):
-            raise ValueError("inconsistent compact MondrianTree state")
-        cdef const float64_t[:, :, ::1] b = bounds
-        cdef const float64_t[:, ::1] v = value
-        for j in range(n):
-            tree.box_slot[j] = -1
-            if cnt[j] >= tree.box_min_samples:
-                tree._new_box(j)
-                memcpy(tree.bounds + 2 * D * tree.box_slot[j], &b[j, 0, 0],
-                       2 * D * sizeof(float64_t))
-            if S and stored_row(tree, j) != NULL:
-                memcpy(<float64_t*>stored_row(tree, j), &v[j, 0], S * sizeof(float64_t))
-        tree._attach(X.base, &X[0, 0] if X.shape[0] else NULL, X.shape[0])
-        tree._attach_rows(rows.base, &rows[0, 0] if rows.shape[0] and S else NULL,
-                          rows.shape[0], rows.shape[1])
-        tree.rng.s0 = rng[0]
-        tree.rng.s1 = rng[1]
-        tree.rng.s2 = rng[2]
-        tree.rng.s3 = rng[3]
-        if state.get("columns") is not None:
-            tree.set_column_order(state["columns"])
-        return tree
+        return tree_from_compact_state(state, X, rows)
 
     def __reduce__(self):
         return (
@@ -2107,97 +1528,15 @@ cdef class MondrianTree:
         )
 
     def __getstate__(self):
-        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
-        if self.n_samples_seen:
-            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
-                   self.n_samples_seen * sizeof(intp_t))
-        state = {
-            "version": TREE_STATE_VERSION,
-            "lean_values": bool(self.lean_values),
-            "nodes": self._raw_nodes(),
-            "box_min_samples": self.box_min_samples,
-            "box_slot": self.box_slots,
-            "boxes": self.stored_boxes,
-            "value": self._stored_value_array(),
-            "sample_next": sample_next,
-            "rng": self.get_rng_state(),
-            "count_columns": self.count_columns,
-        }
-        if not self._trivial_columns():
-            state["columns"] = self.column_order.astype(np.int32)
-        return state
+        """The whole state, at the current version (:mod:`mondrian.core._tree_state`)."""
+        return tree_getstate(self)
 
     def __setstate__(self, state):
         """Whole state (no points attached: see :meth:`attach_points`). Version 1 (a box for
         every node, before lean boxes) loads; its small nodes' boxes are dropped. The state
         decides whether the statistics rows are lean (version 3, or 4 with ``lean_values``)
         or one per node. Versions before 4 hold the older node records (converted)."""
-        version = state.get("version")
-        if version not in _TREE_READ_VERSIONS:
-            raise ValueError(
-                f"cannot load a MondrianTree saved with state version {version}; "
-                f"this build reads versions {_TREE_READ_VERSIONS} (a newer version of the "
-                "package saved it?)"
-            )
-        if self.node_count or self.box_count:
-            raise ValueError("__setstate__ needs a fresh MondrianTree")
-        self.lean_values = (version == 3 or
-                            (version == TREE_STATE_VERSION and bool(state["lean_values"])))
-        nodes = _as_node_dtype(state["nodes"], version < TREE_STATE_VERSION)
-        cdef intp_t n = nodes.shape[0], D = self.n_features
-        if version == 1:
-            boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)
-            if boxes.shape[:1] != (n,):
-                _refuse("version 1 keeps one box per node")
-            counts = nodes["n_node_samples"]
-            slot = np.where(counts >= self.box_min_samples,
-                            np.cumsum(counts >= self.box_min_samples) - 1, -1)
-            boxes = np.ascontiguousarray(boxes[slot >= 0])
-        else:
-            box_min_samples = int(state["box_min_samples"])
-            if not 0 <= box_min_samples <= BOX_POINTS_MAX:
-                _refuse(f"box_min_samples={box_min_samples} out of [0, {BOX_POINTS_MAX}]")
-            self.box_min_samples = box_min_samples
-            boxes = np.ascontiguousarray(state["boxes"], dtype=np.float64)
-            slot = state["box_slot"]
-        cdef const int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
-        value = np.ascontiguousarray(state["value"], dtype=np.float64)
-        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
-        rng, count_columns = _loaded_extras(self, state)
-        cdef intp_t m = boxes.shape[0]
-        if (boxes.ndim != 3 or boxes.shape[1:] != (2, D)
-                or value.shape != (m if self.lean_values else n, self.value_stride)):
-            _refuse("the boxes or statistics rows do not have the tree's shape")
-        _check_loaded(self, nodes, sample_next, np.asarray(slots), m)
-        self.node_count = 0
-        self.box_count = 0
-        self._resize(max(n, 1))
-        if m > self.box_capacity:
-            _realloc(<void**>&self.bounds, m * 2 * D, sizeof(float64_t))
-            if self.lean_values and self.value_stride:
-                _realloc(<void**>&self.value, m * self.value_stride, sizeof(float64_t))
-            self.box_capacity = m
-        self.box_count = m
-        if m:
-            memcpy(self.bounds, cnp.PyArray_DATA(boxes), m * 2 * D * sizeof(float64_t))
-        if value.shape[0] and self.value_stride:
-            memcpy(self.value, cnp.PyArray_DATA(value), value.size * sizeof(float64_t))
-        if n:
-            memcpy(self.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
-            memcpy(self.box_slot, &slots[0], n * sizeof(int32_t))
-        self.node_count = n
-        self.n_samples_seen = 0
-        self._ensure_samples(sample_next.shape[0])
-        if sample_next.shape[0]:
-            memcpy(self.sample_next, cnp.PyArray_DATA(sample_next),
-                   sample_next.shape[0] * sizeof(intp_t))
-        self.rng.s0 = rng[0]
-        self.rng.s1 = rng[1]
-        self.rng.s2 = rng[2]
-        self.rng.s3 = rng[3]
-        self.count_columns = count_columns
-        if state.get("columns") is not None:
-            self.set_column_order(state["columns"])
+        tree_setstate(self, state)
 
 
 def set_column_order_trees(list trees, order):
