@@ -26,6 +26,7 @@ MODULES = [
     "core._grow",
     "core._extend",
     "core._tree_state",
+    "core._undo",
     "core._state_checks",
     "core._walk",
     "core._online",

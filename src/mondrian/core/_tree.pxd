@@ -45,6 +45,33 @@ cdef struct StackRecord:
     float64_t tau_parent    # birth time of the node's parent cut (0 for the root)
 
 
+cdef struct UndoLog:
+    # The undo log of a MondrianTree (functions in mondrian.core._undo).
+    bint on
+    # The tree at begin_undo: nodes, boxes, store indices and random stream then.
+    intp_t node_count, box_count, samples_seen
+    RandomState rng
+    # Node entries (count, capacity, capacity of values in floats): each node's id, struct,
+    # box slot, stored box (2 D floats) and stored statistics row (value_stride floats).
+    intp_t n, cap, vcap
+    intp_t* ids
+    Node* nodes
+    int32_t* slots
+    float64_t* bounds
+    float64_t* values
+    # Leaf-list entries (count, capacity): (store index, old next) pairs.
+    intp_t sn, scap
+    intp_t* samples
+    # The statistics buffer before set_value_columns (widened), its stride and capacity.
+    bint widened
+    float64_t* old_value
+    intp_t old_stride, old_capacity
+    # The read columns before set_value_columns / set_column_order (reordered).
+    bint reordered
+    intp_t* old_columns
+    intp_t old_n_columns, old_columns_capacity
+
+
 cdef class MondrianTree:
     # Hyperparameters fixed at construction.
     cdef readonly intp_t n_features         # number of input features
@@ -113,26 +140,10 @@ cdef class MondrianTree:
     cdef float64_t* scratch
     cdef float64_t* row_scratch             # one statistics row (value_stride floats, >= 1)
 
-    # Undo log of one online update (begin_undo / rollback / commit): the state at begin, and
-    # the old contents of every pre-existing node and leaf-list entry before it is written.
-    cdef bint undo_on
-    cdef intp_t undo_node_count, undo_samples_seen
-    cdef RandomState undo_rng
-    cdef intp_t undo_n, undo_cap, undo_vcap  # node entries: count, capacity, value floats
-    cdef intp_t* undo_ids
-    cdef Node* undo_nodes
-    cdef float64_t* undo_bounds
-    cdef int32_t* undo_slots
-    cdef intp_t undo_box_count
-    cdef float64_t* undo_values
-    cdef intp_t undo_sn, undo_scap           # leaf-list entries: (index, old next) pairs
-    cdef intp_t* undo_samples
-    cdef float64_t* undo_old_value           # statistics buffer before set_value_columns
-    cdef intp_t undo_old_stride, undo_old_capacity
-    cdef bint undo_widened
-    cdef intp_t* undo_old_columns            # read columns before set_value_columns / order
-    cdef intp_t undo_old_n_columns, undo_old_columns_capacity
-    cdef bint undo_reordered
+    # Undo log of one online update (begin_undo / rollback_undo / commit_undo: mondrian.core.
+    # _undo): the state at begin, and the old contents of every pre-existing node and
+    # leaf-list entry before it is written.
+    cdef UndoLog undo
 
     cdef int _resize(self, intp_t capacity) except -1 nogil
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
@@ -156,8 +167,6 @@ cdef class MondrianTree:
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
-    cdef void _free_undo(self) noexcept nogil
-    cdef int _save_columns(self) except -1
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
     cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil
     cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,

@@ -25,6 +25,16 @@ cimport numpy as cnp
 from mondrian.core._random cimport rng_seed
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_rows_box
 from mondrian.core._extend cimport extend_tree
+from mondrian.core._undo cimport (
+    undo_begin,
+    undo_commit,
+    undo_free,
+    undo_keep_values,
+    undo_log_node,
+    undo_log_sample,
+    undo_rollback,
+    undo_save_columns,
+)
 from mondrian.core._tree_state cimport (
     tree_compact_state,
     tree_from_compact_state,
@@ -181,20 +191,9 @@ cdef class MondrianTree:
         self.n_samples_seen = 0
         self.grow_stack_capacity = 0
         self.extend_stack_capacity = 0
-        self.undo_on = False
-        self.undo_n = self.undo_cap = self.undo_vcap = self.undo_sn = self.undo_scap = 0
-        self.undo_ids = NULL
-        self.undo_nodes = NULL
-        self.undo_bounds = NULL
-        self.undo_slots = NULL
-        self.undo_values = NULL
-        self.undo_samples = NULL
-        self.undo_old_value = NULL
-        self.undo_widened = False
+        memset(&self.undo, 0, sizeof(UndoLog))  # closed, no buffers
         self.columns = NULL
         self.columns_capacity = 0
-        self.undo_old_columns = NULL
-        self.undo_reordered = False
         _realloc(<void**>&self.columns, max(value_stride, 1), sizeof(intp_t))
         self.columns_capacity = max(value_stride, 1)
         cdef intp_t k
@@ -218,10 +217,10 @@ cdef class MondrianTree:
         free(self.grow_stack)
         free(self.grow_boxes)
         free(self.extend_stack)
-        self._free_undo()
-        free(self.undo_old_value)
+        undo_free(&self.undo)
+        free(self.undo.old_value)
         free(self.columns)
-        free(self.undo_old_columns)
+        free(self.undo.old_columns)
         PyMem_Free(self.scratch)
         free(self.row_scratch)
 
@@ -551,65 +550,21 @@ cdef class MondrianTree:
         self._attach_rows(None, NULL, 0, 0)
 
     # ------------------------------------------------------------------ undo log
+    # (the log itself, UndoLog, and its functions: mondrian.core._undo)
 
     cdef int _log_node(self, intp_t node) except -1 nogil:
-        """Save node ``node`` (struct, box slot and stored box, statistics) before it is
-        written, if an undo log
-        is open and the node existed when it began (later nodes are dropped by truncation)."""
-        cdef intp_t D = self.n_features, S = self.value_stride, n = self.undo_n, cap
-        if not self.undo_on or node >= self.undo_node_count:
-            return 0
-        if n >= self.undo_cap:
-            cap = max(16, 2 * n)
-            _realloc(<void**>&self.undo_ids, cap, sizeof(intp_t))
-            _realloc(<void**>&self.undo_nodes, cap, sizeof(Node))
-            _realloc(<void**>&self.undo_bounds, cap * 2 * D, sizeof(float64_t))
-            _realloc(<void**>&self.undo_slots, cap, sizeof(int32_t))
-            self.undo_cap = cap
-        if (n + 1) * S > self.undo_vcap:
-            cap = max(16, 2 * (n + 1)) * S
-            _realloc(<void**>&self.undo_values, cap, sizeof(float64_t))
-            self.undo_vcap = cap
-        self.undo_ids[n] = node
-        self.undo_nodes[n] = self.nodes[node]
-        self.undo_slots[n] = self.box_slot[node]
-        if self.box_slot[node] >= 0:
-            memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * self.box_slot[node],
-                   2 * D * sizeof(float64_t))
-        if S > 0 and stored_row(self, node) != NULL:
-            memcpy(self.undo_values + S * n, stored_row(self, node), S * sizeof(float64_t))
-        self.undo_n = n + 1
+        """Save node ``node`` before it is written, if an undo log is open and the node
+        existed when it began (later nodes are dropped by truncation)."""
+        if self.undo.on and node < self.undo.node_count:
+            return undo_log_node(self, node)
         return 0
 
     cdef int _log_sample(self, intp_t i) except -1 nogil:
-        """Save ``sample_next[i]`` before it is written, if an undo log is open. Entries at or
-        past ``n_samples_seen`` at its beginning are always -1: the rollback resets them
-        without a log."""
-        cdef intp_t n = self.undo_sn
-        if not self.undo_on or i >= self.undo_samples_seen:
-            return 0
-        if n >= self.undo_scap:
-            _realloc(<void**>&self.undo_samples, 2 * max(16, 2 * n), sizeof(intp_t))
-            self.undo_scap = max(16, 2 * n)
-        self.undo_samples[2 * n] = i
-        self.undo_samples[2 * n + 1] = self.sample_next[i]
-        self.undo_sn = n + 1
+        """Save ``sample_next[i]`` before it is written, if an undo log is open (entries at
+        or past ``n_samples_seen`` at its beginning are reset without a log)."""
+        if self.undo.on and i < self.undo.samples_seen:
+            return undo_log_sample(self, i)
         return 0
-
-    cdef void _free_undo(self) noexcept nogil:
-        free(self.undo_ids)
-        free(self.undo_nodes)
-        free(self.undo_bounds)
-        free(self.undo_slots)
-        free(self.undo_values)
-        free(self.undo_samples)
-        self.undo_ids = NULL
-        self.undo_nodes = NULL
-        self.undo_bounds = NULL
-        self.undo_slots = NULL
-        self.undo_values = NULL
-        self.undo_samples = NULL
-        self.undo_cap = self.undo_vcap = self.undo_scap = 0
 
     def begin_undo(self):
         """Open an undo log: until :meth:`commit_undo`, :meth:`rollback_undo` puts the tree
@@ -625,86 +580,20 @@ cdef class MondrianTree:
         bool
             False when a log is open already (it stays as it is: its opener ends it).
         """
-        if self.undo_on:
-            return False
-        self.undo_on = True
-        self.undo_node_count = self.node_count
-        self.undo_box_count = self.box_count
-        self.undo_samples_seen = self.n_samples_seen
-        self.undo_rng = self.rng
-        self.undo_n = 0
-        self.undo_sn = 0
-        self.undo_widened = False
-        self.undo_reordered = False
-        return True
+        return undo_begin(self)
 
     def rollback_undo(self):
         """Undo every change since :meth:`begin_undo` and close the log (no-op without one)."""
-        cdef intp_t D = self.n_features, S = self.value_stride, e, j
-        if not self.undo_on:
-            return
-        for e in range(self.undo_n - 1, -1, -1):
-            j = self.undo_ids[e]
-            self.nodes[j] = self.undo_nodes[e]
-            self.box_slot[j] = self.undo_slots[e]
-            if self.undo_slots[e] >= 0:
-                memcpy(self.bounds + 2 * D * self.undo_slots[e], self.undo_bounds + 2 * D * e,
-                       2 * D * sizeof(float64_t))
-            if S > 0 and stored_row(self, j) != NULL:  # (the slot restored just above)
-                memcpy(<float64_t*>stored_row(self, j), self.undo_values + S * e,
-                       S * sizeof(float64_t))
-        for e in range(self.undo_sn - 1, -1, -1):
-            self.sample_next[self.undo_samples[2 * e]] = self.undo_samples[2 * e + 1]
-        if self.n_samples_seen > self.undo_samples_seen:
-            memset(self.sample_next + self.undo_samples_seen, 0xFF,
-                   (self.n_samples_seen - self.undo_samples_seen) * sizeof(intp_t))
-        self.n_samples_seen = self.undo_samples_seen
-        self.node_count = self.undo_node_count
-        self.box_count = self.undo_box_count  # boxes given since are dropped with their nodes
-        self.rng = self.undo_rng
-        if self.undo_widened:
-            free(self.value)
-            self.value = self.undo_old_value
-            self.value_stride = self.undo_old_stride
-            # The old buffer holds the capacity it had then (the other buffers may be larger).
-            if self.lean_values:
-                self.box_capacity = min(self.box_capacity, self.undo_old_capacity)
-            else:
-                self.capacity = min(self.capacity, self.undo_old_capacity)
-            self.undo_old_value = NULL
-        if self.undo_reordered:
-            free(self.columns)
-            self.columns = self.undo_old_columns
-            self.n_columns = self.undo_old_n_columns
-            self.columns_capacity = self.undo_old_columns_capacity
-            self.undo_old_columns = NULL
-        self._close_undo()
+        undo_rollback(self)
 
     def commit_undo(self):
         """Keep the changes since :meth:`begin_undo` and close the log."""
-        if not self.undo_on:
-            return
-        if self.undo_widened:
-            free(self.undo_old_value)
-            self.undo_old_value = NULL
-        if self.undo_reordered:
-            free(self.undo_old_columns)
-            self.undo_old_columns = NULL
-        self._close_undo()
-
-    def _close_undo(self):
-        self.undo_on = False
-        self.undo_widened = False
-        self.undo_reordered = False
-        self.undo_n = 0
-        self.undo_sn = 0
-        if self.undo_cap > 4096 or self.undo_scap > 4096:
-            self._free_undo()  # a large batch's log: do not keep its memory
+        undo_commit(self)
 
     @property
     def undo_open(self):
         """Whether an undo log is open (:meth:`begin_undo`)."""
-        return bool(self.undo_on)
+        return bool(self.undo.on)
 
     cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil:
         """Pause rule of section 3.1: too few points, or pure statistics when asked (``val``:
@@ -736,7 +625,7 @@ cdef class MondrianTree:
         """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
         cdef intp_t k
         self.nodes[node].first_sample = idx[start]
-        if self.undo_on:
+        if self.undo.on:
             for k in range(start, end):
                 self._log_sample(idx[k])
         for k in range(start, end - 1):
@@ -945,7 +834,7 @@ cdef class MondrianTree:
             if column_map[self.columns[k]] < 0:
                 raise ValueError("column_map drops a column that is read")
         cdef float64_t* new_value = NULL
-        if self.undo_on and self.undo_n:
+        if self.undo.on and self.undo.n:
             # The logged statistics rows have the old width: the log cannot mix widths.
             raise RuntimeError("set_value_columns after changes under an open undo log")
         moved = np.asarray(column_map)[self.column_order].astype(np.intp)
@@ -962,17 +851,11 @@ cdef class MondrianTree:
                         new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
         try:
             _realloc(<void**>&self.row_scratch, max(new_stride, old, 1), sizeof(float64_t))
-            self._save_columns()
+            undo_save_columns(self)
         except MemoryError:
             free(new_value)
             raise
-        if self.undo_on and not self.undo_widened:
-            # Keep the old buffer for a rollback (the widening copies it anyway).
-            self.undo_old_value = self.value
-            self.undo_old_stride = old
-            self.undo_old_capacity = capacity
-            self.undo_widened = True
-        else:
+        if not undo_keep_values(self, old, capacity):
             free(self.value)
         self.value = new_value
         self.value_stride = new_stride
@@ -1000,25 +883,6 @@ cdef class MondrianTree:
         if self.n_columns:
             memcpy(cnp.PyArray_DATA(out), self.columns, self.n_columns * sizeof(intp_t))
         return out
-
-    cdef int _save_columns(self) except -1:
-        """Keep the read columns for a rollback, once per undo log."""
-        if not self.undo_on or self.undo_reordered:
-            return 0
-        self.undo_old_columns = self.columns
-        self.undo_old_n_columns = self.n_columns
-        self.undo_old_columns_capacity = self.columns_capacity
-        self.columns = NULL
-        self.columns_capacity = 0
-        try:
-            self._set_columns(self.undo_old_columns, self.undo_old_n_columns)
-        except MemoryError:
-            self.columns = self.undo_old_columns
-            self.columns_capacity = self.undo_old_columns_capacity
-            self.undo_old_columns = NULL
-            raise
-        self.undo_reordered = True
-        return 0
 
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1:
         """Make the read columns ``columns[:n]`` (the buffer grows, never shrinks)."""
@@ -1561,7 +1425,7 @@ def set_column_order_trees(list trees, order):
         raise ValueError(f"order must hold distinct columns below value_stride={stride}")
     cols = order
     for tree in trees:
-        tree._save_columns()
+        undo_save_columns(tree)
         tree._set_columns(&cols[0] if order.shape[0] else NULL, order.shape[0])
 
 
