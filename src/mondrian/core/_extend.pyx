@@ -12,6 +12,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
 from mondrian.core._grow cimport grow_tree
+from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._random cimport (
     rng_exponential,
     rng_uniform,
@@ -95,7 +96,7 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
         for k in range(rec.start, rec.end):
             _include(lo, hi, X + idx[k] * D, D)
     elif keeps_box:
-        tree._leaf_box(j, X, lo)
+        leaf_box(tree, j, X, lo)
         tree.extend_work += tree.nodes[j].n_node_samples
     if tree.lean_values:
         # Its statistics row likewise: a stored one grows, else it is summed from the
@@ -105,11 +106,11 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
             for k in range(rec.start, rec.end):
                 _add_row(val, rows + idx[k] * S, S)
         else:
-            tree._rebuild_row(j, rows, val)
+            rebuild_row(tree, j, rows, val)
     if not keeps_box:
         if tree._should_pause(j, val):
             return 0
-        tree._leaf_box(j, X, lo)
+        leaf_box(tree, j, X, lo)
         tree.extend_work += tree.nodes[j].n_node_samples
     linear_dim = 0.0
     for d in range(D):
@@ -292,7 +293,7 @@ cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* 
             if tree.box_slot[copy] >= 0:
                 memcpy(val, tree.value + S * tree.box_slot[copy], S * sizeof(float64_t))
             else:
-                tree._rebuild_row(copy, rows, val)
+                rebuild_row(tree, copy, rows, val)
     else:
         val = tree.value + S * j
     for d in range(D):
@@ -331,7 +332,7 @@ cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_
     # points before the batch joins them; no row for a small node).
     val = tree._value_target(j, NULL)
     if tree.lean_values and val != NULL and not had_box and S > 0:
-        tree._rebuild_row(j, rows, val)
+        rebuild_row(tree, j, rows, val)
     for d in range(D):
         if bmin[d] < lo[d]:
             lo[d] = bmin[d]

@@ -154,14 +154,10 @@ cdef class MondrianTree:
                                 float64_t* scratch) except NULL nogil
     cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
                                     float64_t* scratch) noexcept nogil
-    cdef void _leaf_box(self, intp_t node, const float64_t* X, float64_t* lo) noexcept nogil
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
     cdef int _attach_rows(self, object owner, const float64_t* ptr, intp_t n,
                           intp_t stride) except -1
     cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
-    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
-                           float64_t* out) noexcept nogil
-    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil

@@ -23,8 +23,11 @@ import numpy as np
 cimport numpy as cnp
 
 from mondrian.core._random cimport rng_seed
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_rows_box
+from mondrian.core._box_loops cimport mf_rows_box
+from mondrian.core._columns cimport set_trees_column_order, tree_set_value_columns
+from mondrian.core._copy cimport tree_copy, tree_pruned, tree_shift_samples
 from mondrian.core._extend cimport extend_tree
+from mondrian.core._rebuild cimport all_boxes, all_values, derived
 from mondrian.core._undo cimport (
     undo_begin,
     undo_commit,
@@ -45,8 +48,6 @@ from mondrian.core._walk cimport leaf_at
 
 cnp.import_array()
 
-# How many nodes ahead _all_values asks the cache for a leaf's first contribution row.
-cdef intp_t ROW_PREFETCH_AHEAD = 16
 
 # Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
 # the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
@@ -341,18 +342,6 @@ cdef class MondrianTree:
             points_box(X, self.n_features, points, n, scratch)
         return scratch
 
-    cdef void _leaf_box(self, intp_t node, const float64_t* X, float64_t* lo) noexcept nogil:
-        """The box of the leaf ``node`` rebuilt from its whole list into ``lo`` (lower row) and
-        ``lo + D`` (upper)."""
-        cdef intp_t D = self.n_features
-        cdef intp_t i = self.nodes[node].first_sample
-        memcpy(lo, X + i * D, D * sizeof(float64_t))
-        memcpy(lo + D, X + i * D, D * sizeof(float64_t))
-        i = self.sample_next[i]
-        while i != TREE_LEAF:
-            _include(lo, lo + D, X + i * D, D)
-            i = self.sample_next[i]
-
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
         if ptr != self.points_ptr or rows != self.points_rows:
             self.points_owner = owner
@@ -378,143 +367,20 @@ cdef class MondrianTree:
             return self.value + self.value_stride * self.box_slot[node]
         return scratch
 
-    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
-                           float64_t* out) noexcept nogil:
-        """The statistics row of ``node`` summed into ``out`` from the rows ``rows`` of the
-        points below it: a leaf's whole list (any length), else the subtree of a node holding
-        fewer than ``box_min_samples`` points."""
-        cdef intp_t points[BOX_POINTS_MAX]
-        cdef intp_t n, i, c, S = self.value_stride
-        cdef const float64_t* row
-        if self.nodes[node].left_child == TREE_LEAF:
-            for c in range(S):
-                out[c] = 0.0
-            i = self.nodes[node].first_sample
-            while i != TREE_LEAF:
-                row = rows + i * S
-                for c in range(S):
-                    out[c] += row[c]
-                i = self.sample_next[i]
-            return
-        n = subtree_points(self, node, points, BOX_POINTS_MAX)
-        points_row(rows, S, points, n, out)
-
-    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil:
-        """Write every node id to ``queue`` (``node_count`` entries) breadth first from the
-        root, so that each parent comes before its children; return their number."""
-        cdef intp_t head = 0, tail = 1, j
-        queue[0] = 0
-        while head < tail:
-            j = queue[head]
-            head += 1
-            if self.nodes[j].left_child != TREE_LEAF:
-                queue[tail] = self.nodes[j].left_child
-                queue[tail + 1] = self.nodes[j].right_child
-                tail += 2
-        return tail
-
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil:
         """Every node's statistics row into ``out`` (``node_count`` rows of
         ``value_stride``, stored column layout; ``queue``: scratch of ``node_count``): the
         stored rows copied, the others from the attached rows (leaves from their lists, then
         sums of the children). For readers of many rows (the counterpart of
         :meth:`_all_boxes`). Writes nothing to the tree."""
-        cdef intp_t S = self.value_stride, n = self.node_count, tail, j, k, c
-        cdef intp_t lc, i
-        cdef bint ordered = True
-        cdef float64_t* val
-        cdef const float64_t* left
-        cdef const float64_t* right
-        cdef const float64_t* row
-        if n == 0 or S == 0:
-            return 0
-        if not self.lean_values:
-            memcpy(out, self.value, n * S * sizeof(float64_t))
-            return 0
-        # Children after their parent in id order (a batch-grown tree; an online one until a
-        # parent is inserted above a node): the nodes in reverse id order, sequential reads;
-        # else breadth first (parents before children), reversed.
-        for j in range(n):
-            if self.nodes[j].left_child != TREE_LEAF and (
-                    self.nodes[j].left_child <= j or self.nodes[j].right_child <= j):
-                ordered = False
-                break
-        tail = n if ordered else self._breadth_first(queue)
-        for k in range(tail - 1, -1, -1):
-            j = k if ordered else queue[k]
-            if ordered and j >= ROW_PREFETCH_AHEAD:
-                # The rows of the leaves' points are scattered in the store: request the
-                # first one a few nodes early (a hint: no effect on any value).
-                i = self.nodes[j - ROW_PREFETCH_AHEAD].first_sample
-                if i != TREE_LEAF:
-                    for c in range(0, S, 8):
-                        MONDRIAN_TREE_PREFETCH(self.rows_ptr + i * S + c)
-                    MONDRIAN_TREE_PREFETCH(self.sample_next + i)
-            val = out + S * j
-            if self.box_slot[j] >= 0:
-                memcpy(val, self.value + S * self.box_slot[j], S * sizeof(float64_t))
-                continue
-            lc = self.nodes[j].left_child
-            if lc == TREE_LEAF:
-                for c in range(S):
-                    val[c] = 0.0
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    row = self.rows_ptr + i * S
-                    for c in range(S):
-                        val[c] += row[c]
-                    i = self.sample_next[i]
-                continue
-            left = out + S * lc
-            right = out + S * self.nodes[j].right_child
-            for c in range(S):
-                val[c] = left[c] + right[c]
-        return 0
+        return all_values(self, out, queue)
 
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil:
         """Every node's box into ``out`` (``node_count`` rows of ``2 D``; ``queue``: scratch
         of ``node_count``): the stored ones copied, the others from the attached points
         (leaves from their lists, then unions of the children). For readers of many rows, who
         then walk every row as on a tree storing every box. Writes nothing to the tree."""
-        cdef intp_t D = self.n_features, n = self.node_count, tail, j, k, d
-        cdef intp_t lc, i
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef const float64_t* left
-        cdef const float64_t* right
-        if n == 0:
-            return 0
-        tail = self._breadth_first(queue)
-        for k in range(tail - 1, -1, -1):
-            j = queue[k]
-            lo = out + 2 * D * j
-            hi = lo + D
-            if self.box_slot[j] >= 0:
-                memcpy(lo, self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-                continue
-            lc = self.nodes[j].left_child
-            if lc == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                if i == TREE_LEAF:
-                    for d in range(D):
-                        lo[d] = INFINITY
-                        hi[d] = -INFINITY
-                    continue
-                memcpy(lo, self.points_ptr + i * D, D * sizeof(float64_t))
-                memcpy(hi, self.points_ptr + i * D, D * sizeof(float64_t))
-                i = self.sample_next[i]
-                while i != TREE_LEAF:
-                    _include(lo, hi, self.points_ptr + i * D, D)
-                    i = self.sample_next[i]
-                continue
-            # A small internal node: the union of its children's boxes (min/max of the same
-            # points, so the same values).
-            left = out + 2 * D * lc
-            right = out + 2 * D * self.nodes[j].right_child
-            for d in range(D):
-                lo[d] = left[d] if left[d] < right[d] else right[d]
-                hi[d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
-        return 0
+        return all_boxes(self, out, queue)
 
     def attach_points(self, X, rows=None):
         """Give the tree (read) access to the store's inputs ``X``, from which it rebuilds
@@ -821,46 +687,7 @@ cdef class MondrianTree:
         models read does not change. Used when a classifier outgrows its spare columns (the
         width then doubles) and when merged forests agree on one layout.
         """
-        cdef intp_t old = self.value_stride, j, c, k
-        if column_map.shape[0] != old:
-            raise ValueError("column_map must have one entry per current column")
-        if new_stride < 0:
-            raise ValueError("new_stride must be non-negative")
-        kept = np.asarray(column_map)
-        kept = kept[kept >= 0]
-        if (kept >= new_stride).any() or np.unique(kept).size != kept.size:
-            raise ValueError("column_map must send the columns to distinct new columns")
-        for k in range(self.n_columns):
-            if column_map[self.columns[k]] < 0:
-                raise ValueError("column_map drops a column that is read")
-        cdef float64_t* new_value = NULL
-        if self.undo.on and self.undo.n:
-            # The logged statistics rows have the old width: the log cannot mix widths.
-            raise RuntimeError("set_value_columns after changes under an open undo log")
-        moved = np.asarray(column_map)[self.column_order].astype(np.intp)
-        # Lean values: the rows stored by box slot (the store's rows are rewritten too, and
-        # attached again, by the caller: until then the rebuilt rows cannot be read).
-        cdef intp_t capacity = self.box_capacity if self.lean_values else self.capacity
-        cdef intp_t used = self.box_count if self.lean_values else self.node_count
-        if new_stride > 0 and capacity > 0:
-            _realloc(<void**>&new_value, capacity * new_stride, sizeof(float64_t))
-            memset(new_value, 0, capacity * new_stride * sizeof(float64_t))
-            for j in range(used):
-                for c in range(old):
-                    if column_map[c] >= 0:
-                        new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
-        try:
-            _realloc(<void**>&self.row_scratch, max(new_stride, old, 1), sizeof(float64_t))
-            undo_save_columns(self)
-        except MemoryError:
-            free(new_value)
-            raise
-        if not undo_keep_values(self, old, capacity):
-            free(self.value)
-        self.value = new_value
-        self.value_stride = new_stride
-        cdef intp_t[::1] cols = moved
-        self._set_columns(&cols[0] if moved.shape[0] else NULL, moved.shape[0])
+        tree_set_value_columns(self, new_stride, column_map)
 
     def set_column_order(self, order):
         """Set the read columns: read column ``k`` is stored column ``order[k]`` (O(len(order)),
@@ -923,84 +750,7 @@ cdef class MondrianTree:
         -------
         MondrianTree
         """
-        if not 0 <= lifetime <= self.lifetime:
-            raise ValueError(f"lifetime must be in [0, {self.lifetime}], got {lifetime}")
-        # type(self): subclasses (e.g. the density's full-cell trees) prune into their own kind.
-        cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
-                                           self.min_samples_split, self.pause_pure, 0,
-                                           self.box_min_samples, self.lean_values)
-        out.rng = self.rng
-        out.count_columns = self.count_columns
-        out._set_columns(self.columns, self.n_columns)
-        out._attach(self.points_owner, self.points_ptr, self.points_rows)
-        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
-        if self.node_count == 0:
-            return out
-        cdef intp_t D = self.n_features, S = self.value_stride
-        cdef intp_t j, new, k, top, last, i
-        cdef bint cut
-        new_id = np.full(self.node_count, TREE_LEAF, dtype=np.intp)
-        cdef intp_t[::1] ids = new_id
-        order = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] queue = order
-        out._resize(self.node_count)
-        out._ensure_samples(self.n_samples_seen)
-        # Breadth-first copy of the kept nodes.
-        queue[0] = 0
-        top = 1
-        k = 0
-        while k < top:
-            j = queue[k]
-            k += 1
-            new = out._new_node()
-            ids[j] = new
-            memcpy(&out.nodes[new], &self.nodes[j], sizeof(Node))
-            # A kept node holds the same points (a new leaf: all those below it), so the
-            # same box; it keeps it where this tree does.
-            if self.box_slot[j] >= 0:
-                if out.box_slot[new] < 0:
-                    out._new_box(new)
-                memcpy(out.bounds + 2 * D * out.box_slot[new],
-                       self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-            # (the same statistics: stored where this tree stores them)
-            if S > 0 and stored_row(self, j) != NULL:
-                memcpy(<float64_t*>stored_row(out, new), stored_row(self, j),
-                       S * sizeof(float64_t))
-            if self.nodes[j].parent != TREE_LEAF:
-                out.nodes[new].parent = ids[self.nodes[j].parent]
-            cut = self.nodes[j].left_child != TREE_LEAF and self.nodes[j].split_time < lifetime
-            if cut:
-                queue[top] = self.nodes[j].left_child
-                queue[top + 1] = self.nodes[j].right_child
-                top += 2
-                continue
-            # A leaf of the pruned tree: every stored point below j, in one list.
-            out.nodes[new].left_child = TREE_LEAF
-            out.nodes[new].right_child = TREE_LEAF
-            out.nodes[new].threshold = TREE_UNDEFINED
-            out.nodes[new].split_time = lifetime
-            if self.nodes[j].left_child != TREE_LEAF:
-                # A dropped cut: the leaf expired at `lifetime`, not paused (a kept leaf
-                # keeps its feature, TREE_PAUSED if it is paused).
-                out.nodes[new].feature = TREE_UNDEFINED
-            out.nodes[new].first_sample = TREE_LEAF
-            last = TREE_LEAF
-            for i in self._subtree_samples(j):
-                if last == TREE_LEAF:
-                    out.nodes[new].first_sample = i
-                else:
-                    out.sample_next[last] = i
-                last = i
-            if last != TREE_LEAF:
-                out.sample_next[last] = TREE_LEAF
-        # Children ids, now that every kept node has its new id.
-        for k in range(top):
-            j = queue[k]
-            new = ids[j]
-            if out.nodes[new].left_child != TREE_LEAF:
-                out.nodes[new].left_child = ids[self.nodes[j].left_child]
-                out.nodes[new].right_child = ids[self.nodes[j].right_child]
-        return out
+        return tree_pruned(self, lifetime)
 
     def shift_samples(self, intp_t offset):
         """Add ``offset`` to the store index of every point the tree holds.
@@ -1008,40 +758,7 @@ cdef class MondrianTree:
         Used when this tree's store is appended after ``offset`` other points (merging the
         ensembles of two data shards); the tree itself is unchanged.
         """
-        if offset < 0:
-            raise ValueError(f"offset must be non-negative, got {offset}")
-        cdef intp_t n = self.n_samples_seen, i, j
-        old = np.empty(n, dtype=np.intp)
-        cdef intp_t[::1] nxt = old
-        for i in range(n):
-            nxt[i] = self.sample_next[i]
-        self._ensure_samples(n + offset)
-        memset(self.sample_next, 0xFF, (n + offset) * sizeof(intp_t))
-        for i in range(n):
-            if nxt[i] != TREE_LEAF:
-                self.sample_next[i + offset] = nxt[i] + offset
-        for j in range(self.node_count):
-            if self.nodes[j].first_sample != TREE_LEAF:
-                self.nodes[j].first_sample += offset
-        self._attach(None, NULL, 0)  # its points moved: the new store must be attached
-        self._attach_rows(None, NULL, 0, 0)
-
-    def _subtree_samples(self, intp_t node):
-        """Stored points below ``node`` (leaf lists of its subtree)."""
-        out = []
-        stack = [node]
-        cdef intp_t j, i
-        while stack:
-            j = stack.pop()
-            if self.nodes[j].left_child == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    out.append(i)
-                    i = self.sample_next[i]
-            else:
-                stack.append(self.nodes[j].right_child)
-                stack.append(self.nodes[j].left_child)
-        return out
+        tree_shift_samples(self, offset)
 
     def leaf_samples(self, intp_t node):
         """Store indices of the points recorded in leaf ``node``."""
@@ -1187,42 +904,7 @@ cdef class MondrianTree:
         Equal to a pickle round trip, much faster: the online updates snapshot every tree with
         it so that a failed call can restore the model exactly.
         """
-        cdef MondrianTree out = type(self).__new__(
-            type(self), self.n_features, self.value_stride, self.lifetime,
-            self.min_samples_split, self.pause_pure, 0, self.box_min_samples, self.lean_values)
-        cdef intp_t n = self.node_count, m = self.n_samples_seen, b = self.box_count
-        cdef intp_t S = self.value_stride
-        out.count_columns = self.count_columns
-        out._set_columns(self.columns, self.n_columns)
-        out._attach(self.points_owner, self.points_ptr, self.points_rows)
-        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
-        if b:
-            _realloc(<void**>&out.bounds, b * 2 * self.n_features, sizeof(float64_t))
-            memcpy(out.bounds, self.bounds, b * 2 * self.n_features * sizeof(float64_t))
-            if self.lean_values and S:
-                _realloc(<void**>&out.value, b * S, sizeof(float64_t))
-                memcpy(out.value, self.value, b * S * sizeof(float64_t))
-            out.box_capacity = out.box_count = b
-        if n == 0:
-            out._resize(1)
-        else:
-            # Exactly n nodes, every byte written by memcpy (no zeroing pass).
-            _realloc(<void**>&out.nodes, n, sizeof(Node))
-            _realloc(<void**>&out.box_slot, n, sizeof(int32_t))
-            memcpy(out.nodes, self.nodes, n * sizeof(Node))
-            memcpy(out.box_slot, self.box_slot, n * sizeof(int32_t))
-            if S and not self.lean_values:
-                _realloc(<void**>&out.value, n * S, sizeof(float64_t))
-                memcpy(out.value, self.value, n * S * sizeof(float64_t))
-            out.capacity = n
-        out.node_count = n
-        if m:
-            _realloc(<void**>&out.sample_next, m, sizeof(intp_t))
-            memcpy(out.sample_next, self.sample_next, m * sizeof(intp_t))
-            out.sample_capacity = m
-            out.n_samples_seen = m
-        out.rng = self.rng
-        return out
+        return tree_copy(self)
 
     def memory_usage(self):
         """Bytes held by the tree, by buffer.
@@ -1291,77 +973,7 @@ cdef class MondrianTree:
     cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object):
         """:meth:`derived_arrays` on the store ``xp`` (``n_stored`` rows); without
         statistics (a ``(node_count, 0)`` value array) when ``rows_object`` is None."""
-        if self.n_samples_seen > n_stored:
-            raise ValueError("the store holds fewer points than the tree refers to")
-        cdef intp_t n = self.node_count, D = self.n_features
-        cdef intp_t S = 0 if rows_object is None else self.value_stride
-        cdef const float64_t[:, ::1] rows = (np.zeros((0, 0)) if rows_object is None
-                                             else rows_object)
-        bounds = np.empty((n, 2, D), dtype=np.float64)
-        value = np.zeros((n, S), dtype=np.float64)
-        counts = np.full(n, TREE_UNDEFINED, dtype=np.intp)
-        parent = np.full(n, TREE_UNDEFINED, dtype=np.intp)
-        order = np.empty(n, dtype=np.intp)
-        cdef float64_t[:, :, ::1] b = bounds
-        cdef float64_t[:, ::1] v = value
-        cdef intp_t[::1] cnt = counts
-        cdef intp_t[::1] par = parent
-        cdef intp_t[::1] queue = order
-        cdef const float64_t* rp = &rows[0, 0] if S and rows.shape[0] else NULL
-        cdef intp_t head = 0, tail = 0, j, i, lc, r, d, k
-        cdef float64_t* lo
-        cdef float64_t* hi
-        if n == 0:
-            return bounds, value, counts, parent
-        with nogil:
-            # Breadth-first order: every parent comes before its children.
-            queue[0] = 0
-            par[0] = TREE_LEAF
-            tail = 1
-            while head < tail:
-                j = queue[head]
-                head += 1
-                lc = self.nodes[j].left_child
-                if lc != TREE_LEAF:
-                    r = self.nodes[j].right_child
-                    if not (0 <= lc < n and 0 <= r < n and tail + 2 <= n):
-                        break  # not a tree: the caller sees unreached nodes
-                    par[lc] = j
-                    par[r] = j
-                    queue[tail] = lc
-                    queue[tail + 1] = r
-                    tail += 2
-            for k in range(tail - 1, -1, -1):
-                j = queue[k]
-                lo = &b[j, 0, 0]
-                hi = &b[j, 1, 0]
-                lc = self.nodes[j].left_child
-                if lc == TREE_LEAF:
-                    cnt[j] = 0
-                    for d in range(D):
-                        lo[d] = INFINITY
-                        hi[d] = -INFINITY
-                    i = self.nodes[j].first_sample
-                    while i != TREE_LEAF and cnt[j] < self.n_samples_seen:
-                        if cnt[j] == 0:
-                            memcpy(lo, xp + i * D, D * sizeof(float64_t))
-                            memcpy(hi, xp + i * D, D * sizeof(float64_t))
-                            if S:
-                                memcpy(&v[j, 0], rp + i * S, S * sizeof(float64_t))
-                        else:
-                            _include(lo, hi, xp + i * D, D)
-                            _add_row(&v[j, 0], rp + i * S, S)
-                        cnt[j] += 1
-                        i = self.sample_next[i]
-                    continue
-                r = self.nodes[j].right_child
-                cnt[j] = cnt[lc] + cnt[r]
-                for d in range(D):
-                    lo[d] = b[lc, 0, d] if b[lc, 0, d] < b[r, 0, d] else b[r, 0, d]
-                    hi[d] = b[lc, 1, d] if b[lc, 1, d] > b[r, 1, d] else b[r, 1, d]
-                for d in range(S):
-                    v[j, d] = v[lc, d] + v[r, d]
-        return bounds, value, counts, parent
+        return derived(self, xp, n_stored, rows_object)
 
     def compact_state(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The smallest state from which, with the store, :meth:`from_compact_state` rebuilds
@@ -1410,24 +1022,7 @@ def set_column_order_trees(list trees, order):
     rather than per tree keeps that O(len(order)) copies per tree (a ``memcpy``), with no NumPy
     call per tree.
     """
-    cdef MondrianTree tree
-    cdef intp_t[::1] cols
-    cdef intp_t stride
-    if not trees:
-        return
-    order = np.ascontiguousarray(order, dtype=np.intp)
-    stride = (<MondrianTree>trees[0]).value_stride
-    for tree in trees:
-        if tree.value_stride != stride:
-            raise ValueError("the trees' statistics rows differ in width")
-    if order.ndim != 1 or ((order < 0) | (order >= stride)).any() or (
-            np.unique(order).size != order.size):
-        raise ValueError(f"order must hold distinct columns below value_stride={stride}")
-    cols = order
-    for tree in trees:
-        undo_save_columns(tree)
-        tree._set_columns(&cols[0] if order.shape[0] else NULL, order.shape[0])
-
+    set_trees_column_order(trees, order)
 
 def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
                  const intp_t[::1] indices):
