@@ -11,7 +11,7 @@ leaves absorb points and regrow (``mondrian.core._grow``) once their pause rule 
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
-from mondrian.core._grow cimport grow_tree
+from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._random cimport (
     rng_exponential,
@@ -27,7 +27,7 @@ from mondrian.core._tree cimport (
     _add_row,
     _include,
     _partition,
-    _start_stack,
+    _realloc,
     node_paused,
     points_extent,
     subtree_points,
@@ -51,7 +51,7 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     if tree.node_count == 0:
         return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
 
-    _start_stack(&tree.extend_stack, &tree.extend_stack_capacity, 0, 0, n, 0.0)
+    start_stack(&tree.extend_stack, &tree.extend_stack_capacity, 0, 0, n, 0.0)
 
     while top > 0:
         top -= 1
@@ -108,14 +108,14 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
         else:
             rebuild_row(tree, j, rows, val)
     if not keeps_box:
-        if tree._should_pause(j, val):
+        if should_pause(tree, j, val):
             return 0
         leaf_box(tree, j, X, lo)
         tree.extend_work += tree.nodes[j].n_node_samples
     linear_dim = 0.0
     for d in range(D):
         linear_dim += hi[d] - lo[d]
-    if linear_dim > 0.0 and not tree._should_pause(j, val):
+    if linear_dim > 0.0 and not should_pause(tree, j, val):
         _regrow_leaf(tree, j, rec.tau_parent, X, rows)
     return 0
 
@@ -344,8 +344,44 @@ cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_
     tree.nodes[j].n_node_samples = new_count
     if tree.nodes[j].left_child == TREE_LEAF:
         # A leaf whose lifetime expired: it keeps the points and stays a leaf.
-        tree._prepend_to_leaf(j, idx, rec.start, rec.end)
+        prepend_to_leaf(tree, j, idx, rec.start, rec.end)
         return top
     mid = _partition(idx, rec.start, rec.end, X, D, tree.nodes[j].feature,
                      tree.nodes[j].threshold)
-    return tree._descend(top, j, rec.start, mid, rec.end)
+    return descend(tree, top, j, rec.start, mid, rec.end)
+
+
+cdef int prepend_to_leaf(MondrianTree tree, intp_t node, const intp_t* idx, intp_t start,
+                         intp_t end) except -1 nogil:
+    """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
+    (the last one first); its ``n_node_samples`` is left to the caller."""
+    cdef intp_t k, i
+    for k in range(start, end):
+        i = idx[k]
+        tree._log_sample(i)
+        tree.sample_next[i] = tree.nodes[node].first_sample
+        tree.nodes[node].first_sample = i
+    return 0
+
+
+cdef intp_t descend(MondrianTree tree, intp_t top, intp_t node, intp_t start, intp_t mid,
+                    intp_t end) except -1 nogil:
+    """Push the children of the internal ``node`` that receive points (``[start, mid)``
+    go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
+    cdef Node* nd = &tree.nodes[node]
+    if top + 2 > tree.extend_stack_capacity:
+        _realloc(<void**>&tree.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
+        tree.extend_stack_capacity = max(8, 2 * (top + 2))
+    if mid < end:
+        tree.extend_stack[top].node = nd.right_child
+        tree.extend_stack[top].start = mid
+        tree.extend_stack[top].end = end
+        tree.extend_stack[top].tau_parent = nd.split_time
+        top += 1
+    if mid > start:
+        tree.extend_stack[top].node = nd.left_child
+        tree.extend_stack[top].start = start
+        tree.extend_stack[top].end = mid
+        tree.extend_stack[top].tau_parent = nd.split_time
+        top += 1
+    return top

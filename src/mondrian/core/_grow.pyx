@@ -3,7 +3,9 @@
 A builder in the sense of scikit-learn's trees: it writes a :class:`~mondrian.core._tree.
 MondrianTree` through the storage primitives the tree declares (new nodes, box slots, leaf
 lists, cuts) and owns none of its buffers. Online extension (``mondrian.core._extend``) calls it
-to grow a new subtree or to regrow a leaf that stopped being paused.
+to grow a new subtree or to regrow a leaf that stopped being paused; the node operations of
+growth below (the pause rule, leaf lists, cuts, the growth stack) serve every builder, the
+density's full-cell trees and the forgetting of points too.
 """
 
 from libc.stdlib cimport free
@@ -12,14 +14,14 @@ from libc.string cimport memcpy
 from mondrian.core._box_loops cimport mf_partition_boxes, mf_rows_box
 from mondrian.core._random cimport rng_exponential
 from mondrian.core._tree cimport (
+    TREE_LEAF,
     TREE_PAUSED,
-    MondrianTree,
-    StackRecord,
+    TREE_UNDEFINED,
+    Node,
     _add_row,
     _draw_cut,
     _realloc,
     _side_lengths,
-    _start_stack,
 )
 
 
@@ -45,7 +47,7 @@ cdef int grow_tree(MondrianTree tree, intp_t node, intp_t* idx, intp_t start, in
     cdef StackRecord rec
     cdef bint fresh = True
 
-    _start_stack(&tree.grow_stack, &tree.grow_stack_capacity, node, start, end, tau_parent)
+    start_stack(&tree.grow_stack, &tree.grow_stack_capacity, node, start, end, tau_parent)
 
     while top > 0:
         top -= 1
@@ -68,16 +70,16 @@ cdef int grow_tree(MondrianTree tree, intp_t node, intp_t* idx, intp_t start, in
         for k in range(rec.start + 1, rec.end):
             i = idx[k]
             _add_row(val, rows + i * S, S)
-        tree._reset_leaf(j, rec.end - rec.start)
+        reset_leaf(tree, j, rec.end - rec.start)
 
         linear_dim = _side_lengths(lo, hi, sides, D)
-        if linear_dim <= 0.0 or tree._should_pause(j, val):
+        if linear_dim <= 0.0 or should_pause(tree, j, val):
             tree.nodes[j].feature = TREE_PAUSED
-            tree._make_leaf_list(j, idx, rec.start, rec.end)
+            make_leaf_list(tree, j, idx, rec.start, rec.end)
             continue
         t = rec.tau_parent + rng_exponential(&tree.rng, linear_dim)
         if not t < tree.lifetime:
-            tree._make_leaf_list(j, idx, rec.start, rec.end)
+            make_leaf_list(tree, j, idx, rec.start, rec.end)
             continue
         d = _draw_cut(&tree.rng, lo, hi, sides, D, linear_dim, &threshold)
         if top + 2 > tree.grow_boxes_capacity:  # (lo is not read once the cut is drawn)
@@ -87,10 +89,115 @@ cdef int grow_tree(MondrianTree tree, intp_t node, intp_t* idx, intp_t start, in
         mid = mf_partition_boxes(idx, rec.start, rec.end, X, D, d, threshold,
                                  tree.grow_boxes + 2 * D * (top + 1),
                                  tree.grow_boxes + 2 * D * top)
-        left = tree._split(j, d, threshold, t)
-        top = tree._push_children(top, left, rec.start, mid, rec.end, t)
+        left = split_node(tree, j, d, threshold, t)
+        top = push_children(tree, top, left, rec.start, mid, rec.end, t)
     # The children's boxes are scratch of this call: the tree does not keep them.
     free(tree.grow_boxes)
     tree.grow_boxes = NULL
     tree.grow_boxes_capacity = 0
     return 0
+
+
+# ---------------------------------------------------------------------------- node operations
+
+
+cdef int start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
+                     intp_t end, float64_t tau_parent) except -1 nogil:
+    """Make ``stack`` hold one record: ``node`` with the points ``[start, end)``."""
+    if capacity[0] < 8:
+        _realloc(<void**>stack, 8, sizeof(StackRecord))
+        capacity[0] = 8
+    stack[0][0].node = node
+    stack[0][0].start = start
+    stack[0][0].end = end
+    stack[0][0].tau_parent = tau_parent
+    return 0
+
+
+cdef bint should_pause(MondrianTree tree, intp_t node, const float64_t* val) noexcept nogil:
+    """Pause rule of section 3.1: too few points, or pure statistics when asked (``val``:
+    the leaf's statistics row, stored or rebuilt).
+
+    Sums run over the read columns in their order (the sorted classes), so that a
+    weighted count has the same bits whatever order the classes arrived in.
+    """
+    cdef intp_t k, nonzero = 0
+    cdef float64_t count = 0.0
+    if tree.count_columns == 0:
+        count = tree.nodes[node].n_node_samples
+    else:
+        for k in range(tree.n_columns if tree.count_columns < 0 else tree.count_columns):
+            count += val[tree.columns[k]]
+    if count < tree.min_samples_split:
+        return True
+    if tree.pause_pure:
+        for k in range(tree.n_columns):
+            if val[tree.columns[k]] != 0.0:
+                nonzero += 1
+                if nonzero > 1:
+                    return False
+        return True
+    return False
+
+
+cdef int make_leaf_list(MondrianTree tree, intp_t node, intp_t* idx, intp_t start,
+                        intp_t end) except -1 nogil:
+    """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
+    cdef intp_t k
+    tree.nodes[node].first_sample = idx[start]
+    if tree.undo.on:
+        for k in range(start, end):
+            tree._log_sample(idx[k])
+    for k in range(start, end - 1):
+        tree.sample_next[idx[k]] = idx[k + 1]
+    tree.sample_next[idx[end - 1]] = TREE_LEAF
+    return 0
+
+
+cdef void reset_leaf(MondrianTree tree, intp_t node, intp_t n_samples) noexcept nogil:
+    """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
+    cdef Node* nd = &tree.nodes[node]
+    nd.n_node_samples = n_samples
+    nd.left_child = TREE_LEAF
+    nd.right_child = TREE_LEAF
+    nd.feature = TREE_UNDEFINED
+    nd.threshold = TREE_UNDEFINED
+    nd.split_time = tree.lifetime
+    nd.first_sample = TREE_LEAF
+
+
+cdef intp_t split_node(MondrianTree tree, intp_t node, intp_t feature, float64_t threshold,
+                       float64_t split_time) except -1 nogil:
+    """Cut ``node`` and append its two children; returns the left one (the right one
+    follows it). Buffers may move."""
+    cdef intp_t left = tree._new_node()
+    cdef intp_t right = tree._new_node()
+    cdef Node* nd = &tree.nodes[node]
+    nd.feature = feature
+    nd.threshold = threshold
+    nd.split_time = split_time
+    nd.left_child = left
+    nd.right_child = right
+    tree.nodes[left].parent = node
+    tree.nodes[right].parent = node
+    return left
+
+
+cdef intp_t push_children(MondrianTree tree, intp_t top, intp_t left, intp_t start,
+                          intp_t mid, intp_t end, float64_t split_time) except -1 nogil:
+    """Push the children ``left`` (points ``[start, mid)``) and ``left + 1`` (``[mid,
+    end)``) on the growth stack, left on top; returns the new stack size."""
+    cdef StackRecord* rec
+    if top + 2 > tree.grow_stack_capacity:
+        _realloc(<void**>&tree.grow_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
+        tree.grow_stack_capacity = max(8, 2 * (top + 2))
+    rec = tree.grow_stack + top
+    rec[0].node = left + 1
+    rec[0].start = mid
+    rec[0].end = end
+    rec[0].tau_parent = split_time
+    rec[1].node = left
+    rec[1].start = start
+    rec[1].end = mid
+    rec[1].tau_parent = split_time
+    return top + 2

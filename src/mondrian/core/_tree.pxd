@@ -164,20 +164,8 @@ cdef class MondrianTree:
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
-    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil
-    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                              intp_t end) except -1 nogil
-    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
-    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
-                       float64_t split_time) except -1 nogil
-    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
-                               intp_t end, float64_t split_time) except -1 nogil
-    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
-                         intp_t end) except -1 nogil
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil
-    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                             intp_t end) except -1 nogil
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 
@@ -422,10 +410,6 @@ cdef inline intp_t _draw_cut(RandomState* rng, const float64_t* lo, const float6
     cdef intp_t d = rng_weighted(rng, sides, n_features, linear_dim)
     threshold[0] = rng_uniform_open(rng, lo[d], hi[d])
     return d
-
-
-cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
-                      intp_t end, float64_t tau_parent) except -1 nogil
 
 
 cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil

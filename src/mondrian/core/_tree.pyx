@@ -101,19 +101,6 @@ def _node_view(raw):
     return out
 
 
-cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
-                      intp_t end, float64_t tau_parent) except -1 nogil:
-    """Make ``stack`` hold one record: ``node`` with the points ``[start, end)``."""
-    if capacity[0] < 8:
-        _realloc(<void**>stack, 8, sizeof(StackRecord))
-        capacity[0] = 8
-    stack[0][0].node = node
-    stack[0][0].start = start
-    stack[0][0].end = end
-    stack[0][0].tau_parent = tau_parent
-    return 0
-
-
 cdef class MondrianTree:
     """One Mondrian tree over points held in an external store.
 
@@ -461,102 +448,6 @@ cdef class MondrianTree:
         """Whether an undo log is open (:meth:`begin_undo`)."""
         return bool(self.undo.on)
 
-    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil:
-        """Pause rule of section 3.1: too few points, or pure statistics when asked (``val``:
-        the leaf's statistics row, stored or rebuilt).
-
-        Sums run over the read columns in their order (the sorted classes), so that a
-        weighted count has the same bits whatever order the classes arrived in.
-        """
-        cdef intp_t k, nonzero = 0
-        cdef float64_t count = 0.0
-        if self.count_columns == 0:
-            count = self.nodes[node].n_node_samples
-        else:
-            for k in range(self.n_columns if self.count_columns < 0 else self.count_columns):
-                count += val[self.columns[k]]
-        if count < self.min_samples_split:
-            return True
-        if self.pause_pure:
-            for k in range(self.n_columns):
-                if val[self.columns[k]] != 0.0:
-                    nonzero += 1
-                    if nonzero > 1:
-                        return False
-            return True
-        return False
-
-    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                             intp_t end) except -1 nogil:
-        """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
-        cdef intp_t k
-        self.nodes[node].first_sample = idx[start]
-        if self.undo.on:
-            for k in range(start, end):
-                self._log_sample(idx[k])
-        for k in range(start, end - 1):
-            self.sample_next[idx[k]] = idx[k + 1]
-        self.sample_next[idx[end - 1]] = TREE_LEAF
-        return 0
-
-    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                              intp_t end) except -1 nogil:
-        """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
-        (the last one first); its ``n_node_samples`` is left to the caller."""
-        cdef intp_t k, i
-        for k in range(start, end):
-            i = idx[k]
-            self._log_sample(i)
-            self.sample_next[i] = self.nodes[node].first_sample
-            self.nodes[node].first_sample = i
-        return 0
-
-    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil:
-        """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
-        cdef Node* nd = &self.nodes[node]
-        nd.n_node_samples = n_samples
-        nd.left_child = TREE_LEAF
-        nd.right_child = TREE_LEAF
-        nd.feature = TREE_UNDEFINED
-        nd.threshold = TREE_UNDEFINED
-        nd.split_time = self.lifetime
-        nd.first_sample = TREE_LEAF
-
-    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
-                       float64_t split_time) except -1 nogil:
-        """Cut ``node`` and append its two children; returns the left one (the right one
-        follows it). Buffers may move."""
-        cdef intp_t left = self._new_node()
-        cdef intp_t right = self._new_node()
-        cdef Node* nd = &self.nodes[node]
-        nd.feature = feature
-        nd.threshold = threshold
-        nd.split_time = split_time
-        nd.left_child = left
-        nd.right_child = right
-        self.nodes[left].parent = node
-        self.nodes[right].parent = node
-        return left
-
-    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
-                               intp_t end, float64_t split_time) except -1 nogil:
-        """Push the children ``left`` (points ``[start, mid)``) and ``left + 1`` (``[mid,
-        end)``) on the growth stack, left on top; returns the new stack size."""
-        cdef StackRecord* rec
-        if top + 2 > self.grow_stack_capacity:
-            _realloc(<void**>&self.grow_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
-            self.grow_stack_capacity = max(8, 2 * (top + 2))
-        rec = self.grow_stack + top
-        rec[0].node = left + 1
-        rec[0].start = mid
-        rec[0].end = end
-        rec[0].tau_parent = split_time
-        rec[1].node = left
-        rec[1].start = start
-        rec[1].end = mid
-        rec[1].tau_parent = split_time
-        return top + 2
-
     # ------------------------------------------------------------------ building
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
@@ -565,28 +456,6 @@ cdef class MondrianTree:
         :mod:`mondrian.core._extend` (a subclass may build its own way: the density's
         full-cell trees)."""
         return extend_tree(self, idx, n, X, rows)
-
-    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
-                         intp_t end) except -1 nogil:
-        """Push the children of the internal ``node`` that receive points (``[start, mid)``
-        go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
-        cdef Node* nd = &self.nodes[node]
-        if top + 2 > self.extend_stack_capacity:
-            _realloc(<void**>&self.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
-            self.extend_stack_capacity = max(8, 2 * (top + 2))
-        if mid < end:
-            self.extend_stack[top].node = nd.right_child
-            self.extend_stack[top].start = mid
-            self.extend_stack[top].end = end
-            self.extend_stack[top].tau_parent = nd.split_time
-            top += 1
-        if mid > start:
-            self.extend_stack[top].node = nd.left_child
-            self.extend_stack[top].start = start
-            self.extend_stack[top].end = mid
-            self.extend_stack[top].tau_parent = nd.split_time
-            top += 1
-        return top
 
     cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
         """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
