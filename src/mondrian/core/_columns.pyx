@@ -84,3 +84,15 @@ cdef int set_trees_column_order(list trees, object order) except -1:
         undo_save_columns(tree)
         tree._set_columns(&cols[0] if order.shape[0] else NULL, order.shape[0])
     return 0
+
+
+cdef bint trivial_columns(MondrianTree tree) noexcept:
+    """Whether the read columns of ``tree`` are its stored ones (identity over
+    ``value_stride``)."""
+    cdef intp_t k
+    if tree.n_columns != tree.value_stride:
+        return False
+    for k in range(tree.n_columns):
+        if tree.columns[k] != k:
+            return False
+    return True

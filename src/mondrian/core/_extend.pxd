@@ -10,3 +10,7 @@ cdef int prepend_to_leaf(MondrianTree tree, intp_t node, const intp_t* idx, intp
                          intp_t end) except -1 nogil
 cdef intp_t descend(MondrianTree tree, intp_t top, intp_t node, intp_t start, intp_t mid,
                     intp_t end) except -1 nogil
+cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
+                        const float64_t[:, ::1] rows, const intp_t[::1] indices) except -1
+cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                          const intp_t[::1] indices) except -1

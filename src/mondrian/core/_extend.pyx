@@ -11,6 +11,8 @@ leaves absorb points and regrow (``mondrian.core._grow``) once their pause rule 
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
+import numpy as np
+
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._random cimport (
@@ -33,6 +35,53 @@ from mondrian.core._tree cimport (
     subtree_points,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX
+
+
+cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
+                        const float64_t[:, ::1] rows, const intp_t[::1] indices) except -1:
+    """``MondrianTree.extend``: check the store and indices, attach the store, and extend
+    ``tree`` (through its ``_extend``, which a subclass may replace) with a copy of
+    ``indices`` (the builders partition it in place)."""
+    tree._check_store(X, rows, indices)
+    cdef intp_t n = indices.shape[0]
+    if n == 0:
+        return 0
+    cdef intp_t[::1] work = np.array(indices, dtype=np.intp, copy=True)
+    cdef const float64_t* rows_ptr = NULL
+    if tree.value_stride > 0:
+        rows_ptr = &rows[0, 0]
+    tree._attach(X.base, &X[0, 0], X.shape[0])
+    tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
+    with nogil:
+        tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    return 0
+
+
+cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                          const intp_t[::1] indices) except -1:
+    """``extend_trees``: every tree of ``trees`` extended with the points ``indices``."""
+    cdef MondrianTree tree
+    cdef intp_t n = indices.shape[0], k
+    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
+    cdef const float64_t* rows_ptr = NULL
+    if n == 0 or not trees:
+        return 0
+    (<MondrianTree>trees[0])._check_store(X, rows, indices)
+    for tree in trees:
+        if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
+            raise ValueError("the trees do not match the store")
+    if rows.shape[1] > 0:
+        rows_ptr = &rows[0, 0]
+    owner = X.base  # (each .base makes an object: once per call, not per tree)
+    rows_owner = rows.base
+    for tree in trees:
+        tree._attach(owner, &X[0, 0], X.shape[0])
+        tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], rows.shape[1])
+        for k in range(n):
+            work[k] = indices[k]
+        with nogil:
+            tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    return 0
 
 
 cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,

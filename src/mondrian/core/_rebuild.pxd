@@ -12,3 +12,8 @@ cdef int all_values(MondrianTree tree, float64_t* out, intp_t* queue) except -1 
 cdef int all_boxes(MondrianTree tree, float64_t* out, intp_t* queue) except -1 nogil
 cdef tuple derived(MondrianTree tree, const float64_t* xp, intp_t n_stored,
                    object rows_object)
+cdef object leaf_assignment(MondrianTree tree)
+cdef object node_depths(MondrianTree tree)
+cdef object every_value(MondrianTree tree)
+cdef object every_box(MondrianTree tree)
+cdef dict memory_usage(MondrianTree tree)

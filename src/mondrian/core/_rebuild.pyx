@@ -1,4 +1,5 @@
-"""What a lean Mondrian tree does not store, rebuilt from its points.
+"""Derived data of a Mondrian tree: what a lean tree does not store, rebuilt from its points,
+and the other per-node arrays its storage implies (depths, the leaf of each point, bytes).
 
 A tree keeps the boxes (and, with lean values, the statistics rows) of the nodes holding at
 least ``box_min_samples`` points only; the others are the min/max (the sums of the contribution
@@ -9,20 +10,27 @@ builders), or every node's at once, leaves from their lists and then children be
 """
 
 from libc.math cimport INFINITY
+from libc.stdint cimport int32_t
 from libc.string cimport memcpy
 
 import numpy as np
+
+cimport numpy as cnp
 
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport (
     TREE_LEAF,
     TREE_UNDEFINED,
     _add_row,
+    Node,
     _include,
+    check_points,
     points_row,
     subtree_points,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX
+
+cnp.import_array()
 
 # How many nodes ahead all_values asks the cache for a leaf's first contribution row.
 cdef intp_t ROW_PREFETCH_AHEAD = 16
@@ -179,7 +187,8 @@ cdef int all_boxes(MondrianTree tree, float64_t* out, intp_t* queue) except -1 n
 
 cdef tuple derived(MondrianTree tree, const float64_t* xp, intp_t n_stored,
                    object rows_object):
-    """``MondrianTree._derived``: ``derived_arrays`` on the store ``xp``."""
+    """``MondrianTree.derived_arrays`` on the store ``xp`` (``n_stored`` rows); without
+    statistics (a ``(node_count, 0)`` value array) when ``rows_object`` is None."""
     if tree.n_samples_seen > n_stored:
         raise ValueError("the store holds fewer points than the tree refers to")
     cdef intp_t n = tree.node_count, D = tree.n_features
@@ -251,3 +260,99 @@ cdef tuple derived(MondrianTree tree, const float64_t* xp, intp_t n_stored,
             for d in range(S):
                 v[j, d] = v[lc, d] + v[r, d]
     return bounds, value, counts, parent
+
+
+# ---------------------------------------------------------------------------- views
+
+
+cdef object leaf_assignment(MondrianTree tree):
+    """``MondrianTree.leaf_sample_assignment``."""
+    out = np.full(tree.n_samples_seen, TREE_LEAF, dtype=np.intp)
+    cdef intp_t[::1] assign = out
+    cdef intp_t j, i
+    for j in range(tree.node_count):
+        if tree.nodes[j].left_child == TREE_LEAF:
+            i = tree.nodes[j].first_sample
+            while i != TREE_LEAF:
+                assign[i] = j
+                i = tree.sample_next[i]
+    return out
+
+
+cdef object node_depths(MondrianTree tree):
+    """``MondrianTree.node_depths``."""
+    out = np.zeros(tree.node_count, dtype=np.intp)
+    cdef intp_t[::1] depth = out
+    cdef intp_t top = 0, j
+    if tree.node_count == 0:
+        return out
+    stack = np.empty(tree.node_count, dtype=np.intp)
+    cdef intp_t[::1] st = stack
+    st[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        j = st[top]
+        if tree.nodes[j].left_child != TREE_LEAF:
+            depth[tree.nodes[j].left_child] = depth[j] + 1
+            depth[tree.nodes[j].right_child] = depth[j] + 1
+            st[top] = tree.nodes[j].left_child
+            st[top + 1] = tree.nodes[j].right_child
+            top += 2
+    return out
+
+
+cdef object every_value(MondrianTree tree):
+    """``MondrianTree._full_value_array``."""
+    out = np.zeros((tree.node_count, tree.value_stride), dtype=np.float64)
+    if not (tree.node_count and tree.value_stride):
+        return out
+    if tree.lean_values:
+        check_points(tree)
+    queue = np.empty(tree.node_count, dtype=np.intp)
+    cdef intp_t[::1] q = queue
+    cdef float64_t* o = <float64_t*>cnp.PyArray_DATA(out)
+    with nogil:
+        all_values(tree, o, &q[0])
+    return out
+
+
+cdef object every_box(MondrianTree tree):
+    """``MondrianTree.bounds_array``."""
+    cdef intp_t n = tree.node_count, D = tree.n_features, j
+    if tree.box_min_samples > 0 and n:
+        check_points(tree)
+        out = derived(tree, tree.points_ptr, tree.points_rows, None)[0]
+    else:
+        out = np.empty((n, 2, D), dtype=np.float64)
+    cdef float64_t[:, :, ::1] b = out
+    for j in range(n):
+        if tree.box_slot[j] >= 0:
+            memcpy(&b[j, 0, 0], tree.bounds + 2 * D * tree.box_slot[j],
+                   2 * D * sizeof(float64_t))
+    return out
+
+
+cdef dict memory_usage(MondrianTree tree):
+    """``MondrianTree.memory_usage``: bytes held by ``tree``, by buffer."""
+    cdef intp_t n = tree.node_count
+    cdef intp_t spare = tree.capacity - n
+    cdef intp_t row = tree.value_stride * sizeof(float64_t)
+    cdef intp_t box = 2 * tree.n_features * sizeof(float64_t)
+    # Lean values: rows only for the nodes with a stored box, in their slots.
+    if tree.lean_values:
+        box += row
+    out = {
+        "nodes": n * sizeof(Node),
+        "box_slots": n * sizeof(int32_t),
+        "bounds": tree.box_count * 2 * tree.n_features * sizeof(float64_t),
+        "value": (tree.box_count if tree.lean_values else n) * row,
+        "sample_next": tree.n_samples_seen * sizeof(intp_t),
+    }
+    out["total"] = sum(out.values())
+    out["reserved"] = (
+        spare * (sizeof(Node) + sizeof(int32_t) + (0 if tree.lean_values else row))
+        + (tree.box_capacity - tree.box_count) * box
+        + (tree.sample_capacity - tree.n_samples_seen) * sizeof(intp_t)
+    )
+    return out

@@ -159,14 +159,12 @@ cdef class MondrianTree:
                           intp_t stride) except -1
     cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil
-    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil
-    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 
 cdef inline float64_t side_gap(float64_t lo, float64_t hi, float64_t v) noexcept nogil:

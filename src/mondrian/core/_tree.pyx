@@ -1,4 +1,4 @@
-"""Mondrian tree core: packed node storage, batch sampling, online extension, paused leaves.
+"""Mondrian tree core: packed node storage and its read-only views (the class MondrianTree).
 
 Every model of the package reads the same trees. A tree stores its structure in an array of
 ``Node`` structs and two side buffers indexed by node id: the data bounding boxes and the
@@ -8,12 +8,16 @@ nothing for the kernel), so the core never needs to know which model it serves.
 
 Training points live once per forest, in arrays handed to every call (``X``: the stored inputs,
 ``rows``: their contribution rows); a tree refers to them by their index in those arrays.
+
+Storage is split from building as in scikit-learn's trees: the builders (``_grow``, ``_extend``)
+and the other writers (``_undo``, ``_columns``, ``_copy``, ``_tree_state``) and readers
+(``_rebuild``) are functions of sibling modules that take the tree, typed, through
+``_tree.pxd``; this module keeps the buffers, their allocation and the public methods.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport SIZE_MAX, int32_t, uint64_t
 from libc.stdlib cimport free, realloc
-from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
 
 import math
@@ -24,19 +28,30 @@ cimport numpy as cnp
 
 from mondrian.core._random cimport rng_seed
 from mondrian.core._box_loops cimport mf_rows_box
-from mondrian.core._columns cimport set_trees_column_order, tree_set_value_columns
+from mondrian.core._columns cimport (
+    set_trees_column_order,
+    trivial_columns,
+    tree_set_value_columns,
+)
 from mondrian.core._copy cimport tree_copy, tree_pruned, tree_shift_samples
-from mondrian.core._extend cimport extend_tree
-from mondrian.core._rebuild cimport all_boxes, all_values, derived
+from mondrian.core._extend cimport extend_checked, extend_tree, extend_tree_list
+from mondrian.core._rebuild cimport (
+    all_boxes,
+    all_values,
+    derived,
+    every_box,
+    every_value,
+    leaf_assignment,
+    memory_usage,
+    node_depths,
+)
 from mondrian.core._undo cimport (
     undo_begin,
     undo_commit,
     undo_free,
-    undo_keep_values,
     undo_log_node,
     undo_log_sample,
     undo_rollback,
-    undo_save_columns,
 )
 from mondrian.core._tree_state cimport (
     tree_compact_state,
@@ -155,33 +170,8 @@ cdef class MondrianTree:
         self.pause_pure = pause_pure
         self.box_min_samples = box_min_samples
         self.lean_values = lean_values
-        self.nodes = NULL
-        self.box_slot = NULL
-        self.box_count = 0
-        self.box_capacity = 0
-        self.points_owner = None
-        self.points_ptr = NULL
-        self.points_rows = 0
-        self.rows_owner = None
-        self.rows_ptr = NULL
-        self.rows_rows = 0
-        self.rows_stride = 0
-        self.bounds = NULL
-        self.value = NULL
-        self.sample_next = NULL
-        self.grow_stack = NULL
-        self.grow_boxes = NULL
-        self.grow_boxes_capacity = 0
-        self.extend_stack = NULL
-        self.node_count = 0
-        self.capacity = 0
-        self.sample_capacity = 0
-        self.n_samples_seen = 0
-        self.grow_stack_capacity = 0
-        self.extend_stack_capacity = 0
-        memset(&self.undo, 0, sizeof(UndoLog))  # closed, no buffers
-        self.columns = NULL
-        self.columns_capacity = 0
+        # (every other C field starts at 0 / NULL, the undo log closed: Cython zeroes the
+        # object before __cinit__; the store references start as None)
         _realloc(<void**>&self.columns, max(value_stride, 1), sizeof(intp_t))
         self.columns_capacity = max(value_stride, 1)
         cdef intp_t k
@@ -192,7 +182,6 @@ cdef class MondrianTree:
         self.scratch = <float64_t*> PyMem_Malloc(7 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
-        self.row_scratch = NULL
         _realloc(<void**>&self.row_scratch, max(value_stride, 1), sizeof(float64_t))
         rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
@@ -457,10 +446,6 @@ cdef class MondrianTree:
         full-cell trees)."""
         return extend_tree(self, idx, n, X, rows)
 
-    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
-        """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
-        return leaf_at(self, x, lifetime)
-
     # ------------------------------------------------------------------ Python API
 
     def fit(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -497,18 +482,7 @@ cdef class MondrianTree:
         indices : ndarray of intp
             Store indices of the new points, in the order they are added.
         """
-        self._check_store(X, rows, indices)
-        cdef intp_t n = indices.shape[0]
-        if n == 0:
-            return self
-        cdef intp_t[::1] work = np.array(indices, dtype=np.intp, copy=True)
-        cdef const float64_t* rows_ptr = NULL
-        if self.value_stride > 0:
-            rows_ptr = &rows[0, 0]
-        self._attach(X.base, &X[0, 0], X.shape[0])
-        self._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
-        with nogil:
-            self._extend(&work[0], n, &X[0, 0], rows_ptr)
+        extend_checked(self, X, rows, indices)
         return self
 
     def _check_store(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -544,7 +518,7 @@ cdef class MondrianTree:
             raise ValueError("the tree is empty")
         with nogil:
             for i in range(n):
-                leaves[i] = self._route(&X[i, 0], lam)
+                leaves[i] = leaf_at(self, &X[i, 0], lam)
         return out
 
     def set_value_columns(self, intp_t new_stride, const intp_t[::1] column_map):
@@ -595,13 +569,7 @@ cdef class MondrianTree:
 
     def _trivial_columns(self):
         """Whether the read columns are the stored ones (identity over ``value_stride``)."""
-        cdef intp_t k
-        if self.n_columns != self.value_stride:
-            return False
-        for k in range(self.n_columns):
-            if self.columns[k] != k:
-                return False
-        return True
+        return trivial_columns(self)
 
     def pruned(self, float64_t lifetime):
         """A new tree: this one restricted to ``lifetime`` (<= its own).
@@ -642,16 +610,7 @@ cdef class MondrianTree:
 
     def leaf_sample_assignment(self):
         """Leaf holding each stored point seen by the tree (-1 for points it never saw)."""
-        out = np.full(self.n_samples_seen, TREE_LEAF, dtype=np.intp)
-        cdef intp_t[::1] assign = out
-        cdef intp_t j, i
-        for j in range(self.node_count):
-            if self.nodes[j].left_child == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    assign[i] = j
-                    i = self.sample_next[i]
-        return out
+        return leaf_assignment(self)
 
     # ------------------------------------------------------------------ read-only views
 
@@ -673,18 +632,7 @@ cdef class MondrianTree:
     def bounds_array(self):
         """The box of every node, shape ``(node_count, 2, n_features)``: the stored boxes,
         the others rebuilt from the attached points (needs :meth:`attach_points`)."""
-        cdef intp_t n = self.node_count, D = self.n_features, j
-        if self.box_min_samples > 0 and n:
-            check_points(self)
-            out = self._derived(self.points_ptr, self.points_rows, None)[0]
-        else:
-            out = np.empty((n, 2, D), dtype=np.float64)
-        cdef float64_t[:, :, ::1] b = out
-        for j in range(n):
-            if self.box_slot[j] >= 0:
-                memcpy(&b[j, 0, 0], self.bounds + 2 * D * self.box_slot[j],
-                       2 * D * sizeof(float64_t))
-        return out
+        return every_box(self)
 
     @property
     def box_slots(self):
@@ -718,17 +666,7 @@ cdef class MondrianTree:
     def _full_value_array(self):
         """Every node's statistics row in the stored column layout, shape ``(node_count,
         value_stride)``: the stored rows, the others rebuilt (lean values)."""
-        out = np.zeros((self.node_count, self.value_stride), dtype=np.float64)
-        if not (self.node_count and self.value_stride):
-            return out
-        if self.lean_values:
-            check_points(self)
-        queue = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] q = queue
-        cdef float64_t* o = <float64_t*>cnp.PyArray_DATA(out)
-        with nogil:
-            self._all_values(o, &q[0])
-        return out
+        return every_value(self)
 
     def _stored_value_array(self):
         """Copy of the statistics buffer as stored, shape ``(node_count, value_stride)``, or
@@ -741,25 +679,7 @@ cdef class MondrianTree:
 
     def node_depths(self):
         """Depth of every node (root at depth 0)."""
-        out = np.zeros(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] depth = out
-        cdef intp_t top = 0, j
-        if self.node_count == 0:
-            return out
-        stack = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] st = stack
-        st[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            j = st[top]
-            if self.nodes[j].left_child != TREE_LEAF:
-                depth[self.nodes[j].left_child] = depth[j] + 1
-                depth[self.nodes[j].right_child] = depth[j] + 1
-                st[top] = self.nodes[j].left_child
-                st[top + 1] = self.nodes[j].right_child
-                top += 2
-        return out
+        return node_depths(self)
 
     # ------------------------------------------------------------------ pickling
 
@@ -799,27 +719,7 @@ cdef class MondrianTree:
         >>> usage["box_slots"] == tree.node_count * 4
         True
         """
-        cdef intp_t n = self.node_count
-        cdef intp_t spare = self.capacity - n
-        cdef intp_t row = self.value_stride * sizeof(float64_t)
-        cdef intp_t box = 2 * self.n_features * sizeof(float64_t)
-        # Lean values: rows only for the nodes with a stored box, in their slots.
-        if self.lean_values:
-            box += row
-        out = {
-            "nodes": n * sizeof(Node),
-            "box_slots": n * sizeof(int32_t),
-            "bounds": self.box_count * 2 * self.n_features * sizeof(float64_t),
-            "value": (self.box_count if self.lean_values else n) * row,
-            "sample_next": self.n_samples_seen * sizeof(intp_t),
-        }
-        out["total"] = sum(out.values())
-        out["reserved"] = (
-            spare * (sizeof(Node) + sizeof(int32_t) + (0 if self.lean_values else row))
-            + (self.box_capacity - self.box_count) * box
-            + (self.sample_capacity - self.n_samples_seen) * sizeof(intp_t)
-        )
-        return out
+        return memory_usage(self)
 
     def derived_arrays(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """Recompute the data that the leaf lists and the store determine.
@@ -837,12 +737,7 @@ cdef class MondrianTree:
             ``-2`` in both for nodes that the root does not reach.
         """
         self._check_store(X, rows, np.zeros(0, dtype=np.intp))
-        return self._derived(&X[0, 0] if X.shape[0] else NULL, X.shape[0], rows)
-
-    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object):
-        """:meth:`derived_arrays` on the store ``xp`` (``n_stored`` rows); without
-        statistics (a ``(node_count, 0)`` value array) when ``rows_object`` is None."""
-        return derived(self, xp, n_stored, rows_object)
+        return derived(self, &X[0, 0] if X.shape[0] else NULL, X.shape[0], rows)
 
     def compact_state(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The smallest state from which, with the store, :meth:`from_compact_state` rebuilds
@@ -893,6 +788,7 @@ def set_column_order_trees(list trees, order):
     """
     set_trees_column_order(trees, order)
 
+
 def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
                  const intp_t[::1] indices):
     """Extend every tree of ``trees`` with the stored points ``indices``, in one call.
@@ -900,24 +796,4 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     This is the fast path of online learning one point at a time: it avoids a Python call per
     tree. Every tree sees the points in the same order.
     """
-    cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0], k
-    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
-    cdef const float64_t* rows_ptr = NULL
-    if n == 0 or not trees:
-        return
-    (<MondrianTree>trees[0])._check_store(X, rows, indices)
-    for tree in trees:
-        if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
-            raise ValueError("the trees do not match the store")
-    if rows.shape[1] > 0:
-        rows_ptr = &rows[0, 0]
-    owner = X.base  # (each .base makes an object: once per call, not per tree)
-    rows_owner = rows.base
-    for tree in trees:
-        tree._attach(owner, &X[0, 0], X.shape[0])
-        tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], rows.shape[1])
-        for k in range(n):
-            work[k] = indices[k]
-        with nogil:
-            tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    extend_tree_list(trees, X, rows, indices)

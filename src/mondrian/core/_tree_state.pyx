@@ -218,7 +218,7 @@ cdef int tree_setstate(MondrianTree tree, object state) except -1:
 
 
 cdef object tree_compact_state(MondrianTree tree, const float64_t[:, ::1] X,
-                           const float64_t[:, ::1] rows):
+                               const float64_t[:, ::1] rows):
     """``MondrianTree.compact_state`` (its docstring says what is kept)."""
     nodes = tree.nodes_array
     bounds, value, counts, parent = tree.derived_arrays(X, rows)
@@ -289,7 +289,7 @@ cdef object tree_compact_state(MondrianTree tree, const float64_t[:, ::1] X,
 
 
 cdef MondrianTree tree_from_compact_state(object state, const float64_t[:, ::1] X,
-                                      const float64_t[:, ::1] rows):
+                                          const float64_t[:, ::1] rows):
     """``MondrianTree.from_compact_state``: the tree saved by ``tree_compact_state``."""
     from mondrian.core._tree import NODE_DTYPE  # (at call time: _tree imports this module)
     if not isinstance(state, dict) or state.get("version") not in _COMPACT_READ_VERSIONS:
