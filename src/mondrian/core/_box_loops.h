@@ -7,6 +7,14 @@
 #include <math.h>
 #include <string.h>
 
+/* Every module including this header gets its own copy of the static functions below; a
+   module that does not call one of them is not warned about it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MF_MAYBE_UNUSED __attribute__((unused))
+#else
+#define MF_MAYBE_UNUSED
+#endif
+
 /* A cache hint for scattered reads (no effect on any value). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MONDRIAN_TREE_PREFETCH(p) __builtin_prefetch(p)
@@ -102,7 +110,7 @@ MF_INLINE void mf_box_dim(
     hi[d] = mx;
 }
 
-MF_BOX_CLONES
+MF_BOX_CLONES MF_MAYBE_UNUSED
 static void mf_rows_box(const double *restrict X, Py_ssize_t D,
                         const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
     /* The box of the rows idx[0..n) of X, grown in that order, into lo (lower row) and
@@ -133,6 +141,7 @@ static void mf_rows_box(const double *restrict X, Py_ssize_t D,
     }
 }
 
+MF_MAYBE_UNUSED
 static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
                                      Py_ssize_t end, const double *restrict X,
                                      Py_ssize_t D, Py_ssize_t feature, double threshold,

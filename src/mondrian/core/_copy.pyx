@@ -78,7 +78,7 @@ cdef MondrianTree tree_pruned(MondrianTree tree, float64_t lifetime):
             out.nodes[new].feature = TREE_UNDEFINED
         out.nodes[new].first_sample = TREE_LEAF
         last = TREE_LEAF
-        for i in _subtree_samples(tree, j):
+        for i in subtree_samples(tree, j):
             if last == TREE_LEAF:
                 out.nodes[new].first_sample = i
             else:
@@ -118,7 +118,7 @@ cdef int tree_shift_samples(MondrianTree tree, intp_t offset) except -1:
     return 0
 
 
-cdef list _subtree_samples(MondrianTree tree, intp_t node):
+cdef list subtree_samples(MondrianTree tree, intp_t node):
     """Stored points below ``node`` (leaf lists of its subtree)."""
     out = []
     stack = [node]

@@ -299,13 +299,10 @@ cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* 
     """Move the content of node ``j = rec.node`` (struct, box, statistics, children's parent
     links) to the new node ``copy``, and give j the box and statistics of the copy joined
     with the batch ``idx[rec.start:rec.end]`` (its cut is written by the caller)."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, k, d, child
+    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, child
     cdef intp_t new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
-    cdef float64_t* bmin = tree.scratch
-    cdef float64_t* bmax = tree.scratch + D
     cdef float64_t* node_scratch = tree.scratch + 5 * D
     cdef float64_t* lo
-    cdef float64_t* hi
     cdef float64_t* val
     memcpy(&tree.nodes[copy], &tree.nodes[j], sizeof(Node))
     if S > 0 and (not tree.lean_values or tree.box_min_samples == 0):
@@ -326,7 +323,6 @@ cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* 
             memcpy(lo, node_scratch if tree.box_slot[copy] < 0
                    else tree.bounds + 2 * D * tree.box_slot[copy],
                    2 * D * sizeof(float64_t))
-    hi = lo + D
     tree.nodes[copy].parent = j
     child = tree.nodes[copy].left_child
     if child != TREE_LEAF:
@@ -345,15 +341,7 @@ cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* 
                 rebuild_row(tree, copy, rows, val)
     else:
         val = tree.value + S * j
-    for d in range(D):
-        if bmin[d] < lo[d]:
-            lo[d] = bmin[d]
-        if bmax[d] > hi[d]:
-            hi[d] = bmax[d]
-    if val != NULL:
-        for k in range(rec.start, rec.end):
-            _add_row(val, rows + idx[k] * S, S)
-    tree.nodes[j].n_node_samples = new_count
+    _join_batch(tree, rec, idx, rows, lo, val, new_count)
     return 0
 
 
@@ -362,19 +350,15 @@ cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_
     """No new parent: node ``j = rec.node`` absorbs the batch, which then goes down to its
     children (pushed on the stack) or, for a leaf whose lifetime expired, joins its list.
     Returns the new stack size."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, k, d, mid
+    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, mid
     cdef intp_t new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
-    cdef float64_t* bmin = tree.scratch
-    cdef float64_t* bmax = tree.scratch + D
     cdef float64_t* node_scratch = tree.scratch + 5 * D
     cdef float64_t* lo
-    cdef float64_t* hi
     cdef float64_t* val
     # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the node
     # now holds enough points); a small node's rebuilt box is just dropped.
     cdef bint had_box = tree.box_slot[j] >= 0
     lo = tree._box_target(j, new_count, node_scratch)
-    hi = lo + D
     if not had_box and lo != node_scratch:
         memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
     # Its statistics row likewise (lean values: a new slot's row summed from the node's
@@ -382,15 +366,7 @@ cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_
     val = tree._value_target(j, NULL)
     if tree.lean_values and val != NULL and not had_box and S > 0:
         rebuild_row(tree, j, rows, val)
-    for d in range(D):
-        if bmin[d] < lo[d]:
-            lo[d] = bmin[d]
-        if bmax[d] > hi[d]:
-            hi[d] = bmax[d]
-    if val != NULL:
-        for k in range(rec.start, rec.end):
-            _add_row(val, rows + idx[k] * S, S)
-    tree.nodes[j].n_node_samples = new_count
+    _join_batch(tree, rec, idx, rows, lo, val, new_count)
     if tree.nodes[j].left_child == TREE_LEAF:
         # A leaf whose lifetime expired: it keeps the points and stays a leaf.
         prepend_to_leaf(tree, j, idx, rec.start, rec.end)
@@ -434,3 +410,25 @@ cdef intp_t descend(MondrianTree tree, intp_t top, intp_t node, intp_t start, in
         tree.extend_stack[top].tau_parent = nd.split_time
         top += 1
     return top
+
+
+cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
+                             const float64_t* rows, float64_t* lo, float64_t* val,
+                             intp_t new_count) noexcept nogil:
+    """The batch ``idx[rec.start:rec.end]`` joins node ``rec.node``: its box ``lo`` (lower
+    row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
+    the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
+    ``new_count`` points."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, d, k
+    cdef float64_t* hi = lo + D
+    cdef const float64_t* bmin = tree.scratch
+    cdef const float64_t* bmax = tree.scratch + D
+    for d in range(D):
+        if bmin[d] < lo[d]:
+            lo[d] = bmin[d]
+        if bmax[d] > hi[d]:
+            hi[d] = bmax[d]
+    if val != NULL:
+        for k in range(rec.start, rec.end):
+            _add_row(val, rows + idx[k] * S, S)
+    tree.nodes[rec.node].n_node_samples = new_count

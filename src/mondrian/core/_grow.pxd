@@ -12,7 +12,6 @@ cdef int start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t 
 cdef bint should_pause(MondrianTree tree, intp_t node, const float64_t* val) noexcept nogil
 cdef int make_leaf_list(MondrianTree tree, intp_t node, intp_t* idx, intp_t start,
                         intp_t end) except -1 nogil
-cdef void reset_leaf(MondrianTree tree, intp_t node, intp_t n_samples) noexcept nogil
 cdef intp_t split_node(MondrianTree tree, intp_t node, intp_t feature, float64_t threshold,
                        float64_t split_time) except -1 nogil
 cdef intp_t push_children(MondrianTree tree, intp_t top, intp_t left, intp_t start,

@@ -16,12 +16,12 @@ from mondrian.core._random cimport rng_exponential
 from mondrian.core._tree cimport (
     TREE_LEAF,
     TREE_PAUSED,
-    TREE_UNDEFINED,
     Node,
     _add_row,
     _draw_cut,
     _realloc,
     _side_lengths,
+    reset_leaf,
 )
 
 
@@ -152,18 +152,6 @@ cdef int make_leaf_list(MondrianTree tree, intp_t node, intp_t* idx, intp_t star
         tree.sample_next[idx[k]] = idx[k + 1]
     tree.sample_next[idx[end - 1]] = TREE_LEAF
     return 0
-
-
-cdef void reset_leaf(MondrianTree tree, intp_t node, intp_t n_samples) noexcept nogil:
-    """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
-    cdef Node* nd = &tree.nodes[node]
-    nd.n_node_samples = n_samples
-    nd.left_child = TREE_LEAF
-    nd.right_child = TREE_LEAF
-    nd.feature = TREE_UNDEFINED
-    nd.threshold = TREE_UNDEFINED
-    nd.split_time = tree.lifetime
-    nd.first_sample = TREE_LEAF
 
 
 cdef intp_t split_node(MondrianTree tree, intp_t node, intp_t feature, float64_t threshold,

@@ -429,3 +429,15 @@ cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) 
     cdef intp_t k
     for k in range(width):
         value[k] += row[k]
+
+
+cdef inline void reset_leaf(MondrianTree tree, intp_t node, intp_t n_samples) noexcept nogil:
+    """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
+    cdef Node* nd = &tree.nodes[node]
+    nd.n_node_samples = n_samples
+    nd.left_child = TREE_LEAF
+    nd.right_child = TREE_LEAF
+    nd.feature = TREE_UNDEFINED
+    nd.threshold = TREE_UNDEFINED
+    nd.split_time = tree.lifetime
+    nd.first_sample = TREE_LEAF

@@ -33,7 +33,7 @@ from mondrian.core._columns cimport (
     trivial_columns,
     tree_set_value_columns,
 )
-from mondrian.core._copy cimport tree_copy, tree_pruned, tree_shift_samples
+from mondrian.core._copy cimport subtree_samples, tree_copy, tree_pruned, tree_shift_samples
 from mondrian.core._extend cimport extend_checked, extend_tree, extend_tree_list
 from mondrian.core._rebuild cimport (
     all_boxes,
@@ -252,7 +252,6 @@ cdef class MondrianTree:
     cdef intp_t _new_node(self) except -1 nogil:
         """Append a blank leaf and return its id; may move every buffer."""
         cdef intp_t node
-        cdef Node* nd
         if self.node_count >= self.capacity:
             if self.node_count >= MAX_NODES:
                 with gil:
@@ -263,15 +262,8 @@ cdef class MondrianTree:
             self._resize(min(max(8, 2 * self.capacity), MAX_NODES))
         node = self.node_count
         self.node_count += 1
-        nd = &self.nodes[node]
-        nd.parent = TREE_LEAF
-        nd.left_child = TREE_LEAF
-        nd.right_child = TREE_LEAF
-        nd.feature = TREE_UNDEFINED
-        nd.threshold = TREE_UNDEFINED
-        nd.split_time = self.lifetime
-        nd.n_node_samples = 0
-        nd.first_sample = TREE_LEAF
+        self.nodes[node].parent = TREE_LEAF
+        reset_leaf(self, node, 0)
         self.box_slot[node] = -1
         if self.box_min_samples == 0:
             self._new_box(node)  # every node has its box, in slot == node id
@@ -596,6 +588,10 @@ cdef class MondrianTree:
         ensembles of two data shards); the tree itself is unchanged.
         """
         tree_shift_samples(self, offset)
+
+    def _subtree_samples(self, intp_t node):
+        """Stored points below ``node`` (leaf lists of its subtree)."""
+        return subtree_samples(self, node)
 
     def leaf_samples(self, intp_t node):
         """Store indices of the points recorded in leaf ``node``."""

@@ -27,7 +27,6 @@ from mondrian.core._extend cimport descend, prepend_to_leaf
 from mondrian.core._grow cimport (
     make_leaf_list,
     push_children,
-    reset_leaf,
     split_node,
     start_stack,
 )
@@ -39,6 +38,7 @@ from mondrian.core._tree cimport (
     _draw_cut,
     _partition,
     _side_lengths,
+    reset_leaf,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport goes_left, is_leaf_at
