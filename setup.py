@@ -24,6 +24,13 @@ DIRECTIVES = {
 # lifetime-path engine.
 MODULES = [
     "core._tree",
+    "core._grow",
+    "core._extend",
+    "core._tree_state",
+    "core._undo",
+    "core._rebuild",
+    "core._copy",
+    "core._columns",
     "core._state_checks",
     "core._walk",
     "core._online",
@@ -50,7 +57,8 @@ def extension(name):
     return Extension(
         f"mondrian.{name}",
         [f"src/mondrian/{name.replace('.', '/')}.pyx"],
-        include_dirs=[numpy.get_include()],
+        # "src": the core's C headers are included as "mondrian/core/<name>.h".
+        include_dirs=[numpy.get_include(), "src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
         extra_compile_args=["-O3"] if os.name != "nt" else [],
     )

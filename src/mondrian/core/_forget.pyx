@@ -22,6 +22,7 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
 
+from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
     TREE_LEAF,
     TREE_PAUSED,
@@ -186,9 +187,9 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
         return 0  # the pause rule is monotone: fewer points keep it
     box = t._node_box(j, X, scratch)
     row = node_row(t, j, t.row_scratch)
-    if _linear_dim(box, D) <= 0.0 or t._should_pause(j, row):
+    if _linear_dim(box, D) <= 0.0 or should_pause(t, j, row):
         t.nodes[j].feature = TREE_PAUSED
-    elif not t._should_pause(j, row):
+    elif not should_pause(t, j, row):
         w.mark[j] |= FAILED
     return 0
 
@@ -246,7 +247,7 @@ cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
         w.points_cap = count
     n = subtree_points(t, j, w.points, count)
     _make_leaf(t, w, j, TREE_PAUSED)
-    t._make_leaf_list(j, w.points, 0, n)
+    make_leaf_list(t, j, w.points, 0, n)
     return 0
 
 
@@ -314,7 +315,7 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
         w.mark[j] |= FAILED
         return 0
     row = node_row(t, j, t.row_scratch)
-    if t._should_pause(j, row):
+    if should_pause(t, j, row):
         _to_paused_leaf(t, w, j)
     else:
         w.mark[j] |= FAILED

@@ -13,6 +13,8 @@ cdef enum:
     # leaves have TREE_UNDEFINED. Internal to the core: the read-only views (nodes_array,
     # MondrianTreeStructure) report TREE_UNDEFINED for every leaf and a separate `paused`.
     TREE_PAUSED = -3
+    # Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
+    MAX_NODES = 2147483647
 
 cdef struct Node:
     # Packed to 48 bytes without padding: the 8-byte fields first, then the 32-bit ones. Node
@@ -41,6 +43,33 @@ cdef struct StackRecord:
     intp_t start            # range [start, end) of the index buffer holding its points
     intp_t end
     float64_t tau_parent    # birth time of the node's parent cut (0 for the root)
+
+
+cdef struct UndoLog:
+    # The undo log of a MondrianTree (functions in mondrian.core._undo).
+    bint on
+    # The tree at begin_undo: nodes, boxes, store indices and random stream then.
+    intp_t node_count, box_count, samples_seen
+    RandomState rng
+    # Node entries (count, capacity, capacity of values in floats): each node's id, struct,
+    # box slot, stored box (2 D floats) and stored statistics row (value_stride floats).
+    intp_t n, cap, vcap
+    intp_t* ids
+    Node* nodes
+    int32_t* slots
+    float64_t* bounds
+    float64_t* values
+    # Leaf-list entries (count, capacity): (store index, old next) pairs.
+    intp_t sn, scap
+    intp_t* samples
+    # The statistics buffer before set_value_columns (widened), its stride and capacity.
+    bint widened
+    float64_t* old_value
+    intp_t old_stride, old_capacity
+    # The read columns before set_value_columns / set_column_order (reordered).
+    bint reordered
+    intp_t* old_columns
+    intp_t old_n_columns, old_columns_capacity
 
 
 cdef class MondrianTree:
@@ -111,26 +140,10 @@ cdef class MondrianTree:
     cdef float64_t* scratch
     cdef float64_t* row_scratch             # one statistics row (value_stride floats, >= 1)
 
-    # Undo log of one online update (begin_undo / rollback / commit): the state at begin, and
-    # the old contents of every pre-existing node and leaf-list entry before it is written.
-    cdef bint undo_on
-    cdef intp_t undo_node_count, undo_samples_seen
-    cdef RandomState undo_rng
-    cdef intp_t undo_n, undo_cap, undo_vcap  # node entries: count, capacity, value floats
-    cdef intp_t* undo_ids
-    cdef Node* undo_nodes
-    cdef float64_t* undo_bounds
-    cdef int32_t* undo_slots
-    cdef intp_t undo_box_count
-    cdef float64_t* undo_values
-    cdef intp_t undo_sn, undo_scap           # leaf-list entries: (index, old next) pairs
-    cdef intp_t* undo_samples
-    cdef float64_t* undo_old_value           # statistics buffer before set_value_columns
-    cdef intp_t undo_old_stride, undo_old_capacity
-    cdef bint undo_widened
-    cdef intp_t* undo_old_columns            # read columns before set_value_columns / order
-    cdef intp_t undo_old_n_columns, undo_old_columns_capacity
-    cdef bint undo_reordered
+    # Undo log of one online update (begin_undo / rollback_undo / commit_undo: mondrian.core.
+    # _undo): the state at begin, and the old contents of every pre-existing node and
+    # leaf-list entry before it is written.
+    cdef UndoLog undo
 
     cdef int _resize(self, intp_t capacity) except -1 nogil
     cdef int _ensure_samples(self, intp_t n) except -1 nogil
@@ -141,40 +154,17 @@ cdef class MondrianTree:
                                 float64_t* scratch) except NULL nogil
     cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
                                     float64_t* scratch) noexcept nogil
-    cdef void _leaf_box(self, intp_t node, const float64_t* X, float64_t* lo) noexcept nogil
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
     cdef int _attach_rows(self, object owner, const float64_t* ptr, intp_t n,
                           intp_t stride) except -1
     cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
-    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
-                           float64_t* out) noexcept nogil
-    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil
-    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object)
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
-    cdef void _free_undo(self) noexcept nogil
-    cdef int _save_columns(self) except -1
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
-    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil
-    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                              intp_t end) except -1 nogil
-    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil
-    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
-                       float64_t split_time) except -1 nogil
-    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
-                               intp_t end, float64_t split_time) except -1 nogil
-    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
-                         intp_t end) except -1 nogil
-    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
-                   float64_t tau_parent, const float64_t* X,
-                   const float64_t* rows) except -1 nogil
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil
-    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                             intp_t end) except -1 nogil
-    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil
 
 
 cdef inline float64_t side_gap(float64_t lo, float64_t hi, float64_t v) noexcept nogil:
@@ -420,5 +410,34 @@ cdef inline intp_t _draw_cut(RandomState* rng, const float64_t* lo, const float6
     return d
 
 
-cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
-                      intp_t end, float64_t tau_parent) except -1 nogil
+cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil
+
+
+cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
+                          intp_t n_features) noexcept nogil:
+    """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
+    cdef intp_t d
+    cdef float64_t v
+    for d in range(n_features):
+        v = x[d]
+        lo[d] = v if v < lo[d] else lo[d]
+        hi[d] = v if v > hi[d] else hi[d]
+
+
+cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
+    """Add a contribution row to a node's statistics."""
+    cdef intp_t k
+    for k in range(width):
+        value[k] += row[k]
+
+
+cdef inline void reset_leaf(MondrianTree tree, intp_t node, intp_t n_samples) noexcept nogil:
+    """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
+    cdef Node* nd = &tree.nodes[node]
+    nd.n_node_samples = n_samples
+    nd.left_child = TREE_LEAF
+    nd.right_child = TREE_LEAF
+    nd.feature = TREE_UNDEFINED
+    nd.threshold = TREE_UNDEFINED
+    nd.split_time = tree.lifetime
+    nd.first_sample = TREE_LEAF

@@ -1,4 +1,4 @@
-"""Mondrian tree core: packed node storage, batch sampling, online extension, paused leaves.
+"""Mondrian tree core: packed node storage and its read-only views (the class MondrianTree).
 
 Every model of the package reads the same trees. A tree stores its structure in an array of
 ``Node`` structs and two side buffers indexed by node id: the data bounding boxes and the
@@ -8,12 +8,16 @@ nothing for the kernel), so the core never needs to know which model it serves.
 
 Training points live once per forest, in arrays handed to every call (``X``: the stored inputs,
 ``rows``: their contribution rows); a tree refers to them by their index in those arrays.
+
+Storage is split from building as in scikit-learn's trees: the builders (``_grow``, ``_extend``)
+and the other writers (``_undo``, ``_columns``, ``_copy``, ``_tree_state``) and readers
+(``_rebuild``) are functions of sibling modules that take the tree, typed, through
+``_tree.pxd``; this module keeps the buffers, their allocation and the public methods.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport SIZE_MAX, int32_t, uint64_t
 from libc.stdlib cimport free, realloc
-from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
 
 import math
@@ -22,43 +26,43 @@ import numpy as np
 
 cimport numpy as cnp
 
-from mondrian.core._random cimport (
-    rng_exponential,
-    rng_seed,
-    rng_uniform,
-    rng_uniform_open,
-    rng_weighted,
+from mondrian.core._random cimport rng_seed
+from mondrian.core._box_loops cimport mf_rows_box
+from mondrian.core._columns cimport (
+    set_trees_column_order,
+    trivial_columns,
+    tree_set_value_columns,
+)
+from mondrian.core._copy cimport subtree_samples, tree_copy, tree_pruned, tree_shift_samples
+from mondrian.core._extend cimport extend_checked, extend_tree, extend_tree_list
+from mondrian.core._rebuild cimport (
+    all_boxes,
+    all_values,
+    derived,
+    every_box,
+    every_value,
+    leaf_assignment,
+    memory_usage,
+    node_depths,
+)
+from mondrian.core._undo cimport (
+    undo_begin,
+    undo_commit,
+    undo_free,
+    undo_log_node,
+    undo_log_sample,
+    undo_rollback,
+)
+from mondrian.core._tree_state cimport (
+    tree_compact_state,
+    tree_from_compact_state,
+    tree_getstate,
+    tree_setstate,
 )
 from mondrian.core._walk cimport leaf_at
-from mondrian.core._state_checks import tree_records_error
 
 cnp.import_array()
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MONDRIAN_TREE_PREFETCH(p) __builtin_prefetch(p)
-    #else
-    #define MONDRIAN_TREE_PREFETCH(p) ((void)0)
-    #endif
-    """
-    void MONDRIAN_TREE_PREFETCH(const void* p) noexcept nogil
-
-# How many nodes ahead _all_values asks the cache for a leaf's first contribution row.
-cdef intp_t ROW_PREFETCH_AHEAD = 16
-
-# Version of the whole pickled state of a MondrianTree (__getstate__): 1 kept a box for every
-# node; 2 (lean boxes) keeps the stored boxes, and the read columns when they are not the stored
-# ones (a classifier that met classes online); 3 is 2 with lean values (statistics rows by box
-# slot). Versions 1 to 3 hold node records with a `paused` field (56 bytes, or 72 before the
-# struct was packed); 4 holds the 48-byte records (a paused leaf's flag in its `feature`) and
-# says whether its values are lean. All load; a later version is refused.
-TREE_STATE_VERSION = 4
-_TREE_READ_VERSIONS = (1, 2, 3, 4)
-# Version of the compact state (compact_state / from_compact_state): 1, or 2 with a "columns"
-# entry (builds without read columns refuse those clearly). Both load.
-COMPACT_STATE_VERSION = 1
-_COMPACT_READ_VERSIONS = (1, 2)
 
 # Default of ``box_min_samples``: nodes holding at least this many points keep a stored box;
 # the boxes of smaller nodes are rebuilt from their points when read (docs/design.md, Storage).
@@ -85,8 +89,6 @@ assert NODE_DTYPE.itemsize == sizeof(Node)
 # TREE_UNDEFINED on every leaf, as in scikit-learn, and the paused flag as a bool `paused`.
 NODE_VIEW_DTYPE = np.dtype([(name, NODE_DTYPE[name]) for name in NODE_DTYPE.names]
                            + [("paused", np.bool_)])
-# Node ids are 32-bit in the struct: a tree holds at most 2**31 - 1 nodes (ids below it).
-cdef intp_t MAX_NODES = 2147483647
 
 
 cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
@@ -103,45 +105,6 @@ cdef int _realloc(void** ptr, size_t count, size_t itemsize) except -1 nogil:
     return 0
 
 
-def _as_node_dtype(nodes, bint legacy):
-    """``nodes`` as a contiguous array of ``NODE_DTYPE``, converted field by field (by name:
-    ``astype`` between structured dtypes goes by position), in any byte order. ``legacy``:
-    the records of states before version 4 (56 bytes, or 72 with intp ids and another field
-    order), with a ``paused`` field (0 or 1, leaves only) that goes into the leaf's
-    ``feature`` (``TREE_PAUSED``); their other fields are copied as they are."""
-    nodes = np.asarray(nodes)
-    if nodes.dtype == NODE_DTYPE and not legacy:
-        out = np.ascontiguousarray(nodes)
-        if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
-            # (the extension would absorb points into an internal node)
-            raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
-        return out
-    names = nodes.dtype.names or ()
-    wanted = NODE_DTYPE.names + (("paused",) if legacy else ())
-    missing = [name for name in wanted if name not in names]
-    if nodes.ndim != 1 or missing:
-        raise ValueError(f"inconsistent MondrianTree state: node fields {missing} missing")
-    out = np.zeros(nodes.shape[0], dtype=NODE_DTYPE)
-    for name in NODE_DTYPE.names:
-        lowest = TREE_UNDEFINED if legacy or name != "feature" else TREE_PAUSED
-        if (name in ("parent", "left_child", "right_child", "feature")
-                and nodes.shape[0]
-                and not lowest <= nodes[name].min() <= nodes[name].max() < MAX_NODES):
-            raise ValueError(f"inconsistent MondrianTree state: node field {name!r} "
-                             "out of the 32-bit range")
-        out[name] = nodes[name]
-    if ((out["feature"] == TREE_PAUSED) & (out["left_child"] != TREE_LEAF)).any():
-        raise ValueError("inconsistent MondrianTree state: a paused node is not a leaf")
-    if legacy and nodes.shape[0]:
-        paused = np.asarray(nodes["paused"])
-        if not np.isin(paused, (0, 1)).all() or (
-                paused.astype(bool) & (out["left_child"] != TREE_LEAF)).any():
-            raise ValueError("inconsistent MondrianTree state: node field 'paused' is not "
-                             "0 or 1 on leaves and 0 on internal nodes")
-        out["feature"][paused.astype(bool)] = TREE_PAUSED
-    return out
-
-
 def _node_view(raw):
     """The ``NODE_VIEW_DTYPE`` records of the ``NODE_DTYPE`` records ``raw``."""
     out = np.empty(raw.shape[0], dtype=NODE_VIEW_DTYPE)
@@ -151,227 +114,6 @@ def _node_view(raw):
     np.equal(raw["feature"], TREE_PAUSED, out=paused)
     out["feature"][paused] = TREE_UNDEFINED
     return out
-
-
-def _same_bits(a, b):
-    """Whether two float64 arrays hold the same bits (``-0.0`` differs from ``0.0``)."""
-    return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
-
-
-def _refuse(message):
-    raise ValueError(f"inconsistent MondrianTree state: {message}")
-
-
-def _check_loaded(MondrianTree tree, nodes, sample_next, slots=None, intp_t n_boxes=0,
-                  bint whole=True):
-    """Refuse (``ValueError``) node records, links and box slots the core cannot use
-    (:func:`~mondrian.core._state_checks.tree_records_error`); ``whole``: the records carry
-    their parents and counts (a compact state derives them afterwards)."""
-    error = tree_records_error(nodes, sample_next, slots, n_features=tree.n_features,
-                               n_boxes=n_boxes, box_min_samples=tree.box_min_samples,
-                               with_parents=whole, with_counts=whole)
-    if error is not None:
-        _refuse(error)
-
-
-def _loaded_extras(MondrianTree tree, state):
-    """The random stream and ``count_columns`` of a saved tree state, checked."""
-    try:
-        words = [int(word) for word in np.asarray(state["rng"]).ravel()]
-        count_columns = int(state.get("count_columns", 0))
-    except (TypeError, ValueError, OverflowError):
-        _refuse("the random state or count_columns is not an integer")
-    if len(words) != 4 or not all(0 <= w < 2**64 for w in words) or not any(words):
-        _refuse("the random state must be four 64-bit words, not all zero")
-    rng = np.array(words, dtype=np.uint64)
-    if not -1 <= count_columns <= tree.value_stride:
-        _refuse(f"count_columns={count_columns} outside [-1, value_stride]")
-    return rng, count_columns
-
-
-cdef int _start_stack(StackRecord** stack, intp_t* capacity, intp_t node, intp_t start,
-                      intp_t end, float64_t tau_parent) except -1 nogil:
-    """Make ``stack`` hold one record: ``node`` with the points ``[start, end)``."""
-    if capacity[0] < 8:
-        _realloc(<void**>stack, 8, sizeof(StackRecord))
-        capacity[0] = 8
-    stack[0][0].node = node
-    stack[0][0].start = start
-    stack[0][0].end = end
-    stack[0][0].tau_parent = tau_parent
-    return 0
-
-
-cdef inline void _include(float64_t* lo, float64_t* hi, const float64_t* x,
-                          intp_t n_features) noexcept nogil:
-    """Grow the box ``[lo, hi]`` to contain ``x`` (branch-free, so the loop vectorises)."""
-    cdef intp_t d
-    cdef float64_t v
-    for d in range(n_features):
-        v = x[d]
-        lo[d] = v if v < lo[d] else lo[d]
-        hi[d] = v if v > hi[d] else hi[d]
-
-
-cdef extern from *:
-    """
-    /* Box loops of batch growth (MondrianTree._grow). The bounds are min/max chains with the
-       tie rule of _include (a point replaces a bound only when strictly beyond it), so they
-       have the same bits at any vector width; on x86-64 glibc GCC builds an AVX2 clone,
-       chosen at load time when the CPU has it (twice the doubles per instruction of the
-       SSE2 baseline). */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
-    #define MF_BOX_CLONES __attribute__((target_clones("avx2", "default")))
-    #else
-    #define MF_BOX_CLONES
-    #endif
-
-    /* The box loop keeps the box of a block of 4 MF_LANES dims in registers (2 x 4 ymm
-       with AVX2) while a chunk of rows streams by: a load, a min and a max per 4 doubles. A
-       point replaces a bound only when strictly beyond it (the select below is v < mn ? v
-       : mn lane-wise: a compare and a blend on x86), so each bound is the first of its
-       ties in the order of idx (-0.0 vs 0.0). GCC and clang's vector types lower to the
-       widest vectors of the clone; other compilers get lanes of one double, the same
-       arithmetic. */
-    #if defined(__GNUC__)
-    typedef double mf_v4 __attribute__((vector_size(32)));
-    typedef long long mf_m4 __attribute__((vector_size(32)));
-    /* (memcpy: rows need not be 32-byte aligned; macros, not functions, so no vector
-       crosses a call boundary of the default clone) */
-    #define mf_load4(p) ({ mf_v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
-    #define mf_store4(p, v) do { mf_v4 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
-    #define MF_LANES 4
-    #define MF_INLINE static inline __attribute__((always_inline))
-    #define MF_PREFETCH(p) __builtin_prefetch(p)
-    #define MF_MIN(v, m) ((mf_v4)(((mf_m4)(v) & ((v) < (m))) | ((mf_m4)(m) & ~((v) < (m)))))
-    #define MF_MAX(v, m) ((mf_v4)(((mf_m4)(v) & ((v) > (m))) | ((mf_m4)(m) & ~((v) > (m)))))
-    #else
-    typedef double mf_v4;
-    #define mf_load4(p) (*(p))
-    #define mf_store4(p, v) (*(p) = (v))
-    #define MF_LANES 1
-    #define MF_INLINE static inline
-    #define MF_PREFETCH(p) ((void)0)
-    #define MF_MIN(v, m) ((v) < (m) ? (v) : (m))
-    #define MF_MAX(v, m) ((v) > (m) ? (v) : (m))
-    #endif
-    /* Rows are gathered by idx, out of the reach of the hardware prefetcher: the box loop
-       takes them in chunks of MF_CHUNK (in L1 while every block of dims streams them) and
-       prefetches the next chunk whole; the partition prefetches MF_AHEAD rows ahead. */
-    #define MF_CHUNK 16
-    #define MF_AHEAD 8
-
-    /* Grow the box (lo, hi) over dims [b, b + MF_LANES Q) of the rows idx[0..n). */
-    #define MF_BOX_BLOCK(Q)                                                             \\
-        MF_INLINE void mf_box_block_##Q(                                                \\
-                const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx, \\
-                Py_ssize_t n, Py_ssize_t b, double *restrict lo, double *restrict hi) { \\
-            mf_v4 mn[Q], mx[Q];                                                         \\
-            Py_ssize_t q, k;                                                            \\
-            for (q = 0; q < Q; q++) {                                                   \\
-                mn[q] = mf_load4(lo + b + MF_LANES * q);                                \\
-                mx[q] = mf_load4(hi + b + MF_LANES * q);                                \\
-            }                                                                           \\
-            for (k = 0; k < n; k++) {                                                   \\
-                const double *row = X + idx[k] * D + b;                                 \\
-                for (q = 0; q < Q; q++) {                                               \\
-                    mf_v4 v = mf_load4(row + MF_LANES * q);                             \\
-                    mn[q] = MF_MIN(v, mn[q]);                                           \\
-                    mx[q] = MF_MAX(v, mx[q]);                                           \\
-                }                                                                       \\
-            }                                                                           \\
-            for (q = 0; q < Q; q++) {                                                   \\
-                mf_store4(lo + b + MF_LANES * q, mn[q]);                                \\
-                mf_store4(hi + b + MF_LANES * q, mx[q]);                                \\
-            }                                                                           \\
-        }
-    MF_BOX_BLOCK(4)
-    MF_BOX_BLOCK(1)
-
-    MF_INLINE void mf_box_dim(
-            const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx,
-            Py_ssize_t n, Py_ssize_t d, double *restrict lo, double *restrict hi) {
-        /* One dim (the last D mod MF_LANES), the same rule one double at a time. */
-        double mn = lo[d], mx = hi[d];
-        Py_ssize_t k;
-        for (k = 0; k < n; k++) {
-            double v = X[idx[k] * D + d];
-            mn = v < mn ? v : mn;
-            mx = v > mx ? v : mx;
-        }
-        lo[d] = mn;
-        hi[d] = mx;
-    }
-
-    MF_BOX_CLONES
-    static void mf_rows_box(const double *restrict X, Py_ssize_t D,
-                            const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
-        /* The box of the rows idx[0..n) of X, grown in that order, into lo (lower row) and
-           lo + D (upper row); an empty set of rows gets the empty box (+inf, -inf). The box
-           does not overlap X or idx. The rows come in chunks of MF_CHUNK, which stay in L1
-           while each block of dims streams them (rows are gathered by idx, out of the reach
-           of the hardware prefetcher: the next chunk's rows are prefetched whole). */
-        double *restrict hi = lo + D;
-        Py_ssize_t b, k0, k1, k, c;
-        if (n <= 0) {
-            for (b = 0; b < D; b++) {
-                lo[b] = INFINITY;
-                hi[b] = -INFINITY;
-            }
-            return;
-        }
-        memcpy(lo, X + idx[0] * D, D * sizeof(double));
-        memcpy(hi, X + idx[0] * D, D * sizeof(double));
-        for (k0 = 1; k0 < n; k0 = k1) {
-            k1 = n - k0 > MF_CHUNK ? k0 + MF_CHUNK : n;
-            for (k = k1; k < n && k < k1 + MF_CHUNK; k++)
-                for (c = 0; c < D; c += 8) MF_PREFETCH(X + idx[k] * D + c);
-            for (b = 0; b + 4 * MF_LANES <= D; b += 4 * MF_LANES)
-                mf_box_block_4(X, D, idx + k0, k1 - k0, b, lo, hi);
-            for (; b + MF_LANES <= D; b += MF_LANES)
-                mf_box_block_1(X, D, idx + k0, k1 - k0, b, lo, hi);
-            for (; b < D; b++) mf_box_dim(X, D, idx + k0, k1 - k0, b, lo, hi);
-        }
-    }
-
-    static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
-                                         Py_ssize_t end, const double *restrict X,
-                                         Py_ssize_t D, Py_ssize_t feature, double threshold,
-                                         double *restrict left, double *restrict right) {
-        /* Move the rows with x[feature] <= threshold to the front of idx[start..end) (the
-           same swaps as _partition) and return the boundary; then write the box of each side,
-           grown in the final order of its rows. The four buffers do not overlap. */
-        Py_ssize_t i = start, j = end - 1, tmp;
-        while (i <= j) {
-            /* (the rows met next: from the front, and swapped in from the back) */
-            MF_PREFETCH(X + idx[i + MF_AHEAD < end ? i + MF_AHEAD : i] * D + feature);
-            MF_PREFETCH(X + idx[j - MF_AHEAD > start ? j - MF_AHEAD : j] * D + feature);
-            if (X[idx[i] * D + feature] <= threshold) {
-                i++;
-            } else {
-                tmp = idx[i];
-                idx[i] = idx[j];
-                idx[j] = tmp;
-                j--;
-            }
-        }
-        mf_rows_box(X, D, idx + start, i - start, left);
-        mf_rows_box(X, D, idx + i, end - i, right);
-        return i;
-    }
-    """
-    void mf_rows_box(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
-                     float64_t* lo) noexcept nogil
-    intp_t mf_partition_boxes(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
-                              intp_t D, intp_t feature, float64_t threshold,
-                              float64_t* left, float64_t* right) noexcept nogil
-
-
-cdef inline void _add_row(float64_t* value, const float64_t* row, intp_t width) noexcept nogil:
-    """Add a contribution row to a node's statistics."""
-    cdef intp_t k
-    for k in range(width):
-        value[k] += row[k]
 
 
 cdef class MondrianTree:
@@ -428,44 +170,8 @@ cdef class MondrianTree:
         self.pause_pure = pause_pure
         self.box_min_samples = box_min_samples
         self.lean_values = lean_values
-        self.nodes = NULL
-        self.box_slot = NULL
-        self.box_count = 0
-        self.box_capacity = 0
-        self.points_owner = None
-        self.points_ptr = NULL
-        self.points_rows = 0
-        self.rows_owner = None
-        self.rows_ptr = NULL
-        self.rows_rows = 0
-        self.rows_stride = 0
-        self.bounds = NULL
-        self.value = NULL
-        self.sample_next = NULL
-        self.grow_stack = NULL
-        self.grow_boxes = NULL
-        self.grow_boxes_capacity = 0
-        self.extend_stack = NULL
-        self.node_count = 0
-        self.capacity = 0
-        self.sample_capacity = 0
-        self.n_samples_seen = 0
-        self.grow_stack_capacity = 0
-        self.extend_stack_capacity = 0
-        self.undo_on = False
-        self.undo_n = self.undo_cap = self.undo_vcap = self.undo_sn = self.undo_scap = 0
-        self.undo_ids = NULL
-        self.undo_nodes = NULL
-        self.undo_bounds = NULL
-        self.undo_slots = NULL
-        self.undo_values = NULL
-        self.undo_samples = NULL
-        self.undo_old_value = NULL
-        self.undo_widened = False
-        self.columns = NULL
-        self.columns_capacity = 0
-        self.undo_old_columns = NULL
-        self.undo_reordered = False
+        # (every other C field starts at 0 / NULL, the undo log closed: Cython zeroes the
+        # object before __cinit__; the store references start as None)
         _realloc(<void**>&self.columns, max(value_stride, 1), sizeof(intp_t))
         self.columns_capacity = max(value_stride, 1)
         cdef intp_t k
@@ -476,7 +182,6 @@ cdef class MondrianTree:
         self.scratch = <float64_t*> PyMem_Malloc(7 * n_features * sizeof(float64_t))
         if self.scratch == NULL:
             raise MemoryError()
-        self.row_scratch = NULL
         _realloc(<void**>&self.row_scratch, max(value_stride, 1), sizeof(float64_t))
         rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
 
@@ -489,10 +194,10 @@ cdef class MondrianTree:
         free(self.grow_stack)
         free(self.grow_boxes)
         free(self.extend_stack)
-        self._free_undo()
-        free(self.undo_old_value)
+        undo_free(&self.undo)
+        free(self.undo.old_value)
         free(self.columns)
-        free(self.undo_old_columns)
+        free(self.undo.old_columns)
         PyMem_Free(self.scratch)
         free(self.row_scratch)
 
@@ -547,7 +252,6 @@ cdef class MondrianTree:
     cdef intp_t _new_node(self) except -1 nogil:
         """Append a blank leaf and return its id; may move every buffer."""
         cdef intp_t node
-        cdef Node* nd
         if self.node_count >= self.capacity:
             if self.node_count >= MAX_NODES:
                 with gil:
@@ -558,15 +262,8 @@ cdef class MondrianTree:
             self._resize(min(max(8, 2 * self.capacity), MAX_NODES))
         node = self.node_count
         self.node_count += 1
-        nd = &self.nodes[node]
-        nd.parent = TREE_LEAF
-        nd.left_child = TREE_LEAF
-        nd.right_child = TREE_LEAF
-        nd.feature = TREE_UNDEFINED
-        nd.threshold = TREE_UNDEFINED
-        nd.split_time = self.lifetime
-        nd.n_node_samples = 0
-        nd.first_sample = TREE_LEAF
+        self.nodes[node].parent = TREE_LEAF
+        reset_leaf(self, node, 0)
         self.box_slot[node] = -1
         if self.box_min_samples == 0:
             self._new_box(node)  # every node has its box, in slot == node id
@@ -613,18 +310,6 @@ cdef class MondrianTree:
             points_box(X, self.n_features, points, n, scratch)
         return scratch
 
-    cdef void _leaf_box(self, intp_t node, const float64_t* X, float64_t* lo) noexcept nogil:
-        """The box of the leaf ``node`` rebuilt from its whole list into ``lo`` (lower row) and
-        ``lo + D`` (upper)."""
-        cdef intp_t D = self.n_features
-        cdef intp_t i = self.nodes[node].first_sample
-        memcpy(lo, X + i * D, D * sizeof(float64_t))
-        memcpy(lo + D, X + i * D, D * sizeof(float64_t))
-        i = self.sample_next[i]
-        while i != TREE_LEAF:
-            _include(lo, lo + D, X + i * D, D)
-            i = self.sample_next[i]
-
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1:
         if ptr != self.points_ptr or rows != self.points_rows:
             self.points_owner = owner
@@ -650,143 +335,20 @@ cdef class MondrianTree:
             return self.value + self.value_stride * self.box_slot[node]
         return scratch
 
-    cdef void _rebuild_row(self, intp_t node, const float64_t* rows,
-                           float64_t* out) noexcept nogil:
-        """The statistics row of ``node`` summed into ``out`` from the rows ``rows`` of the
-        points below it: a leaf's whole list (any length), else the subtree of a node holding
-        fewer than ``box_min_samples`` points."""
-        cdef intp_t points[BOX_POINTS_MAX]
-        cdef intp_t n, i, c, S = self.value_stride
-        cdef const float64_t* row
-        if self.nodes[node].left_child == TREE_LEAF:
-            for c in range(S):
-                out[c] = 0.0
-            i = self.nodes[node].first_sample
-            while i != TREE_LEAF:
-                row = rows + i * S
-                for c in range(S):
-                    out[c] += row[c]
-                i = self.sample_next[i]
-            return
-        n = subtree_points(self, node, points, BOX_POINTS_MAX)
-        points_row(rows, S, points, n, out)
-
-    cdef intp_t _breadth_first(self, intp_t* queue) noexcept nogil:
-        """Write every node id to ``queue`` (``node_count`` entries) breadth first from the
-        root, so that each parent comes before its children; return their number."""
-        cdef intp_t head = 0, tail = 1, j
-        queue[0] = 0
-        while head < tail:
-            j = queue[head]
-            head += 1
-            if self.nodes[j].left_child != TREE_LEAF:
-                queue[tail] = self.nodes[j].left_child
-                queue[tail + 1] = self.nodes[j].right_child
-                tail += 2
-        return tail
-
     cdef int _all_values(self, float64_t* out, intp_t* queue) except -1 nogil:
         """Every node's statistics row into ``out`` (``node_count`` rows of
         ``value_stride``, stored column layout; ``queue``: scratch of ``node_count``): the
         stored rows copied, the others from the attached rows (leaves from their lists, then
         sums of the children). For readers of many rows (the counterpart of
         :meth:`_all_boxes`). Writes nothing to the tree."""
-        cdef intp_t S = self.value_stride, n = self.node_count, tail, j, k, c
-        cdef intp_t lc, i
-        cdef bint ordered = True
-        cdef float64_t* val
-        cdef const float64_t* left
-        cdef const float64_t* right
-        cdef const float64_t* row
-        if n == 0 or S == 0:
-            return 0
-        if not self.lean_values:
-            memcpy(out, self.value, n * S * sizeof(float64_t))
-            return 0
-        # Children after their parent in id order (a batch-grown tree; an online one until a
-        # parent is inserted above a node): the nodes in reverse id order, sequential reads;
-        # else breadth first (parents before children), reversed.
-        for j in range(n):
-            if self.nodes[j].left_child != TREE_LEAF and (
-                    self.nodes[j].left_child <= j or self.nodes[j].right_child <= j):
-                ordered = False
-                break
-        tail = n if ordered else self._breadth_first(queue)
-        for k in range(tail - 1, -1, -1):
-            j = k if ordered else queue[k]
-            if ordered and j >= ROW_PREFETCH_AHEAD:
-                # The rows of the leaves' points are scattered in the store: request the
-                # first one a few nodes early (a hint: no effect on any value).
-                i = self.nodes[j - ROW_PREFETCH_AHEAD].first_sample
-                if i != TREE_LEAF:
-                    for c in range(0, S, 8):
-                        MONDRIAN_TREE_PREFETCH(self.rows_ptr + i * S + c)
-                    MONDRIAN_TREE_PREFETCH(self.sample_next + i)
-            val = out + S * j
-            if self.box_slot[j] >= 0:
-                memcpy(val, self.value + S * self.box_slot[j], S * sizeof(float64_t))
-                continue
-            lc = self.nodes[j].left_child
-            if lc == TREE_LEAF:
-                for c in range(S):
-                    val[c] = 0.0
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    row = self.rows_ptr + i * S
-                    for c in range(S):
-                        val[c] += row[c]
-                    i = self.sample_next[i]
-                continue
-            left = out + S * lc
-            right = out + S * self.nodes[j].right_child
-            for c in range(S):
-                val[c] = left[c] + right[c]
-        return 0
+        return all_values(self, out, queue)
 
     cdef int _all_boxes(self, float64_t* out, intp_t* queue) except -1 nogil:
         """Every node's box into ``out`` (``node_count`` rows of ``2 D``; ``queue``: scratch
         of ``node_count``): the stored ones copied, the others from the attached points
         (leaves from their lists, then unions of the children). For readers of many rows, who
         then walk every row as on a tree storing every box. Writes nothing to the tree."""
-        cdef intp_t D = self.n_features, n = self.node_count, tail, j, k, d
-        cdef intp_t lc, i
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef const float64_t* left
-        cdef const float64_t* right
-        if n == 0:
-            return 0
-        tail = self._breadth_first(queue)
-        for k in range(tail - 1, -1, -1):
-            j = queue[k]
-            lo = out + 2 * D * j
-            hi = lo + D
-            if self.box_slot[j] >= 0:
-                memcpy(lo, self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-                continue
-            lc = self.nodes[j].left_child
-            if lc == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                if i == TREE_LEAF:
-                    for d in range(D):
-                        lo[d] = INFINITY
-                        hi[d] = -INFINITY
-                    continue
-                memcpy(lo, self.points_ptr + i * D, D * sizeof(float64_t))
-                memcpy(hi, self.points_ptr + i * D, D * sizeof(float64_t))
-                i = self.sample_next[i]
-                while i != TREE_LEAF:
-                    _include(lo, hi, self.points_ptr + i * D, D)
-                    i = self.sample_next[i]
-                continue
-            # A small internal node: the union of its children's boxes (min/max of the same
-            # points, so the same values).
-            left = out + 2 * D * lc
-            right = out + 2 * D * self.nodes[j].right_child
-            for d in range(D):
-                lo[d] = left[d] if left[d] < right[d] else right[d]
-                hi[d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
-        return 0
+        return all_boxes(self, out, queue)
 
     def attach_points(self, X, rows=None):
         """Give the tree (read) access to the store's inputs ``X``, from which it rebuilds
@@ -822,65 +384,21 @@ cdef class MondrianTree:
         self._attach_rows(None, NULL, 0, 0)
 
     # ------------------------------------------------------------------ undo log
+    # (the log itself, UndoLog, and its functions: mondrian.core._undo)
 
     cdef int _log_node(self, intp_t node) except -1 nogil:
-        """Save node ``node`` (struct, box slot and stored box, statistics) before it is
-        written, if an undo log
-        is open and the node existed when it began (later nodes are dropped by truncation)."""
-        cdef intp_t D = self.n_features, S = self.value_stride, n = self.undo_n, cap
-        if not self.undo_on or node >= self.undo_node_count:
-            return 0
-        if n >= self.undo_cap:
-            cap = max(16, 2 * n)
-            _realloc(<void**>&self.undo_ids, cap, sizeof(intp_t))
-            _realloc(<void**>&self.undo_nodes, cap, sizeof(Node))
-            _realloc(<void**>&self.undo_bounds, cap * 2 * D, sizeof(float64_t))
-            _realloc(<void**>&self.undo_slots, cap, sizeof(int32_t))
-            self.undo_cap = cap
-        if (n + 1) * S > self.undo_vcap:
-            cap = max(16, 2 * (n + 1)) * S
-            _realloc(<void**>&self.undo_values, cap, sizeof(float64_t))
-            self.undo_vcap = cap
-        self.undo_ids[n] = node
-        self.undo_nodes[n] = self.nodes[node]
-        self.undo_slots[n] = self.box_slot[node]
-        if self.box_slot[node] >= 0:
-            memcpy(self.undo_bounds + 2 * D * n, self.bounds + 2 * D * self.box_slot[node],
-                   2 * D * sizeof(float64_t))
-        if S > 0 and stored_row(self, node) != NULL:
-            memcpy(self.undo_values + S * n, stored_row(self, node), S * sizeof(float64_t))
-        self.undo_n = n + 1
+        """Save node ``node`` before it is written, if an undo log is open and the node
+        existed when it began (later nodes are dropped by truncation)."""
+        if self.undo.on and node < self.undo.node_count:
+            return undo_log_node(self, node)
         return 0
 
     cdef int _log_sample(self, intp_t i) except -1 nogil:
-        """Save ``sample_next[i]`` before it is written, if an undo log is open. Entries at or
-        past ``n_samples_seen`` at its beginning are always -1: the rollback resets them
-        without a log."""
-        cdef intp_t n = self.undo_sn
-        if not self.undo_on or i >= self.undo_samples_seen:
-            return 0
-        if n >= self.undo_scap:
-            _realloc(<void**>&self.undo_samples, 2 * max(16, 2 * n), sizeof(intp_t))
-            self.undo_scap = max(16, 2 * n)
-        self.undo_samples[2 * n] = i
-        self.undo_samples[2 * n + 1] = self.sample_next[i]
-        self.undo_sn = n + 1
+        """Save ``sample_next[i]`` before it is written, if an undo log is open (entries at
+        or past ``n_samples_seen`` at its beginning are reset without a log)."""
+        if self.undo.on and i < self.undo.samples_seen:
+            return undo_log_sample(self, i)
         return 0
-
-    cdef void _free_undo(self) noexcept nogil:
-        free(self.undo_ids)
-        free(self.undo_nodes)
-        free(self.undo_bounds)
-        free(self.undo_slots)
-        free(self.undo_values)
-        free(self.undo_samples)
-        self.undo_ids = NULL
-        self.undo_nodes = NULL
-        self.undo_bounds = NULL
-        self.undo_slots = NULL
-        self.undo_values = NULL
-        self.undo_samples = NULL
-        self.undo_cap = self.undo_vcap = self.undo_scap = 0
 
     def begin_undo(self):
         """Open an undo log: until :meth:`commit_undo`, :meth:`rollback_undo` puts the tree
@@ -896,532 +414,29 @@ cdef class MondrianTree:
         bool
             False when a log is open already (it stays as it is: its opener ends it).
         """
-        if self.undo_on:
-            return False
-        self.undo_on = True
-        self.undo_node_count = self.node_count
-        self.undo_box_count = self.box_count
-        self.undo_samples_seen = self.n_samples_seen
-        self.undo_rng = self.rng
-        self.undo_n = 0
-        self.undo_sn = 0
-        self.undo_widened = False
-        self.undo_reordered = False
-        return True
+        return undo_begin(self)
 
     def rollback_undo(self):
         """Undo every change since :meth:`begin_undo` and close the log (no-op without one)."""
-        cdef intp_t D = self.n_features, S = self.value_stride, e, j
-        if not self.undo_on:
-            return
-        for e in range(self.undo_n - 1, -1, -1):
-            j = self.undo_ids[e]
-            self.nodes[j] = self.undo_nodes[e]
-            self.box_slot[j] = self.undo_slots[e]
-            if self.undo_slots[e] >= 0:
-                memcpy(self.bounds + 2 * D * self.undo_slots[e], self.undo_bounds + 2 * D * e,
-                       2 * D * sizeof(float64_t))
-            if S > 0 and stored_row(self, j) != NULL:  # (the slot restored just above)
-                memcpy(<float64_t*>stored_row(self, j), self.undo_values + S * e,
-                       S * sizeof(float64_t))
-        for e in range(self.undo_sn - 1, -1, -1):
-            self.sample_next[self.undo_samples[2 * e]] = self.undo_samples[2 * e + 1]
-        if self.n_samples_seen > self.undo_samples_seen:
-            memset(self.sample_next + self.undo_samples_seen, 0xFF,
-                   (self.n_samples_seen - self.undo_samples_seen) * sizeof(intp_t))
-        self.n_samples_seen = self.undo_samples_seen
-        self.node_count = self.undo_node_count
-        self.box_count = self.undo_box_count  # boxes given since are dropped with their nodes
-        self.rng = self.undo_rng
-        if self.undo_widened:
-            free(self.value)
-            self.value = self.undo_old_value
-            self.value_stride = self.undo_old_stride
-            # The old buffer holds the capacity it had then (the other buffers may be larger).
-            if self.lean_values:
-                self.box_capacity = min(self.box_capacity, self.undo_old_capacity)
-            else:
-                self.capacity = min(self.capacity, self.undo_old_capacity)
-            self.undo_old_value = NULL
-        if self.undo_reordered:
-            free(self.columns)
-            self.columns = self.undo_old_columns
-            self.n_columns = self.undo_old_n_columns
-            self.columns_capacity = self.undo_old_columns_capacity
-            self.undo_old_columns = NULL
-        self._close_undo()
+        undo_rollback(self)
 
     def commit_undo(self):
         """Keep the changes since :meth:`begin_undo` and close the log."""
-        if not self.undo_on:
-            return
-        if self.undo_widened:
-            free(self.undo_old_value)
-            self.undo_old_value = NULL
-        if self.undo_reordered:
-            free(self.undo_old_columns)
-            self.undo_old_columns = NULL
-        self._close_undo()
-
-    def _close_undo(self):
-        self.undo_on = False
-        self.undo_widened = False
-        self.undo_reordered = False
-        self.undo_n = 0
-        self.undo_sn = 0
-        if self.undo_cap > 4096 or self.undo_scap > 4096:
-            self._free_undo()  # a large batch's log: do not keep its memory
+        undo_commit(self)
 
     @property
     def undo_open(self):
         """Whether an undo log is open (:meth:`begin_undo`)."""
-        return bool(self.undo_on)
+        return bool(self.undo.on)
 
-    cdef bint _should_pause(self, intp_t node, const float64_t* val) noexcept nogil:
-        """Pause rule of section 3.1: too few points, or pure statistics when asked (``val``:
-        the leaf's statistics row, stored or rebuilt).
-
-        Sums run over the read columns in their order (the sorted classes), so that a
-        weighted count has the same bits whatever order the classes arrived in.
-        """
-        cdef intp_t k, nonzero = 0
-        cdef float64_t count = 0.0
-        if self.count_columns == 0:
-            count = self.nodes[node].n_node_samples
-        else:
-            for k in range(self.n_columns if self.count_columns < 0 else self.count_columns):
-                count += val[self.columns[k]]
-        if count < self.min_samples_split:
-            return True
-        if self.pause_pure:
-            for k in range(self.n_columns):
-                if val[self.columns[k]] != 0.0:
-                    nonzero += 1
-                    if nonzero > 1:
-                        return False
-            return True
-        return False
-
-    cdef int _make_leaf_list(self, intp_t node, intp_t* idx, intp_t start,
-                             intp_t end) except -1 nogil:
-        """Record the points ``idx[start:end]`` as the content of leaf ``node``."""
-        cdef intp_t k
-        self.nodes[node].first_sample = idx[start]
-        if self.undo_on:
-            for k in range(start, end):
-                self._log_sample(idx[k])
-        for k in range(start, end - 1):
-            self.sample_next[idx[k]] = idx[k + 1]
-        self.sample_next[idx[end - 1]] = TREE_LEAF
-        return 0
-
-    cdef int _prepend_to_leaf(self, intp_t node, const intp_t* idx, intp_t start,
-                              intp_t end) except -1 nogil:
-        """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
-        (the last one first); its ``n_node_samples`` is left to the caller."""
-        cdef intp_t k, i
-        for k in range(start, end):
-            i = idx[k]
-            self._log_sample(i)
-            self.sample_next[i] = self.nodes[node].first_sample
-            self.nodes[node].first_sample = i
-        return 0
-
-    cdef void _reset_leaf(self, intp_t node, intp_t n_samples) noexcept nogil:
-        """Make ``node`` a fresh leaf holding ``n_samples`` points (its list is set later)."""
-        cdef Node* nd = &self.nodes[node]
-        nd.n_node_samples = n_samples
-        nd.left_child = TREE_LEAF
-        nd.right_child = TREE_LEAF
-        nd.feature = TREE_UNDEFINED
-        nd.threshold = TREE_UNDEFINED
-        nd.split_time = self.lifetime
-        nd.first_sample = TREE_LEAF
-
-    cdef intp_t _split(self, intp_t node, intp_t feature, float64_t threshold,
-                       float64_t split_time) except -1 nogil:
-        """Cut ``node`` and append its two children; returns the left one (the right one
-        follows it). Buffers may move."""
-        cdef intp_t left = self._new_node()
-        cdef intp_t right = self._new_node()
-        cdef Node* nd = &self.nodes[node]
-        nd.feature = feature
-        nd.threshold = threshold
-        nd.split_time = split_time
-        nd.left_child = left
-        nd.right_child = right
-        self.nodes[left].parent = node
-        self.nodes[right].parent = node
-        return left
-
-    cdef intp_t _push_children(self, intp_t top, intp_t left, intp_t start, intp_t mid,
-                               intp_t end, float64_t split_time) except -1 nogil:
-        """Push the children ``left`` (points ``[start, mid)``) and ``left + 1`` (``[mid,
-        end)``) on the growth stack, left on top; returns the new stack size."""
-        cdef StackRecord* rec
-        if top + 2 > self.grow_stack_capacity:
-            _realloc(<void**>&self.grow_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
-            self.grow_stack_capacity = max(8, 2 * (top + 2))
-        rec = self.grow_stack + top
-        rec[0].node = left + 1
-        rec[0].start = mid
-        rec[0].end = end
-        rec[0].tau_parent = split_time
-        rec[1].node = left
-        rec[1].start = start
-        rec[1].end = mid
-        rec[1].tau_parent = split_time
-        return top + 2
-
-    # ------------------------------------------------------------------ sampling
-
-    cdef int _grow(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
-                   float64_t tau_parent, const float64_t* X,
-                   const float64_t* rows) except -1 nogil:
-        """Sample a Mondrian block on ``idx[start:end]`` into the slot ``node`` (section 1.2).
-
-        The slot's parent link is left as the caller set it. ``idx[start:end]`` is partitioned
-        in place. Cuts are born after ``tau_parent`` and before the lifetime. Each node's box
-        is computed from its points, and kept only if it holds ``box_min_samples`` or more.
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t S = self.value_stride
-        cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, left, first
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef float64_t* val
-        cdef float64_t* sides = self.scratch
-        cdef float64_t* box_scratch = self.scratch + 3 * D
-        cdef float64_t linear_dim, t, threshold
-        cdef StackRecord rec
-        cdef bint fresh = True
-
-        _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
-
-        while top > 0:
-            top -= 1
-            rec = self.grow_stack[top]
-            j = rec.node
-            lo = self._box_target(j, rec.end - rec.start, box_scratch)
-            hi = lo + D
-            val = self._value_target(j, self.row_scratch)
-            first = idx[rec.start]
-            if fresh:  # the first record: its box from its points
-                mf_rows_box(X, D, idx + rec.start, rec.end - rec.start, lo)
-                fresh = False
-            elif lo == box_scratch:  # not kept: read where the parent's partition wrote it
-                lo = self.grow_boxes + 2 * D * top
-                hi = lo + D
-            else:
-                memcpy(lo, self.grow_boxes + 2 * D * top, 2 * D * sizeof(float64_t))
-            if S > 0:
-                memcpy(val, rows + first * S, S * sizeof(float64_t))
-            for k in range(rec.start + 1, rec.end):
-                i = idx[k]
-                _add_row(val, rows + i * S, S)
-            self._reset_leaf(j, rec.end - rec.start)
-
-            linear_dim = _side_lengths(lo, hi, sides, D)
-            if linear_dim <= 0.0 or self._should_pause(j, val):
-                self.nodes[j].feature = TREE_PAUSED
-                self._make_leaf_list(j, idx, rec.start, rec.end)
-                continue
-            t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
-            if not t < self.lifetime:
-                self._make_leaf_list(j, idx, rec.start, rec.end)
-                continue
-            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
-            if top + 2 > self.grow_boxes_capacity:  # (lo is not read once the cut is drawn)
-                _realloc(<void**>&self.grow_boxes, max(8, 2 * (top + 2)) * 2 * D,
-                         sizeof(float64_t))
-                self.grow_boxes_capacity = max(8, 2 * (top + 2))
-            mid = mf_partition_boxes(idx, rec.start, rec.end, X, D, d, threshold,
-                                     self.grow_boxes + 2 * D * (top + 1),
-                                     self.grow_boxes + 2 * D * top)
-            left = self._split(j, d, threshold, t)
-            top = self._push_children(top, left, rec.start, mid, rec.end, t)
-        # The children's boxes are scratch of this call: the tree does not keep them.
-        free(self.grow_boxes)
-        self.grow_boxes = NULL
-        self.grow_boxes_capacity = 0
-        return 0
+    # ------------------------------------------------------------------ building
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil:
-        """Extend the tree with the points ``idx[:n]`` (mini-batch version of section 2).
-
-        The result has the law of a tree sampled on all points at once (projectivity); paused
-        leaves absorb points and regrow from their stored points when they un-pause (section 3).
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t S = self.value_stride
-        cdef intp_t top = 1
-        cdef intp_t j, k, d, i, mid, near_start, near_end, far_start, far_end
-        cdef intp_t copy, fresh, child, count, cut_dim, new_count
-        cdef bint had_box, keeps_box
-        cdef intp_t small_points[BOX_POINTS_MAX]
-        cdef intp_t n_small
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef const float64_t* box
-        cdef float64_t* val
-        cdef float64_t* bmin = self.scratch
-        cdef float64_t* bmax = self.scratch + D
-        cdef float64_t* extent = self.scratch + 2 * D
-        cdef float64_t* node_scratch = self.scratch + 5 * D
-        cdef const float64_t* x
-        cdef float64_t total, t, threshold, below, above, linear_dim
-        cdef bint lower
-        cdef intp_t* leaf_points
-        cdef StackRecord rec
-
-        if n <= 0:
-            return 0
-        self._ensure_indices(idx, n)
-        if self.node_count == 0:
-            j = self._new_node()
-            return self._grow(j, idx, 0, n, 0.0, X, rows)
-
-        _start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
-
-        while top > 0:
-            top -= 1
-            rec = self.extend_stack[top]
-            j = rec.node
-            count = rec.end - rec.start
-            self.extend_work += 1
-            self._log_node(j)  # every write below to a node that existed goes through here
-
-            if node_paused(&self.nodes[j]):
-                # Never cut above a paused leaf: absorb the points, regrow if un-paused.
-                had_box = self.box_slot[j] >= 0
-                val = self.value + S * j
-                for k in range(rec.start, rec.end):
-                    i = idx[k]
-                    if not self.lean_values:
-                        _add_row(val, rows + i * S, S)
-                    self._log_sample(i)
-                    self.sample_next[i] = self.nodes[j].first_sample
-                    self.nodes[j].first_sample = i
-                self.nodes[j].n_node_samples += count
-                # Its box with the new points: a stored one grows, else it is rebuilt from
-                # the leaf's list (a slot is given if the leaf now holds enough points). A
-                # leaf keeping no box needs it only to regrow: not while the rule pauses it.
-                had_box = self.box_slot[j] >= 0
-                lo = self._box_target(j, self.nodes[j].n_node_samples, node_scratch)
-                hi = lo + D
-                keeps_box = had_box or lo != node_scratch
-                if had_box:
-                    for k in range(rec.start, rec.end):
-                        _include(lo, hi, X + idx[k] * D, D)
-                elif keeps_box:
-                    self._leaf_box(j, X, lo)
-                    self.extend_work += self.nodes[j].n_node_samples
-                if self.lean_values:
-                    # Its statistics row likewise: a stored one grows, else it is summed from
-                    # the leaf's list (into its new slot, or the scratch row for the rule).
-                    val = self._value_target(j, self.row_scratch)
-                    if had_box:
-                        for k in range(rec.start, rec.end):
-                            _add_row(val, rows + idx[k] * S, S)
-                    else:
-                        self._rebuild_row(j, rows, val)
-                if not keeps_box:
-                    if self._should_pause(j, val):
-                        continue
-                    self._leaf_box(j, X, lo)
-                    self.extend_work += self.nodes[j].n_node_samples
-                linear_dim = 0.0
-                for d in range(D):
-                    linear_dim += hi[d] - lo[d]
-                if linear_dim > 0.0 and not self._should_pause(j, val):
-                    count = self.nodes[j].n_node_samples
-                    leaf_points = <intp_t*> realloc(NULL, count * sizeof(intp_t))
-                    if leaf_points == NULL:
-                        with gil:
-                            raise MemoryError()
-                    i = self.nodes[j].first_sample
-                    for k in range(count):
-                        leaf_points[k] = i
-                        i = self.sample_next[i]
-                    try:
-                        self._grow(j, leaf_points, 0, count, rec.tau_parent, X, rows)
-                    finally:
-                        free(leaf_points)
-                continue
-
-            # Bounding box of the batch and its extent outside the node's box.
-            x = X + idx[rec.start] * D
-            memcpy(bmin, x, D * sizeof(float64_t))
-            memcpy(bmax, x, D * sizeof(float64_t))
-            for k in range(rec.start + 1, rec.end):
-                _include(bmin, bmax, X + idx[k] * D, D)
-            new_count = self.nodes[j].n_node_samples + count
-            n_small = 0
-            if self.box_slot[j] < 0 and new_count < self.box_min_samples:
-                # A node that keeps no box, now or after the batch: the extent from its
-                # points, each feature's scan stopped as soon as it shows no extent there.
-                n_small = subtree_points(self, j, small_points, BOX_POINTS_MAX)
-            self.extend_work += n_small
-            if n_small > 0:
-                box = node_scratch
-                total = points_extent(X, D, small_points, n_small, bmin, bmax, extent,
-                                      node_scratch)
-            else:
-                if self.box_slot[j] < 0:
-                    self.extend_work += self.nodes[j].n_node_samples  # rebuilt from them
-                box = self._node_box(j, X, node_scratch)
-                total = 0.0
-                for d in range(D):
-                    below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
-                    above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
-                    extent[d] = below + above
-                    total += extent[d]
-            t = rec.tau_parent + rng_exponential(&self.rng, total)
-
-            if t < self.nodes[j].split_time:
-                # A cut outside the node's box, born before the node's own cut: insert a new
-                # parent. Node j keeps its id and becomes that parent; its old content moves
-                # to a copy, so no ancestor link changes.
-                cut_dim = rng_weighted(&self.rng, extent, D, total)
-                below = box[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < box[cut_dim] else 0.0
-                lower = rng_uniform(&self.rng) * extent[cut_dim] < below
-                if lower:
-                    threshold = rng_uniform_open(&self.rng, bmin[cut_dim], box[cut_dim])
-                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
-                    far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
-                else:
-                    threshold = rng_uniform_open(&self.rng, box[D + cut_dim], bmax[cut_dim])
-                    mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
-                    near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
-                copy = self._new_node()  # (may move every buffer: box is not read again)
-                fresh = self._new_node()
-                memcpy(&self.nodes[copy], &self.nodes[j], sizeof(Node))
-                if S > 0 and (not self.lean_values or self.box_min_samples == 0):
-                    # (lean values with every box stored: rows by slot == node id)
-                    memcpy(self.value + S * copy, self.value + S * j, S * sizeof(float64_t))
-                if self.box_min_samples == 0:
-                    # Every node has its own slot: the copy gets the old box.
-                    memcpy(self.bounds + 2 * D * self.box_slot[copy],
-                           self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-                    lo = self.bounds + 2 * D * self.box_slot[j]
-                else:
-                    # The copy takes the old box's slot (none for a small node: its box was
-                    # rebuilt in node_scratch); j gets a slot of its own if it holds enough.
-                    self.box_slot[copy] = self.box_slot[j]
-                    self.box_slot[j] = -1
-                    lo = self._box_target(j, new_count, node_scratch)
-                    if lo != node_scratch:
-                        memcpy(lo, node_scratch if self.box_slot[copy] < 0
-                               else self.bounds + 2 * D * self.box_slot[copy],
-                               2 * D * sizeof(float64_t))
-                hi = lo + D
-                self.nodes[copy].parent = j
-                child = self.nodes[copy].left_child
-                if child != TREE_LEAF:
-                    self._log_node(child)
-                    self._log_node(self.nodes[copy].right_child)
-                    self.nodes[child].parent = copy
-                    self.nodes[self.nodes[copy].right_child].parent = copy
-                if self.lean_values:
-                    # The copy took j's row with its slot; j's row, if j now stores one, is
-                    # the copy's (rebuilt from its points, once its children are relinked)
-                    # plus the batch.
-                    val = self._value_target(j, NULL)
-                    if val != NULL and self.box_min_samples > 0 and S > 0:
-                        if self.box_slot[copy] >= 0:
-                            memcpy(val, self.value + S * self.box_slot[copy],
-                                   S * sizeof(float64_t))
-                        else:
-                            self._rebuild_row(copy, rows, val)
-                else:
-                    val = self.value + S * j
-                for d in range(D):
-                    if bmin[d] < lo[d]:
-                        lo[d] = bmin[d]
-                    if bmax[d] > hi[d]:
-                        hi[d] = bmax[d]
-                if val != NULL:
-                    for k in range(rec.start, rec.end):
-                        _add_row(val, rows + idx[k] * S, S)
-                self.nodes[j].n_node_samples += count
-                self.nodes[j].feature = cut_dim  # (never a paused leaf: those absorb points)
-                self.nodes[j].threshold = threshold
-                self.nodes[j].split_time = t
-                self.nodes[j].first_sample = TREE_LEAF
-                if lower:
-                    self.nodes[j].left_child = fresh
-                    self.nodes[j].right_child = copy
-                else:
-                    self.nodes[j].left_child = copy
-                    self.nodes[j].right_child = fresh
-                self.nodes[fresh].parent = j
-                self._grow(fresh, idx, far_start, far_end, t, X, rows)
-                if near_end > near_start:
-                    self.extend_stack[top].node = copy
-                    self.extend_stack[top].start = near_start
-                    self.extend_stack[top].end = near_end
-                    self.extend_stack[top].tau_parent = t
-                    top += 1
-                continue
-
-            # No new parent: the node absorbs the batch, which then goes down to its children.
-            # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the
-            # node now holds enough points); a small node's rebuilt box is just dropped.
-            had_box = self.box_slot[j] >= 0
-            lo = self._box_target(j, new_count, node_scratch)
-            hi = lo + D
-            if not had_box and lo != node_scratch:
-                memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
-            # Its statistics row likewise (lean values: a new slot's row summed from the
-            # node's points before the batch joins them; no row for a small node).
-            val = self._value_target(j, NULL)
-            if self.lean_values and val != NULL and not had_box and S > 0:
-                self._rebuild_row(j, rows, val)
-            for d in range(D):
-                if bmin[d] < lo[d]:
-                    lo[d] = bmin[d]
-                if bmax[d] > hi[d]:
-                    hi[d] = bmax[d]
-            if val != NULL:
-                for k in range(rec.start, rec.end):
-                    _add_row(val, rows + idx[k] * S, S)
-            self.nodes[j].n_node_samples += count
-            if self.nodes[j].left_child == TREE_LEAF:
-                # A leaf whose lifetime expired: it keeps the points and stays a leaf.
-                self._prepend_to_leaf(j, idx, rec.start, rec.end)
-                continue
-            mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
-                             self.nodes[j].threshold)
-            top = self._descend(top, j, rec.start, mid, rec.end)
-        return 0
-
-    cdef intp_t _descend(self, intp_t top, intp_t node, intp_t start, intp_t mid,
-                         intp_t end) except -1 nogil:
-        """Push the children of the internal ``node`` that receive points (``[start, mid)``
-        go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
-        cdef Node* nd = &self.nodes[node]
-        if top + 2 > self.extend_stack_capacity:
-            _realloc(<void**>&self.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
-            self.extend_stack_capacity = max(8, 2 * (top + 2))
-        if mid < end:
-            self.extend_stack[top].node = nd.right_child
-            self.extend_stack[top].start = mid
-            self.extend_stack[top].end = end
-            self.extend_stack[top].tau_parent = nd.split_time
-            top += 1
-        if mid > start:
-            self.extend_stack[top].node = nd.left_child
-            self.extend_stack[top].start = start
-            self.extend_stack[top].end = mid
-            self.extend_stack[top].tau_parent = nd.split_time
-            top += 1
-        return top
-
-    cdef intp_t _route(self, const float64_t* x, float64_t lifetime) noexcept nogil:
-        """Leaf of ``x`` in the tree pruned at ``lifetime`` (cuts born at or after it ignored)."""
-        return leaf_at(self, x, lifetime)
+        """Extend the tree with the points ``idx[:n]``: the builder of
+        :mod:`mondrian.core._extend` (a subclass may build its own way: the density's
+        full-cell trees)."""
+        return extend_tree(self, idx, n, X, rows)
 
     # ------------------------------------------------------------------ Python API
 
@@ -1459,18 +474,7 @@ cdef class MondrianTree:
         indices : ndarray of intp
             Store indices of the new points, in the order they are added.
         """
-        self._check_store(X, rows, indices)
-        cdef intp_t n = indices.shape[0]
-        if n == 0:
-            return self
-        cdef intp_t[::1] work = np.array(indices, dtype=np.intp, copy=True)
-        cdef const float64_t* rows_ptr = NULL
-        if self.value_stride > 0:
-            rows_ptr = &rows[0, 0]
-        self._attach(X.base, &X[0, 0], X.shape[0])
-        self._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
-        with nogil:
-            self._extend(&work[0], n, &X[0, 0], rows_ptr)
+        extend_checked(self, X, rows, indices)
         return self
 
     def _check_store(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -1506,7 +510,7 @@ cdef class MondrianTree:
             raise ValueError("the tree is empty")
         with nogil:
             for i in range(n):
-                leaves[i] = self._route(&X[i, 0], lam)
+                leaves[i] = leaf_at(self, &X[i, 0], lam)
         return out
 
     def set_value_columns(self, intp_t new_stride, const intp_t[::1] column_map):
@@ -1518,52 +522,7 @@ cdef class MondrianTree:
         models read does not change. Used when a classifier outgrows its spare columns (the
         width then doubles) and when merged forests agree on one layout.
         """
-        cdef intp_t old = self.value_stride, j, c, k
-        if column_map.shape[0] != old:
-            raise ValueError("column_map must have one entry per current column")
-        if new_stride < 0:
-            raise ValueError("new_stride must be non-negative")
-        kept = np.asarray(column_map)
-        kept = kept[kept >= 0]
-        if (kept >= new_stride).any() or np.unique(kept).size != kept.size:
-            raise ValueError("column_map must send the columns to distinct new columns")
-        for k in range(self.n_columns):
-            if column_map[self.columns[k]] < 0:
-                raise ValueError("column_map drops a column that is read")
-        cdef float64_t* new_value = NULL
-        if self.undo_on and self.undo_n:
-            # The logged statistics rows have the old width: the log cannot mix widths.
-            raise RuntimeError("set_value_columns after changes under an open undo log")
-        moved = np.asarray(column_map)[self.column_order].astype(np.intp)
-        # Lean values: the rows stored by box slot (the store's rows are rewritten too, and
-        # attached again, by the caller: until then the rebuilt rows cannot be read).
-        cdef intp_t capacity = self.box_capacity if self.lean_values else self.capacity
-        cdef intp_t used = self.box_count if self.lean_values else self.node_count
-        if new_stride > 0 and capacity > 0:
-            _realloc(<void**>&new_value, capacity * new_stride, sizeof(float64_t))
-            memset(new_value, 0, capacity * new_stride * sizeof(float64_t))
-            for j in range(used):
-                for c in range(old):
-                    if column_map[c] >= 0:
-                        new_value[j * new_stride + column_map[c]] = self.value[j * old + c]
-        try:
-            _realloc(<void**>&self.row_scratch, max(new_stride, old, 1), sizeof(float64_t))
-            self._save_columns()
-        except MemoryError:
-            free(new_value)
-            raise
-        if self.undo_on and not self.undo_widened:
-            # Keep the old buffer for a rollback (the widening copies it anyway).
-            self.undo_old_value = self.value
-            self.undo_old_stride = old
-            self.undo_old_capacity = capacity
-            self.undo_widened = True
-        else:
-            free(self.value)
-        self.value = new_value
-        self.value_stride = new_stride
-        cdef intp_t[::1] cols = moved
-        self._set_columns(&cols[0] if moved.shape[0] else NULL, moved.shape[0])
+        tree_set_value_columns(self, new_stride, column_map)
 
     def set_column_order(self, order):
         """Set the read columns: read column ``k`` is stored column ``order[k]`` (O(len(order)),
@@ -1587,25 +546,6 @@ cdef class MondrianTree:
             memcpy(cnp.PyArray_DATA(out), self.columns, self.n_columns * sizeof(intp_t))
         return out
 
-    cdef int _save_columns(self) except -1:
-        """Keep the read columns for a rollback, once per undo log."""
-        if not self.undo_on or self.undo_reordered:
-            return 0
-        self.undo_old_columns = self.columns
-        self.undo_old_n_columns = self.n_columns
-        self.undo_old_columns_capacity = self.columns_capacity
-        self.columns = NULL
-        self.columns_capacity = 0
-        try:
-            self._set_columns(self.undo_old_columns, self.undo_old_n_columns)
-        except MemoryError:
-            self.columns = self.undo_old_columns
-            self.columns_capacity = self.undo_old_columns_capacity
-            self.undo_old_columns = NULL
-            raise
-        self.undo_reordered = True
-        return 0
-
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1:
         """Make the read columns ``columns[:n]`` (the buffer grows, never shrinks)."""
         cdef intp_t capacity
@@ -1621,13 +561,7 @@ cdef class MondrianTree:
 
     def _trivial_columns(self):
         """Whether the read columns are the stored ones (identity over ``value_stride``)."""
-        cdef intp_t k
-        if self.n_columns != self.value_stride:
-            return False
-        for k in range(self.n_columns):
-            if self.columns[k] != k:
-                return False
-        return True
+        return trivial_columns(self)
 
     def pruned(self, float64_t lifetime):
         """A new tree: this one restricted to ``lifetime`` (<= its own).
@@ -1645,84 +579,7 @@ cdef class MondrianTree:
         -------
         MondrianTree
         """
-        if not 0 <= lifetime <= self.lifetime:
-            raise ValueError(f"lifetime must be in [0, {self.lifetime}], got {lifetime}")
-        # type(self): subclasses (e.g. the density's full-cell trees) prune into their own kind.
-        cdef MondrianTree out = type(self)(self.n_features, self.value_stride, lifetime,
-                                           self.min_samples_split, self.pause_pure, 0,
-                                           self.box_min_samples, self.lean_values)
-        out.rng = self.rng
-        out.count_columns = self.count_columns
-        out._set_columns(self.columns, self.n_columns)
-        out._attach(self.points_owner, self.points_ptr, self.points_rows)
-        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
-        if self.node_count == 0:
-            return out
-        cdef intp_t D = self.n_features, S = self.value_stride
-        cdef intp_t j, new, k, top, last, i
-        cdef bint cut
-        new_id = np.full(self.node_count, TREE_LEAF, dtype=np.intp)
-        cdef intp_t[::1] ids = new_id
-        order = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] queue = order
-        out._resize(self.node_count)
-        out._ensure_samples(self.n_samples_seen)
-        # Breadth-first copy of the kept nodes.
-        queue[0] = 0
-        top = 1
-        k = 0
-        while k < top:
-            j = queue[k]
-            k += 1
-            new = out._new_node()
-            ids[j] = new
-            memcpy(&out.nodes[new], &self.nodes[j], sizeof(Node))
-            # A kept node holds the same points (a new leaf: all those below it), so the
-            # same box; it keeps it where this tree does.
-            if self.box_slot[j] >= 0:
-                if out.box_slot[new] < 0:
-                    out._new_box(new)
-                memcpy(out.bounds + 2 * D * out.box_slot[new],
-                       self.bounds + 2 * D * self.box_slot[j], 2 * D * sizeof(float64_t))
-            # (the same statistics: stored where this tree stores them)
-            if S > 0 and stored_row(self, j) != NULL:
-                memcpy(<float64_t*>stored_row(out, new), stored_row(self, j),
-                       S * sizeof(float64_t))
-            if self.nodes[j].parent != TREE_LEAF:
-                out.nodes[new].parent = ids[self.nodes[j].parent]
-            cut = self.nodes[j].left_child != TREE_LEAF and self.nodes[j].split_time < lifetime
-            if cut:
-                queue[top] = self.nodes[j].left_child
-                queue[top + 1] = self.nodes[j].right_child
-                top += 2
-                continue
-            # A leaf of the pruned tree: every stored point below j, in one list.
-            out.nodes[new].left_child = TREE_LEAF
-            out.nodes[new].right_child = TREE_LEAF
-            out.nodes[new].threshold = TREE_UNDEFINED
-            out.nodes[new].split_time = lifetime
-            if self.nodes[j].left_child != TREE_LEAF:
-                # A dropped cut: the leaf expired at `lifetime`, not paused (a kept leaf
-                # keeps its feature, TREE_PAUSED if it is paused).
-                out.nodes[new].feature = TREE_UNDEFINED
-            out.nodes[new].first_sample = TREE_LEAF
-            last = TREE_LEAF
-            for i in self._subtree_samples(j):
-                if last == TREE_LEAF:
-                    out.nodes[new].first_sample = i
-                else:
-                    out.sample_next[last] = i
-                last = i
-            if last != TREE_LEAF:
-                out.sample_next[last] = TREE_LEAF
-        # Children ids, now that every kept node has its new id.
-        for k in range(top):
-            j = queue[k]
-            new = ids[j]
-            if out.nodes[new].left_child != TREE_LEAF:
-                out.nodes[new].left_child = ids[self.nodes[j].left_child]
-                out.nodes[new].right_child = ids[self.nodes[j].right_child]
-        return out
+        return tree_pruned(self, lifetime)
 
     def shift_samples(self, intp_t offset):
         """Add ``offset`` to the store index of every point the tree holds.
@@ -1730,40 +587,11 @@ cdef class MondrianTree:
         Used when this tree's store is appended after ``offset`` other points (merging the
         ensembles of two data shards); the tree itself is unchanged.
         """
-        if offset < 0:
-            raise ValueError(f"offset must be non-negative, got {offset}")
-        cdef intp_t n = self.n_samples_seen, i, j
-        old = np.empty(n, dtype=np.intp)
-        cdef intp_t[::1] nxt = old
-        for i in range(n):
-            nxt[i] = self.sample_next[i]
-        self._ensure_samples(n + offset)
-        memset(self.sample_next, 0xFF, (n + offset) * sizeof(intp_t))
-        for i in range(n):
-            if nxt[i] != TREE_LEAF:
-                self.sample_next[i + offset] = nxt[i] + offset
-        for j in range(self.node_count):
-            if self.nodes[j].first_sample != TREE_LEAF:
-                self.nodes[j].first_sample += offset
-        self._attach(None, NULL, 0)  # its points moved: the new store must be attached
-        self._attach_rows(None, NULL, 0, 0)
+        tree_shift_samples(self, offset)
 
     def _subtree_samples(self, intp_t node):
         """Stored points below ``node`` (leaf lists of its subtree)."""
-        out = []
-        stack = [node]
-        cdef intp_t j, i
-        while stack:
-            j = stack.pop()
-            if self.nodes[j].left_child == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    out.append(i)
-                    i = self.sample_next[i]
-            else:
-                stack.append(self.nodes[j].right_child)
-                stack.append(self.nodes[j].left_child)
-        return out
+        return subtree_samples(self, node)
 
     def leaf_samples(self, intp_t node):
         """Store indices of the points recorded in leaf ``node``."""
@@ -1778,16 +606,7 @@ cdef class MondrianTree:
 
     def leaf_sample_assignment(self):
         """Leaf holding each stored point seen by the tree (-1 for points it never saw)."""
-        out = np.full(self.n_samples_seen, TREE_LEAF, dtype=np.intp)
-        cdef intp_t[::1] assign = out
-        cdef intp_t j, i
-        for j in range(self.node_count):
-            if self.nodes[j].left_child == TREE_LEAF:
-                i = self.nodes[j].first_sample
-                while i != TREE_LEAF:
-                    assign[i] = j
-                    i = self.sample_next[i]
-        return out
+        return leaf_assignment(self)
 
     # ------------------------------------------------------------------ read-only views
 
@@ -1809,18 +628,7 @@ cdef class MondrianTree:
     def bounds_array(self):
         """The box of every node, shape ``(node_count, 2, n_features)``: the stored boxes,
         the others rebuilt from the attached points (needs :meth:`attach_points`)."""
-        cdef intp_t n = self.node_count, D = self.n_features, j
-        if self.box_min_samples > 0 and n:
-            check_points(self)
-            out = self._derived(self.points_ptr, self.points_rows, None)[0]
-        else:
-            out = np.empty((n, 2, D), dtype=np.float64)
-        cdef float64_t[:, :, ::1] b = out
-        for j in range(n):
-            if self.box_slot[j] >= 0:
-                memcpy(&b[j, 0, 0], self.bounds + 2 * D * self.box_slot[j],
-                       2 * D * sizeof(float64_t))
-        return out
+        return every_box(self)
 
     @property
     def box_slots(self):
@@ -1854,17 +662,7 @@ cdef class MondrianTree:
     def _full_value_array(self):
         """Every node's statistics row in the stored column layout, shape ``(node_count,
         value_stride)``: the stored rows, the others rebuilt (lean values)."""
-        out = np.zeros((self.node_count, self.value_stride), dtype=np.float64)
-        if not (self.node_count and self.value_stride):
-            return out
-        if self.lean_values:
-            check_points(self)
-        queue = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] q = queue
-        cdef float64_t* o = <float64_t*>cnp.PyArray_DATA(out)
-        with nogil:
-            self._all_values(o, &q[0])
-        return out
+        return every_value(self)
 
     def _stored_value_array(self):
         """Copy of the statistics buffer as stored, shape ``(node_count, value_stride)``, or
@@ -1877,25 +675,7 @@ cdef class MondrianTree:
 
     def node_depths(self):
         """Depth of every node (root at depth 0)."""
-        out = np.zeros(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] depth = out
-        cdef intp_t top = 0, j
-        if self.node_count == 0:
-            return out
-        stack = np.empty(self.node_count, dtype=np.intp)
-        cdef intp_t[::1] st = stack
-        st[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            j = st[top]
-            if self.nodes[j].left_child != TREE_LEAF:
-                depth[self.nodes[j].left_child] = depth[j] + 1
-                depth[self.nodes[j].right_child] = depth[j] + 1
-                st[top] = self.nodes[j].left_child
-                st[top + 1] = self.nodes[j].right_child
-                top += 2
-        return out
+        return node_depths(self)
 
     # ------------------------------------------------------------------ pickling
 
@@ -1909,42 +689,7 @@ cdef class MondrianTree:
         Equal to a pickle round trip, much faster: the online updates snapshot every tree with
         it so that a failed call can restore the model exactly.
         """
-        cdef MondrianTree out = type(self).__new__(
-            type(self), self.n_features, self.value_stride, self.lifetime,
-            self.min_samples_split, self.pause_pure, 0, self.box_min_samples, self.lean_values)
-        cdef intp_t n = self.node_count, m = self.n_samples_seen, b = self.box_count
-        cdef intp_t S = self.value_stride
-        out.count_columns = self.count_columns
-        out._set_columns(self.columns, self.n_columns)
-        out._attach(self.points_owner, self.points_ptr, self.points_rows)
-        out._attach_rows(self.rows_owner, self.rows_ptr, self.rows_rows, self.rows_stride)
-        if b:
-            _realloc(<void**>&out.bounds, b * 2 * self.n_features, sizeof(float64_t))
-            memcpy(out.bounds, self.bounds, b * 2 * self.n_features * sizeof(float64_t))
-            if self.lean_values and S:
-                _realloc(<void**>&out.value, b * S, sizeof(float64_t))
-                memcpy(out.value, self.value, b * S * sizeof(float64_t))
-            out.box_capacity = out.box_count = b
-        if n == 0:
-            out._resize(1)
-        else:
-            # Exactly n nodes, every byte written by memcpy (no zeroing pass).
-            _realloc(<void**>&out.nodes, n, sizeof(Node))
-            _realloc(<void**>&out.box_slot, n, sizeof(int32_t))
-            memcpy(out.nodes, self.nodes, n * sizeof(Node))
-            memcpy(out.box_slot, self.box_slot, n * sizeof(int32_t))
-            if S and not self.lean_values:
-                _realloc(<void**>&out.value, n * S, sizeof(float64_t))
-                memcpy(out.value, self.value, n * S * sizeof(float64_t))
-            out.capacity = n
-        out.node_count = n
-        if m:
-            _realloc(<void**>&out.sample_next, m, sizeof(intp_t))
-            memcpy(out.sample_next, self.sample_next, m * sizeof(intp_t))
-            out.sample_capacity = m
-            out.n_samples_seen = m
-        out.rng = self.rng
-        return out
+        return tree_copy(self)
 
     def memory_usage(self):
         """Bytes held by the tree, by buffer.
@@ -1970,27 +715,7 @@ cdef class MondrianTree:
         >>> usage["box_slots"] == tree.node_count * 4
         True
         """
-        cdef intp_t n = self.node_count
-        cdef intp_t spare = self.capacity - n
-        cdef intp_t row = self.value_stride * sizeof(float64_t)
-        cdef intp_t box = 2 * self.n_features * sizeof(float64_t)
-        # Lean values: rows only for the nodes with a stored box, in their slots.
-        if self.lean_values:
-            box += row
-        out = {
-            "nodes": n * sizeof(Node),
-            "box_slots": n * sizeof(int32_t),
-            "bounds": self.box_count * 2 * self.n_features * sizeof(float64_t),
-            "value": (self.box_count if self.lean_values else n) * row,
-            "sample_next": self.n_samples_seen * sizeof(intp_t),
-        }
-        out["total"] = sum(out.values())
-        out["reserved"] = (
-            spare * (sizeof(Node) + sizeof(int32_t) + (0 if self.lean_values else row))
-            + (self.box_capacity - self.box_count) * box
-            + (self.sample_capacity - self.n_samples_seen) * sizeof(intp_t)
-        )
-        return out
+        return memory_usage(self)
 
     def derived_arrays(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """Recompute the data that the leaf lists and the store determine.
@@ -2008,82 +733,7 @@ cdef class MondrianTree:
             ``-2`` in both for nodes that the root does not reach.
         """
         self._check_store(X, rows, np.zeros(0, dtype=np.intp))
-        return self._derived(&X[0, 0] if X.shape[0] else NULL, X.shape[0], rows)
-
-    cdef _derived(self, const float64_t* xp, intp_t n_stored, object rows_object):
-        """:meth:`derived_arrays` on the store ``xp`` (``n_stored`` rows); without
-        statistics (a ``(node_count, 0)`` value array) when ``rows_object`` is None."""
-        if self.n_samples_seen > n_stored:
-            raise ValueError("the store holds fewer points than the tree refers to")
-        cdef intp_t n = self.node_count, D = self.n_features
-        cdef intp_t S = 0 if rows_object is None else self.value_stride
-        cdef const float64_t[:, ::1] rows = (np.zeros((0, 0)) if rows_object is None
-                                             else rows_object)
-        bounds = np.empty((n, 2, D), dtype=np.float64)
-        value = np.zeros((n, S), dtype=np.float64)
-        counts = np.full(n, TREE_UNDEFINED, dtype=np.intp)
-        parent = np.full(n, TREE_UNDEFINED, dtype=np.intp)
-        order = np.empty(n, dtype=np.intp)
-        cdef float64_t[:, :, ::1] b = bounds
-        cdef float64_t[:, ::1] v = value
-        cdef intp_t[::1] cnt = counts
-        cdef intp_t[::1] par = parent
-        cdef intp_t[::1] queue = order
-        cdef const float64_t* rp = &rows[0, 0] if S and rows.shape[0] else NULL
-        cdef intp_t head = 0, tail = 0, j, i, lc, r, d, k
-        cdef float64_t* lo
-        cdef float64_t* hi
-        if n == 0:
-            return bounds, value, counts, parent
-        with nogil:
-            # Breadth-first order: every parent comes before its children.
-            queue[0] = 0
-            par[0] = TREE_LEAF
-            tail = 1
-            while head < tail:
-                j = queue[head]
-                head += 1
-                lc = self.nodes[j].left_child
-                if lc != TREE_LEAF:
-                    r = self.nodes[j].right_child
-                    if not (0 <= lc < n and 0 <= r < n and tail + 2 <= n):
-                        break  # not a tree: the caller sees unreached nodes
-                    par[lc] = j
-                    par[r] = j
-                    queue[tail] = lc
-                    queue[tail + 1] = r
-                    tail += 2
-            for k in range(tail - 1, -1, -1):
-                j = queue[k]
-                lo = &b[j, 0, 0]
-                hi = &b[j, 1, 0]
-                lc = self.nodes[j].left_child
-                if lc == TREE_LEAF:
-                    cnt[j] = 0
-                    for d in range(D):
-                        lo[d] = INFINITY
-                        hi[d] = -INFINITY
-                    i = self.nodes[j].first_sample
-                    while i != TREE_LEAF and cnt[j] < self.n_samples_seen:
-                        if cnt[j] == 0:
-                            memcpy(lo, xp + i * D, D * sizeof(float64_t))
-                            memcpy(hi, xp + i * D, D * sizeof(float64_t))
-                            if S:
-                                memcpy(&v[j, 0], rp + i * S, S * sizeof(float64_t))
-                        else:
-                            _include(lo, hi, xp + i * D, D)
-                            _add_row(&v[j, 0], rp + i * S, S)
-                        cnt[j] += 1
-                        i = self.sample_next[i]
-                    continue
-                r = self.nodes[j].right_child
-                cnt[j] = cnt[lc] + cnt[r]
-                for d in range(D):
-                    lo[d] = b[lc, 0, d] if b[lc, 0, d] < b[r, 0, d] else b[r, 0, d]
-                    hi[d] = b[lc, 1, d] if b[lc, 1, d] > b[r, 1, d] else b[r, 1, d]
-                for d in range(S):
-                    v[j, d] = v[lc, d] + v[r, d]
-        return bounds, value, counts, parent
+        return derived(self, &X[0, 0] if X.shape[0] else NULL, X.shape[0], rows)
 
     def compact_state(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The smallest state from which, with the store, :meth:`from_compact_state` rebuilds
@@ -2098,168 +748,12 @@ cdef class MondrianTree:
         statistics whose floating-point sums depend on the order of the updates). On load
         only the boxes of nodes holding ``box_min_samples`` points or more are stored again.
         """
-        nodes = self.nodes_array
-        bounds, value, counts, parent = self.derived_arrays(X, rows)
-        left, right = nodes["left_child"], nodes["right_child"]
-        internal = left != TREE_LEAF
-        leaf = ~internal
-        if not (
-            np.array_equal(parent, nodes["parent"])
-            and np.array_equal(counts, nodes["n_node_samples"])
-            and (right[leaf] == TREE_LEAF).all()
-            and (nodes["feature"][leaf] == TREE_UNDEFINED).all()
-            and (nodes["threshold"][leaf] == TREE_UNDEFINED).all()
-            and (nodes["first_sample"][internal] == TREE_LEAF).all()
-            and (nodes["paused"][internal] == 0).all()
-            and np.isin(nodes["paused"][leaf], (0, 1)).all()
-        ):
-            return None
-        index = np.int32 if max(self.node_count, self.n_samples_seen) < 2**31 - 1 else np.intp
-        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
-        if self.n_samples_seen:
-            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
-                   self.n_samples_seen * sizeof(intp_t))
-        leaf_time = nodes["split_time"][leaf]
-        state = {
-            "version": COMPACT_STATE_VERSION,
-            "class": type(self),
-            "params": (self.n_features, self.value_stride, self.lifetime,
-                       self.min_samples_split, self.pause_pure),
-            "box_min_samples": self.box_min_samples,
-            "node_count": self.node_count,
-            "internal": np.packbits(internal),
-            "children": np.stack([left[internal], right[internal]], axis=1).astype(index),
-            "feature": nodes["feature"][internal].astype(np.int32),
-            "threshold": nodes["threshold"][internal],
-            "split_time": nodes["split_time"][internal],
-            "leaf_split_time": (None if (leaf_time == self.lifetime).all() else leaf_time),
-            "first_sample": nodes["first_sample"][leaf].astype(index),
-            "paused": np.packbits(nodes["paused"][leaf].astype(bool)),
-            "sample_next": sample_next.astype(index),
-            "rng": self.get_rng_state(),
-            "count_columns": self.count_columns,
-        }
-        slots = self.box_slots
-        kept = slots >= 0
-        stored = self.stored_boxes[slots[kept]]
-        if _same_bits(stored, bounds[kept]):
-            state["bounds"] = None
-        else:
-            bounds[kept] = stored  # every node's box, the stored ones as they are
-            state["bounds"] = bounds
-        del stored, bounds
-        if self.lean_values:
-            # The stored rows (the others are the sums of the points by definition).
-            stored = self._stored_value_array()[slots[kept]]
-            if _same_bits(stored, value[kept]):
-                state["value"] = None
-            else:
-                value[kept] = stored
-                state["value"] = value
-            state["lean_values"] = True  # (builds without lean values load it storing all)
-        else:
-            stored = self._stored_value_array()
-            state["value"] = None if _same_bits(stored, value) else stored
-        if not self._trivial_columns():
-            state["version"] = 2  # builds without read columns refuse it clearly
-            state["columns"] = self.column_order.astype(np.int32)
-        return state
+        return tree_compact_state(self, X, rows)
 
     @staticmethod
     def from_compact_state(state, const float64_t[:, ::1] X, const float64_t[:, ::1] rows):
         """The tree saved by :meth:`compact_state`, with the store it was saved with."""
-        if not isinstance(state, dict) or state.get("version") not in _COMPACT_READ_VERSIONS:
-            raise ValueError(
-                "cannot load a compact MondrianTree state of version "
-                f"{state.get('version') if isinstance(state, dict) else None}; this build "
-                f"reads versions {_COMPACT_READ_VERSIONS}"
-            )
-        cls = state["class"]
-        if not (isinstance(cls, type) and issubclass(cls, MondrianTree)):
-            raise ValueError("a compact tree state must name a MondrianTree class")
-        params = tuple(state["params"])
-        if len(params) != 5 or params[:2] != (X.shape[1], rows.shape[1]):
-            _refuse("the compact state's widths do not match the store's")
-        # (states saved before lean boxes have no box_min_samples: the default applies)
-        cdef MondrianTree tree = cls(*params, 0, state.get("box_min_samples"),
-                                     bool(state.get("lean_values", False)))
-        rng, tree.count_columns = _loaded_extras(tree, state)
-        cdef intp_t n = int(state["node_count"])
-        if not 0 <= n < MAX_NODES:
-            _refuse(f"node_count={n} out of range")
-        internal = np.unpackbits(np.asarray(state["internal"], dtype=np.uint8),
-                                 count=n).astype(bool)
-        leaf = ~internal
-        n_leaves = int(leaf.sum())
-        nodes = np.zeros(n, dtype=NODE_DTYPE)
-        children = np.asarray(state["children"]).reshape(-1, 2)
-        # (checked before the int32 fields take them: a wrapped id would pass the test below)
-        if children.shape[0] != n - n_leaves or (
-                children.size and not 0 <= children.min() <= children.max() < n):
-            raise ValueError("inconsistent compact MondrianTree state")
-        nodes["left_child"][leaf] = TREE_LEAF
-        nodes["right_child"][leaf] = TREE_LEAF
-        nodes["left_child"][internal] = children[:, 0]
-        nodes["right_child"][internal] = children[:, 1]
-        paused = np.unpackbits(np.asarray(state["paused"], dtype=np.uint8),
-                               count=n_leaves).astype(bool)
-        nodes["feature"][leaf] = np.where(paused, TREE_PAUSED, TREE_UNDEFINED)
-        nodes["feature"][internal] = state["feature"]
-        nodes["threshold"][leaf] = TREE_UNDEFINED
-        nodes["threshold"][internal] = state["threshold"]
-        leaf_time = state["leaf_split_time"]
-        nodes["split_time"][leaf] = tree.lifetime if leaf_time is None else leaf_time
-        nodes["split_time"][internal] = state["split_time"]
-        nodes["first_sample"][internal] = TREE_LEAF
-        nodes["first_sample"][leaf] = state["first_sample"]
-        nodes["parent"] = TREE_LEAF
-        nodes["n_node_samples"] = 0
-        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
-        cdef intp_t m = sample_next.shape[0]
-        _check_loaded(tree, nodes, sample_next, whole=False)
-        tree._resize(max(n, 1))
-        if n:
-            memcpy(tree.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
-        tree.node_count = n
-        tree._ensure_samples(m)
-        if m:
-            memcpy(tree.sample_next, cnp.PyArray_DATA(sample_next), m * sizeof(intp_t))
-        bounds, value, counts, parent = tree.derived_arrays(X, rows)
-        if (counts < 0).any():
-            raise ValueError("inconsistent compact MondrianTree state")
-        cdef intp_t j
-        cdef intp_t[::1] cnt = counts
-        cdef intp_t[::1] par = parent
-        for j in range(n):
-            tree.nodes[j].parent = par[j]
-            tree.nodes[j].n_node_samples = cnt[j]
-        cdef intp_t D = tree.n_features, S = tree.value_stride
-        if state["bounds"] is not None:
-            bounds = np.ascontiguousarray(state["bounds"], dtype=np.float64)
-        if state["value"] is not None:
-            value = np.ascontiguousarray(state["value"], dtype=np.float64)
-        if bounds.shape != (n, 2, D) or value.shape != (n, S):
-            raise ValueError("inconsistent compact MondrianTree state")
-        cdef const float64_t[:, :, ::1] b = bounds
-        cdef const float64_t[:, ::1] v = value
-        for j in range(n):
-            tree.box_slot[j] = -1
-            if cnt[j] >= tree.box_min_samples:
-                tree._new_box(j)
-                memcpy(tree.bounds + 2 * D * tree.box_slot[j], &b[j, 0, 0],
-                       2 * D * sizeof(float64_t))
-            if S and stored_row(tree, j) != NULL:
-                memcpy(<float64_t*>stored_row(tree, j), &v[j, 0], S * sizeof(float64_t))
-        tree._attach(X.base, &X[0, 0] if X.shape[0] else NULL, X.shape[0])
-        tree._attach_rows(rows.base, &rows[0, 0] if rows.shape[0] and S else NULL,
-                          rows.shape[0], rows.shape[1])
-        tree.rng.s0 = rng[0]
-        tree.rng.s1 = rng[1]
-        tree.rng.s2 = rng[2]
-        tree.rng.s3 = rng[3]
-        if state.get("columns") is not None:
-            tree.set_column_order(state["columns"])
-        return tree
+        return tree_from_compact_state(state, X, rows)
 
     def __reduce__(self):
         return (
@@ -2270,97 +764,15 @@ cdef class MondrianTree:
         )
 
     def __getstate__(self):
-        sample_next = np.empty(self.n_samples_seen, dtype=np.intp)
-        if self.n_samples_seen:
-            memcpy(cnp.PyArray_DATA(sample_next), self.sample_next,
-                   self.n_samples_seen * sizeof(intp_t))
-        state = {
-            "version": TREE_STATE_VERSION,
-            "lean_values": bool(self.lean_values),
-            "nodes": self._raw_nodes(),
-            "box_min_samples": self.box_min_samples,
-            "box_slot": self.box_slots,
-            "boxes": self.stored_boxes,
-            "value": self._stored_value_array(),
-            "sample_next": sample_next,
-            "rng": self.get_rng_state(),
-            "count_columns": self.count_columns,
-        }
-        if not self._trivial_columns():
-            state["columns"] = self.column_order.astype(np.int32)
-        return state
+        """The whole state, at the current version (:mod:`mondrian.core._tree_state`)."""
+        return tree_getstate(self)
 
     def __setstate__(self, state):
         """Whole state (no points attached: see :meth:`attach_points`). Version 1 (a box for
         every node, before lean boxes) loads; its small nodes' boxes are dropped. The state
         decides whether the statistics rows are lean (version 3, or 4 with ``lean_values``)
         or one per node. Versions before 4 hold the older node records (converted)."""
-        version = state.get("version")
-        if version not in _TREE_READ_VERSIONS:
-            raise ValueError(
-                f"cannot load a MondrianTree saved with state version {version}; "
-                f"this build reads versions {_TREE_READ_VERSIONS} (a newer version of the "
-                "package saved it?)"
-            )
-        if self.node_count or self.box_count:
-            raise ValueError("__setstate__ needs a fresh MondrianTree")
-        self.lean_values = (version == 3 or
-                            (version == TREE_STATE_VERSION and bool(state["lean_values"])))
-        nodes = _as_node_dtype(state["nodes"], version < TREE_STATE_VERSION)
-        cdef intp_t n = nodes.shape[0], D = self.n_features
-        if version == 1:
-            boxes = np.ascontiguousarray(state["bounds"], dtype=np.float64)
-            if boxes.shape[:1] != (n,):
-                _refuse("version 1 keeps one box per node")
-            counts = nodes["n_node_samples"]
-            slot = np.where(counts >= self.box_min_samples,
-                            np.cumsum(counts >= self.box_min_samples) - 1, -1)
-            boxes = np.ascontiguousarray(boxes[slot >= 0])
-        else:
-            box_min_samples = int(state["box_min_samples"])
-            if not 0 <= box_min_samples <= BOX_POINTS_MAX:
-                _refuse(f"box_min_samples={box_min_samples} out of [0, {BOX_POINTS_MAX}]")
-            self.box_min_samples = box_min_samples
-            boxes = np.ascontiguousarray(state["boxes"], dtype=np.float64)
-            slot = state["box_slot"]
-        cdef const int32_t[::1] slots = np.ascontiguousarray(slot, dtype=np.int32)
-        value = np.ascontiguousarray(state["value"], dtype=np.float64)
-        sample_next = np.ascontiguousarray(state["sample_next"], dtype=np.intp)
-        rng, count_columns = _loaded_extras(self, state)
-        cdef intp_t m = boxes.shape[0]
-        if (boxes.ndim != 3 or boxes.shape[1:] != (2, D)
-                or value.shape != (m if self.lean_values else n, self.value_stride)):
-            _refuse("the boxes or statistics rows do not have the tree's shape")
-        _check_loaded(self, nodes, sample_next, np.asarray(slots), m)
-        self.node_count = 0
-        self.box_count = 0
-        self._resize(max(n, 1))
-        if m > self.box_capacity:
-            _realloc(<void**>&self.bounds, m * 2 * D, sizeof(float64_t))
-            if self.lean_values and self.value_stride:
-                _realloc(<void**>&self.value, m * self.value_stride, sizeof(float64_t))
-            self.box_capacity = m
-        self.box_count = m
-        if m:
-            memcpy(self.bounds, cnp.PyArray_DATA(boxes), m * 2 * D * sizeof(float64_t))
-        if value.shape[0] and self.value_stride:
-            memcpy(self.value, cnp.PyArray_DATA(value), value.size * sizeof(float64_t))
-        if n:
-            memcpy(self.nodes, cnp.PyArray_DATA(nodes), n * sizeof(Node))
-            memcpy(self.box_slot, &slots[0], n * sizeof(int32_t))
-        self.node_count = n
-        self.n_samples_seen = 0
-        self._ensure_samples(sample_next.shape[0])
-        if sample_next.shape[0]:
-            memcpy(self.sample_next, cnp.PyArray_DATA(sample_next),
-                   sample_next.shape[0] * sizeof(intp_t))
-        self.rng.s0 = rng[0]
-        self.rng.s1 = rng[1]
-        self.rng.s2 = rng[2]
-        self.rng.s3 = rng[3]
-        self.count_columns = count_columns
-        if state.get("columns") is not None:
-            self.set_column_order(state["columns"])
+        tree_setstate(self, state)
 
 
 def set_column_order_trees(list trees, order):
@@ -2370,23 +782,7 @@ def set_column_order_trees(list trees, order):
     rather than per tree keeps that O(len(order)) copies per tree (a ``memcpy``), with no NumPy
     call per tree.
     """
-    cdef MondrianTree tree
-    cdef intp_t[::1] cols
-    cdef intp_t stride
-    if not trees:
-        return
-    order = np.ascontiguousarray(order, dtype=np.intp)
-    stride = (<MondrianTree>trees[0]).value_stride
-    for tree in trees:
-        if tree.value_stride != stride:
-            raise ValueError("the trees' statistics rows differ in width")
-    if order.ndim != 1 or ((order < 0) | (order >= stride)).any() or (
-            np.unique(order).size != order.size):
-        raise ValueError(f"order must hold distinct columns below value_stride={stride}")
-    cols = order
-    for tree in trees:
-        tree._save_columns()
-        tree._set_columns(&cols[0] if order.shape[0] else NULL, order.shape[0])
+    set_trees_column_order(trees, order)
 
 
 def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -2396,24 +792,4 @@ def extend_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     This is the fast path of online learning one point at a time: it avoids a Python call per
     tree. Every tree sees the points in the same order.
     """
-    cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0], k
-    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
-    cdef const float64_t* rows_ptr = NULL
-    if n == 0 or not trees:
-        return
-    (<MondrianTree>trees[0])._check_store(X, rows, indices)
-    for tree in trees:
-        if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
-            raise ValueError("the trees do not match the store")
-    if rows.shape[1] > 0:
-        rows_ptr = &rows[0, 0]
-    owner = X.base  # (each .base makes an object: once per call, not per tree)
-    rows_owner = rows.base
-    for tree in trees:
-        tree._attach(owner, &X[0, 0], X.shape[0])
-        tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], rows.shape[1])
-        for k in range(n):
-            work[k] = indices[k]
-        with nogil:
-            tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    extend_tree_list(trees, X, rows, indices)

@@ -23,6 +23,13 @@ from mondrian.core._random cimport (
     rng_seed,
     rng_uniform,
 )
+from mondrian.core._extend cimport descend, prepend_to_leaf
+from mondrian.core._grow cimport (
+    make_leaf_list,
+    push_children,
+    split_node,
+    start_stack,
+)
 from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
@@ -31,7 +38,7 @@ from mondrian.core._tree cimport (
     _draw_cut,
     _partition,
     _side_lengths,
-    _start_stack,
+    reset_leaf,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport goes_left, is_leaf_at
@@ -115,13 +122,13 @@ cdef class FullCellTree(MondrianTree):
         cdef float64_t linear_dim, t, threshold
         cdef StackRecord rec
 
-        _start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
+        start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
         while top > 0:
             top -= 1
             rec = self.grow_stack[top]
             j = rec.node
             count = rec.end - rec.start
-            self._reset_leaf(j, count)
+            reset_leaf(self, j, count)
             if count == 0:
                 continue  # an empty cell: its density is already uniform
             lo = self.bounds + 2 * D * j
@@ -129,15 +136,15 @@ cdef class FullCellTree(MondrianTree):
             linear_dim = _side_lengths(lo, hi, sides, D)
             t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
             if not t < self.lifetime:
-                self._make_leaf_list(j, idx, rec.start, rec.end)
+                make_leaf_list(self, j, idx, rec.start, rec.end)
                 continue
             d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
             if not lo[d] < threshold < hi[d]:
                 # No representable interior point: a cut would leave a child of zero volume.
-                self._make_leaf_list(j, idx, rec.start, rec.end)
+                make_leaf_list(self, j, idx, rec.start, rec.end)
                 continue
             mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
-            left = self._split(j, d, threshold, t)
+            left = split_node(self, j, d, threshold, t)
             right = left + 1
             # _split may have moved the buffers.
             lo = self.bounds + 2 * D * j
@@ -145,7 +152,7 @@ cdef class FullCellTree(MondrianTree):
             memcpy(self.bounds + 2 * D * right, lo, 2 * D * sizeof(float64_t))
             self.bounds[2 * D * left + D + d] = threshold
             self.bounds[2 * D * right + d] = threshold
-            top = self._push_children(top, left, rec.start, mid, rec.end, t)
+            top = push_children(self, top, left, rec.start, mid, rec.end, t)
         return 0
 
     cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
@@ -173,7 +180,7 @@ cdef class FullCellTree(MondrianTree):
                 self.bounds[D + d] = 1.0
             return self._grow_cells(root, idx, 0, n, 0.0, X)
 
-        _start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
+        start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
         while top > 0:
             top -= 1
             rec = self.extend_stack[top]
@@ -186,13 +193,13 @@ cdef class FullCellTree(MondrianTree):
                 if self.nodes[j].n_node_samples == 0:
                     self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)
                 else:
-                    self._prepend_to_leaf(j, idx, rec.start, rec.end)
+                    prepend_to_leaf(self, j, idx, rec.start, rec.end)
                     self.nodes[j].n_node_samples += count
                 continue
             self.nodes[j].n_node_samples += count
             mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
                              self.nodes[j].threshold)
-            top = self._descend(top, j, rec.start, mid, rec.end)
+            top = descend(self, top, j, rec.start, mid, rec.end)
         return 0
 
 

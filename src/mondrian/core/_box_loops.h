@@ -1,0 +1,171 @@
+/* Box loops of the Mondrian tree core (mondrian.core._tree and its builders), included by
+   `cdef extern from "mondrian/core/_box_loops.h"`. Plain C, so that the vector code is
+   written once, where a C reader expects it, and shipped with the sources (MANIFEST.in). */
+#ifndef MONDRIAN_CORE_BOX_LOOPS_H
+#define MONDRIAN_CORE_BOX_LOOPS_H
+
+#include <math.h>
+#include <string.h>
+
+/* Every module including this header gets its own copy of the static functions below; a
+   module that does not call one of them is not warned about it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MF_MAYBE_UNUSED __attribute__((unused))
+#else
+#define MF_MAYBE_UNUSED
+#endif
+
+/* A cache hint for scattered reads (no effect on any value). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MONDRIAN_TREE_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define MONDRIAN_TREE_PREFETCH(p) ((void)0)
+#endif
+
+/* Box loops of batch growth (mondrian.core._grow). The bounds are min/max chains with the
+   tie rule of _include (a point replaces a bound only when strictly beyond it), so they
+   have the same bits at any vector width; on x86-64 glibc GCC builds an AVX2 clone,
+   chosen at load time when the CPU has it (twice the doubles per instruction of the
+   SSE2 baseline). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define MF_BOX_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MF_BOX_CLONES
+#endif
+
+/* The box loop keeps the box of a block of 4 MF_LANES dims in registers (2 x 4 ymm
+   with AVX2) while a chunk of rows streams by: a load, a min and a max per 4 doubles. A
+   point replaces a bound only when strictly beyond it (the select below is v < mn ? v
+   : mn lane-wise: a compare and a blend on x86), so each bound is the first of its
+   ties in the order of idx (-0.0 vs 0.0). GCC and clang's vector types lower to the
+   widest vectors of the clone; other compilers get lanes of one double, the same
+   arithmetic. */
+#if defined(__GNUC__)
+typedef double mf_v4 __attribute__((vector_size(32)));
+typedef long long mf_m4 __attribute__((vector_size(32)));
+/* (memcpy: rows need not be 32-byte aligned; macros, not functions, so no vector
+   crosses a call boundary of the default clone) */
+#define mf_load4(p) ({ mf_v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define mf_store4(p, v) do { mf_v4 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+#define MF_LANES 4
+#define MF_INLINE static inline __attribute__((always_inline))
+#define MF_PREFETCH(p) __builtin_prefetch(p)
+#define MF_MIN(v, m) ((mf_v4)(((mf_m4)(v) & ((v) < (m))) | ((mf_m4)(m) & ~((v) < (m)))))
+#define MF_MAX(v, m) ((mf_v4)(((mf_m4)(v) & ((v) > (m))) | ((mf_m4)(m) & ~((v) > (m)))))
+#else
+typedef double mf_v4;
+#define mf_load4(p) (*(p))
+#define mf_store4(p, v) (*(p) = (v))
+#define MF_LANES 1
+#define MF_INLINE static inline
+#define MF_PREFETCH(p) ((void)0)
+#define MF_MIN(v, m) ((v) < (m) ? (v) : (m))
+#define MF_MAX(v, m) ((v) > (m) ? (v) : (m))
+#endif
+/* Rows are gathered by idx, out of the reach of the hardware prefetcher: the box loop
+   takes them in chunks of MF_CHUNK (in L1 while every block of dims streams them) and
+   prefetches the next chunk whole; the partition prefetches MF_AHEAD rows ahead. */
+#define MF_CHUNK 16
+#define MF_AHEAD 8
+
+/* Grow the box (lo, hi) over dims [b, b + MF_LANES Q) of the rows idx[0..n). */
+#define MF_BOX_BLOCK(Q)                                                             \
+    MF_INLINE void mf_box_block_##Q(                                                \
+            const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx, \
+            Py_ssize_t n, Py_ssize_t b, double *restrict lo, double *restrict hi) { \
+        mf_v4 mn[Q], mx[Q];                                                         \
+        Py_ssize_t q, k;                                                            \
+        for (q = 0; q < Q; q++) {                                                   \
+            mn[q] = mf_load4(lo + b + MF_LANES * q);                                \
+            mx[q] = mf_load4(hi + b + MF_LANES * q);                                \
+        }                                                                           \
+        for (k = 0; k < n; k++) {                                                   \
+            const double *row = X + idx[k] * D + b;                                 \
+            for (q = 0; q < Q; q++) {                                               \
+                mf_v4 v = mf_load4(row + MF_LANES * q);                             \
+                mn[q] = MF_MIN(v, mn[q]);                                           \
+                mx[q] = MF_MAX(v, mx[q]);                                           \
+            }                                                                       \
+        }                                                                           \
+        for (q = 0; q < Q; q++) {                                                   \
+            mf_store4(lo + b + MF_LANES * q, mn[q]);                                \
+            mf_store4(hi + b + MF_LANES * q, mx[q]);                                \
+        }                                                                           \
+    }
+MF_BOX_BLOCK(4)
+MF_BOX_BLOCK(1)
+
+MF_INLINE void mf_box_dim(
+        const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx,
+        Py_ssize_t n, Py_ssize_t d, double *restrict lo, double *restrict hi) {
+    /* One dim (the last D mod MF_LANES), the same rule one double at a time. */
+    double mn = lo[d], mx = hi[d];
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) {
+        double v = X[idx[k] * D + d];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    lo[d] = mn;
+    hi[d] = mx;
+}
+
+MF_BOX_CLONES MF_MAYBE_UNUSED
+static void mf_rows_box(const double *restrict X, Py_ssize_t D,
+                        const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
+    /* The box of the rows idx[0..n) of X, grown in that order, into lo (lower row) and
+       lo + D (upper row); an empty set of rows gets the empty box (+inf, -inf). The box
+       does not overlap X or idx. The rows come in chunks of MF_CHUNK, which stay in L1
+       while each block of dims streams them (rows are gathered by idx, out of the reach
+       of the hardware prefetcher: the next chunk's rows are prefetched whole). */
+    double *restrict hi = lo + D;
+    Py_ssize_t b, k0, k1, k, c;
+    if (n <= 0) {
+        for (b = 0; b < D; b++) {
+            lo[b] = INFINITY;
+            hi[b] = -INFINITY;
+        }
+        return;
+    }
+    memcpy(lo, X + idx[0] * D, D * sizeof(double));
+    memcpy(hi, X + idx[0] * D, D * sizeof(double));
+    for (k0 = 1; k0 < n; k0 = k1) {
+        k1 = n - k0 > MF_CHUNK ? k0 + MF_CHUNK : n;
+        for (k = k1; k < n && k < k1 + MF_CHUNK; k++)
+            for (c = 0; c < D; c += 8) MF_PREFETCH(X + idx[k] * D + c);
+        for (b = 0; b + 4 * MF_LANES <= D; b += 4 * MF_LANES)
+            mf_box_block_4(X, D, idx + k0, k1 - k0, b, lo, hi);
+        for (; b + MF_LANES <= D; b += MF_LANES)
+            mf_box_block_1(X, D, idx + k0, k1 - k0, b, lo, hi);
+        for (; b < D; b++) mf_box_dim(X, D, idx + k0, k1 - k0, b, lo, hi);
+    }
+}
+
+MF_MAYBE_UNUSED
+static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
+                                     Py_ssize_t end, const double *restrict X,
+                                     Py_ssize_t D, Py_ssize_t feature, double threshold,
+                                     double *restrict left, double *restrict right) {
+    /* Move the rows with x[feature] <= threshold to the front of idx[start..end) (the
+       same swaps as _partition) and return the boundary; then write the box of each side,
+       grown in the final order of its rows. The four buffers do not overlap. */
+    Py_ssize_t i = start, j = end - 1, tmp;
+    while (i <= j) {
+        /* (the rows met next: from the front, and swapped in from the back) */
+        MF_PREFETCH(X + idx[i + MF_AHEAD < end ? i + MF_AHEAD : i] * D + feature);
+        MF_PREFETCH(X + idx[j - MF_AHEAD > start ? j - MF_AHEAD : j] * D + feature);
+        if (X[idx[i] * D + feature] <= threshold) {
+            i++;
+        } else {
+            tmp = idx[i];
+            idx[i] = idx[j];
+            idx[j] = tmp;
+            j--;
+        }
+    }
+    mf_rows_box(X, D, idx + start, i - start, left);
+    mf_rows_box(X, D, idx + i, end - i, right);
+    return i;
+}
+
+#endif /* MONDRIAN_CORE_BOX_LOOPS_H */

@@ -1,0 +1,434 @@
+"""Online extension of a Mondrian tree with a mini-batch of stored points (sections 2 and 3).
+
+A builder in the sense of scikit-learn's trees: it writes a :class:`~mondrian.core._tree.
+MondrianTree` through the storage primitives the tree declares, and logs every write to a
+node that existed before through the tree's undo log. The points go down from the root on an
+explicit stack; at each node either a new parent is inserted above it (a cut outside its box,
+born before its own cut), or the node absorbs them and passes them to its children. Paused
+leaves absorb points and regrow (``mondrian.core._grow``) once their pause rule stops holding.
+"""
+
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+from mondrian.core._grow cimport grow_tree, should_pause, start_stack
+from mondrian.core._rebuild cimport leaf_box, rebuild_row
+from mondrian.core._random cimport (
+    rng_exponential,
+    rng_uniform,
+    rng_uniform_open,
+    rng_weighted,
+)
+from mondrian.core._tree cimport (
+    TREE_LEAF,
+    MondrianTree,
+    Node,
+    StackRecord,
+    _add_row,
+    _include,
+    _partition,
+    _realloc,
+    node_paused,
+    points_extent,
+    subtree_points,
+)
+from mondrian.core._typedefs cimport BOX_POINTS_MAX
+
+
+cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
+                        const float64_t[:, ::1] rows, const intp_t[::1] indices) except -1:
+    """``MondrianTree.extend``: check the store and indices, attach the store, and extend
+    ``tree`` (through its ``_extend``, which a subclass may replace) with a copy of
+    ``indices`` (the builders partition it in place)."""
+    tree._check_store(X, rows, indices)
+    cdef intp_t n = indices.shape[0]
+    if n == 0:
+        return 0
+    cdef intp_t[::1] work = np.array(indices, dtype=np.intp, copy=True)
+    cdef const float64_t* rows_ptr = NULL
+    if tree.value_stride > 0:
+        rows_ptr = &rows[0, 0]
+    tree._attach(X.base, &X[0, 0], X.shape[0])
+    tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
+    with nogil:
+        tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    return 0
+
+
+cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                          const intp_t[::1] indices) except -1:
+    """``extend_trees``: every tree of ``trees`` extended with the points ``indices``."""
+    cdef MondrianTree tree
+    cdef intp_t n = indices.shape[0], k
+    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
+    cdef const float64_t* rows_ptr = NULL
+    if n == 0 or not trees:
+        return 0
+    (<MondrianTree>trees[0])._check_store(X, rows, indices)
+    for tree in trees:
+        if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
+            raise ValueError("the trees do not match the store")
+    if rows.shape[1] > 0:
+        rows_ptr = &rows[0, 0]
+    owner = X.base  # (each .base makes an object: once per call, not per tree)
+    rows_owner = rows.base
+    for tree in trees:
+        tree._attach(owner, &X[0, 0], X.shape[0])
+        tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], rows.shape[1])
+        for k in range(n):
+            work[k] = indices[k]
+        with nogil:
+            tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+    return 0
+
+
+cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
+                     const float64_t* rows) except -1 nogil:
+    """Extend ``tree`` with the points ``idx[:n]`` (mini-batch version of section 2).
+
+    The result has the law of a tree sampled on all points at once (projectivity); paused
+    leaves absorb points and regrow from their stored points when they un-pause (section 3).
+    """
+    cdef intp_t top = 1
+    cdef StackRecord rec
+
+    if n <= 0:
+        return 0
+    tree._ensure_indices(idx, n)
+    if tree.node_count == 0:
+        return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
+
+    start_stack(&tree.extend_stack, &tree.extend_stack_capacity, 0, 0, n, 0.0)
+
+    while top > 0:
+        top -= 1
+        rec = tree.extend_stack[top]
+        tree.extend_work += 1
+        tree._log_node(rec.node)  # every write below to a node that existed goes through here
+        if node_paused(&tree.nodes[rec.node]):
+            _extend_paused(tree, &rec, idx, X, rows)
+        else:
+            top = _extend_node(tree, top, &rec, idx, X, rows)
+    return 0
+
+
+cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
+                        const float64_t* X, const float64_t* rows) except -1 nogil:
+    """The paused leaf ``rec.node`` absorbs the points ``idx[rec.start:rec.end]`` (never a cut
+    above a paused leaf), and regrows if the pause rule stops holding."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride
+    cdef intp_t j = rec.node, k, i, d
+    cdef float64_t* node_scratch = tree.scratch + 5 * D
+    cdef float64_t* val = tree.value + S * j
+    cdef float64_t* lo
+    cdef float64_t* hi
+    cdef float64_t linear_dim
+    cdef bint had_box, keeps_box
+    for k in range(rec.start, rec.end):
+        i = idx[k]
+        if not tree.lean_values:
+            _add_row(val, rows + i * S, S)
+        tree._log_sample(i)
+        tree.sample_next[i] = tree.nodes[j].first_sample
+        tree.nodes[j].first_sample = i
+    tree.nodes[j].n_node_samples += rec.end - rec.start
+    # Its box with the new points: a stored one grows, else it is rebuilt from the leaf's
+    # list (a slot is given if the leaf now holds enough points). A leaf keeping no box
+    # needs it only to regrow: not while the rule pauses it.
+    had_box = tree.box_slot[j] >= 0
+    lo = tree._box_target(j, tree.nodes[j].n_node_samples, node_scratch)
+    hi = lo + D
+    keeps_box = had_box or lo != node_scratch
+    if had_box:
+        for k in range(rec.start, rec.end):
+            _include(lo, hi, X + idx[k] * D, D)
+    elif keeps_box:
+        leaf_box(tree, j, X, lo)
+        tree.extend_work += tree.nodes[j].n_node_samples
+    if tree.lean_values:
+        # Its statistics row likewise: a stored one grows, else it is summed from the
+        # leaf's list (into its new slot, or the scratch row for the rule).
+        val = tree._value_target(j, tree.row_scratch)
+        if had_box:
+            for k in range(rec.start, rec.end):
+                _add_row(val, rows + idx[k] * S, S)
+        else:
+            rebuild_row(tree, j, rows, val)
+    if not keeps_box:
+        if should_pause(tree, j, val):
+            return 0
+        leaf_box(tree, j, X, lo)
+        tree.extend_work += tree.nodes[j].n_node_samples
+    linear_dim = 0.0
+    for d in range(D):
+        linear_dim += hi[d] - lo[d]
+    if linear_dim > 0.0 and not should_pause(tree, j, val):
+        _regrow_leaf(tree, j, rec.tau_parent, X, rows)
+    return 0
+
+
+cdef int _regrow_leaf(MondrianTree tree, intp_t j, float64_t tau_parent, const float64_t* X,
+                      const float64_t* rows) except -1 nogil:
+    """Grow the leaf ``j`` (no longer paused) afresh on every point of its list."""
+    cdef intp_t count = tree.nodes[j].n_node_samples, k, i
+    cdef intp_t* leaf_points = <intp_t*> realloc(NULL, count * sizeof(intp_t))
+    if leaf_points == NULL:
+        with gil:
+            raise MemoryError()
+    i = tree.nodes[j].first_sample
+    for k in range(count):
+        leaf_points[k] = i
+        i = tree.sample_next[i]
+    try:
+        grow_tree(tree, j, leaf_points, 0, count, tau_parent, X, rows)
+    finally:
+        free(leaf_points)
+    return 0
+
+
+cdef const float64_t* _batch_extent(MondrianTree tree, const StackRecord* rec,
+                                    const intp_t* idx, const float64_t* X,
+                                    float64_t* total) noexcept nogil:
+    """The box of the batch ``idx[rec.start:rec.end]`` into the scratch rows ``bmin`` and
+    ``bmax``, its extent outside the box of node ``rec.node`` per feature into ``extent``
+    and their sum into ``total``; returns the node's box (stored, or rebuilt into the
+    scratch ``node_scratch``; for a small node only the features with an extent are
+    written)."""
+    cdef intp_t D = tree.n_features, j = rec.node, k, d, new_count
+    cdef intp_t small_points[BOX_POINTS_MAX]
+    cdef intp_t n_small = 0
+    cdef float64_t* bmin = tree.scratch
+    cdef float64_t* bmax = tree.scratch + D
+    cdef float64_t* extent = tree.scratch + 2 * D
+    cdef float64_t* node_scratch = tree.scratch + 5 * D
+    cdef const float64_t* box
+    cdef const float64_t* x = X + idx[rec.start] * D
+    cdef float64_t below, above
+    memcpy(bmin, x, D * sizeof(float64_t))
+    memcpy(bmax, x, D * sizeof(float64_t))
+    for k in range(rec.start + 1, rec.end):
+        _include(bmin, bmax, X + idx[k] * D, D)
+    new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
+    if tree.box_slot[j] < 0 and new_count < tree.box_min_samples:
+        # A node that keeps no box, now or after the batch: the extent from its points,
+        # each feature's scan stopped as soon as it shows no extent there.
+        n_small = subtree_points(tree, j, small_points, BOX_POINTS_MAX)
+    tree.extend_work += n_small
+    if n_small > 0:
+        total[0] = points_extent(X, D, small_points, n_small, bmin, bmax, extent,
+                                 node_scratch)
+        return node_scratch
+    if tree.box_slot[j] < 0:
+        tree.extend_work += tree.nodes[j].n_node_samples  # rebuilt from them
+    box = tree._node_box(j, X, node_scratch)
+    total[0] = 0.0
+    for d in range(D):
+        below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
+        above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
+        extent[d] = below + above
+        total[0] += extent[d]
+    return box
+
+
+cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
+                         const float64_t* X, const float64_t* rows) except -1 nogil:
+    """Extend the subtree of the unpaused node ``rec.node`` with the batch
+    ``idx[rec.start:rec.end]``: insert a new parent above it or let it absorb the batch;
+    returns the new size of the extension stack."""
+    cdef float64_t total
+    cdef const float64_t* box = _batch_extent(tree, rec, idx, X, &total)
+    cdef float64_t t = rec.tau_parent + rng_exponential(&tree.rng, total)
+    if t < tree.nodes[rec.node].split_time:
+        return _insert_parent(tree, top, rec, idx, X, rows, box, total, t)
+    return _absorb(tree, top, rec, idx, X, rows)
+
+
+cdef intp_t _insert_parent(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
+                           const float64_t* X, const float64_t* rows, const float64_t* box,
+                           float64_t total, float64_t t) except -1 nogil:
+    """A cut outside the box ``box`` of node ``j = rec.node``, born at ``t`` before the
+    node's own cut: insert a new parent. Node j keeps its id and becomes that parent; its
+    old content moves to a copy, so no ancestor link changes. The far side of the cut grows
+    a new subtree; the near side goes on down the copy. Returns the new stack size."""
+    cdef intp_t D = tree.n_features, j = rec.node
+    cdef float64_t* bmin = tree.scratch
+    cdef float64_t* bmax = tree.scratch + D
+    cdef float64_t* extent = tree.scratch + 2 * D
+    cdef intp_t cut_dim, mid, near_start, near_end, far_start, far_end, copy, fresh
+    cdef float64_t below, threshold
+    cdef bint lower
+    cut_dim = rng_weighted(&tree.rng, extent, D, total)
+    below = box[cut_dim] - bmin[cut_dim] if bmin[cut_dim] < box[cut_dim] else 0.0
+    lower = rng_uniform(&tree.rng) * extent[cut_dim] < below
+    if lower:
+        threshold = rng_uniform_open(&tree.rng, bmin[cut_dim], box[cut_dim])
+        mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
+        far_start, far_end, near_start, near_end = rec.start, mid, mid, rec.end
+    else:
+        threshold = rng_uniform_open(&tree.rng, box[D + cut_dim], bmax[cut_dim])
+        mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
+        near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
+    copy = tree._new_node()  # (may move every buffer: box is not read again)
+    fresh = tree._new_node()
+    _move_to_copy(tree, rec, idx, rows, copy)
+    tree.nodes[j].feature = cut_dim  # (never a paused leaf: those absorb points)
+    tree.nodes[j].threshold = threshold
+    tree.nodes[j].split_time = t
+    tree.nodes[j].first_sample = TREE_LEAF
+    if lower:
+        tree.nodes[j].left_child = fresh
+        tree.nodes[j].right_child = copy
+    else:
+        tree.nodes[j].left_child = copy
+        tree.nodes[j].right_child = fresh
+    tree.nodes[fresh].parent = j
+    grow_tree(tree, fresh, idx, far_start, far_end, t, X, rows)
+    if near_end > near_start:
+        tree.extend_stack[top].node = copy
+        tree.extend_stack[top].start = near_start
+        tree.extend_stack[top].end = near_end
+        tree.extend_stack[top].tau_parent = t
+        top += 1
+    return top
+
+
+cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
+                       const float64_t* rows, intp_t copy) except -1 nogil:
+    """Move the content of node ``j = rec.node`` (struct, box, statistics, children's parent
+    links) to the new node ``copy``, and give j the box and statistics of the copy joined
+    with the batch ``idx[rec.start:rec.end]`` (its cut is written by the caller)."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, child
+    cdef intp_t new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
+    cdef float64_t* node_scratch = tree.scratch + 5 * D
+    cdef float64_t* lo
+    cdef float64_t* val
+    memcpy(&tree.nodes[copy], &tree.nodes[j], sizeof(Node))
+    if S > 0 and (not tree.lean_values or tree.box_min_samples == 0):
+        # (lean values with every box stored: rows by slot == node id)
+        memcpy(tree.value + S * copy, tree.value + S * j, S * sizeof(float64_t))
+    if tree.box_min_samples == 0:
+        # Every node has its own slot: the copy gets the old box.
+        memcpy(tree.bounds + 2 * D * tree.box_slot[copy],
+               tree.bounds + 2 * D * tree.box_slot[j], 2 * D * sizeof(float64_t))
+        lo = tree.bounds + 2 * D * tree.box_slot[j]
+    else:
+        # The copy takes the old box's slot (none for a small node: its box was rebuilt in
+        # node_scratch); j gets a slot of its own if it holds enough.
+        tree.box_slot[copy] = tree.box_slot[j]
+        tree.box_slot[j] = -1
+        lo = tree._box_target(j, new_count, node_scratch)
+        if lo != node_scratch:
+            memcpy(lo, node_scratch if tree.box_slot[copy] < 0
+                   else tree.bounds + 2 * D * tree.box_slot[copy],
+                   2 * D * sizeof(float64_t))
+    tree.nodes[copy].parent = j
+    child = tree.nodes[copy].left_child
+    if child != TREE_LEAF:
+        tree._log_node(child)
+        tree._log_node(tree.nodes[copy].right_child)
+        tree.nodes[child].parent = copy
+        tree.nodes[tree.nodes[copy].right_child].parent = copy
+    if tree.lean_values:
+        # The copy took j's row with its slot; j's row, if j now stores one, is the copy's
+        # (rebuilt from its points, once its children are relinked) plus the batch.
+        val = tree._value_target(j, NULL)
+        if val != NULL and tree.box_min_samples > 0 and S > 0:
+            if tree.box_slot[copy] >= 0:
+                memcpy(val, tree.value + S * tree.box_slot[copy], S * sizeof(float64_t))
+            else:
+                rebuild_row(tree, copy, rows, val)
+    else:
+        val = tree.value + S * j
+    _join_batch(tree, rec, idx, rows, lo, val, new_count)
+    return 0
+
+
+cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
+                    const float64_t* X, const float64_t* rows) except -1 nogil:
+    """No new parent: node ``j = rec.node`` absorbs the batch, which then goes down to its
+    children (pushed on the stack) or, for a leaf whose lifetime expired, joins its list.
+    Returns the new stack size."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, j = rec.node, mid
+    cdef intp_t new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
+    cdef float64_t* node_scratch = tree.scratch + 5 * D
+    cdef float64_t* lo
+    cdef float64_t* val
+    # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the node
+    # now holds enough points); a small node's rebuilt box is just dropped.
+    cdef bint had_box = tree.box_slot[j] >= 0
+    lo = tree._box_target(j, new_count, node_scratch)
+    if not had_box and lo != node_scratch:
+        memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
+    # Its statistics row likewise (lean values: a new slot's row summed from the node's
+    # points before the batch joins them; no row for a small node).
+    val = tree._value_target(j, NULL)
+    if tree.lean_values and val != NULL and not had_box and S > 0:
+        rebuild_row(tree, j, rows, val)
+    _join_batch(tree, rec, idx, rows, lo, val, new_count)
+    if tree.nodes[j].left_child == TREE_LEAF:
+        # A leaf whose lifetime expired: it keeps the points and stays a leaf.
+        prepend_to_leaf(tree, j, idx, rec.start, rec.end)
+        return top
+    mid = _partition(idx, rec.start, rec.end, X, D, tree.nodes[j].feature,
+                     tree.nodes[j].threshold)
+    return descend(tree, top, j, rec.start, mid, rec.end)
+
+
+cdef int prepend_to_leaf(MondrianTree tree, intp_t node, const intp_t* idx, intp_t start,
+                         intp_t end) except -1 nogil:
+    """Put the points ``idx[start:end]`` in front of the list of leaf ``node``, one by one
+    (the last one first); its ``n_node_samples`` is left to the caller."""
+    cdef intp_t k, i
+    for k in range(start, end):
+        i = idx[k]
+        tree._log_sample(i)
+        tree.sample_next[i] = tree.nodes[node].first_sample
+        tree.nodes[node].first_sample = i
+    return 0
+
+
+cdef intp_t descend(MondrianTree tree, intp_t top, intp_t node, intp_t start, intp_t mid,
+                    intp_t end) except -1 nogil:
+    """Push the children of the internal ``node`` that receive points (``[start, mid)``
+    go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
+    cdef Node* nd = &tree.nodes[node]
+    if top + 2 > tree.extend_stack_capacity:
+        _realloc(<void**>&tree.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
+        tree.extend_stack_capacity = max(8, 2 * (top + 2))
+    if mid < end:
+        tree.extend_stack[top].node = nd.right_child
+        tree.extend_stack[top].start = mid
+        tree.extend_stack[top].end = end
+        tree.extend_stack[top].tau_parent = nd.split_time
+        top += 1
+    if mid > start:
+        tree.extend_stack[top].node = nd.left_child
+        tree.extend_stack[top].start = start
+        tree.extend_stack[top].end = mid
+        tree.extend_stack[top].tau_parent = nd.split_time
+        top += 1
+    return top
+
+
+cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
+                             const float64_t* rows, float64_t* lo, float64_t* val,
+                             intp_t new_count) noexcept nogil:
+    """The batch ``idx[rec.start:rec.end]`` joins node ``rec.node``: its box ``lo`` (lower
+    row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
+    the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
+    ``new_count`` points."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, d, k
+    cdef float64_t* hi = lo + D
+    cdef const float64_t* bmin = tree.scratch
+    cdef const float64_t* bmax = tree.scratch + D
+    for d in range(D):
+        if bmin[d] < lo[d]:
+            lo[d] = bmin[d]
+        if bmax[d] > hi[d]:
+            hi[d] = bmax[d]
+    if val != NULL:
+        for k in range(rec.start, rec.end):
+            _add_row(val, rows + idx[k] * S, S)
+    tree.nodes[rec.node].n_node_samples = new_count

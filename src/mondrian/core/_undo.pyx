@@ -1,0 +1,198 @@
+"""The undo log of a Mondrian tree: one online update rolled back bit for bit.
+
+While a log is open (:meth:`~mondrian.core._tree.MondrianTree.begin_undo`), the builders log
+the old contents of every node and leaf-list entry that existed at its beginning before they
+write it (``MondrianTree._log_node`` / ``_log_sample``, which call the functions here only
+when a log is open); nodes, boxes and store indices added since are dropped by truncation. A
+widening of the statistics or a new order of the read columns keeps the old buffers instead.
+The log's state is one struct, ``UndoLog`` (``tree.undo``).
+"""
+
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy, memset
+
+from mondrian.core._tree cimport Node, _realloc, stored_row
+from mondrian.core._typedefs cimport float64_t
+
+
+cdef int undo_log_node(MondrianTree tree, intp_t node) except -1 nogil:
+    """Save node ``node`` (struct, box slot and stored box, statistics) in the open log of
+    ``tree`` (the caller checked that one is open and that the node existed when it began)."""
+    cdef UndoLog* log = &tree.undo
+    cdef intp_t D = tree.n_features, S = tree.value_stride, n = log.n, cap
+    if n >= log.cap:
+        cap = max(16, 2 * n)
+        _realloc(<void**>&log.ids, cap, sizeof(intp_t))
+        _realloc(<void**>&log.nodes, cap, sizeof(Node))
+        _realloc(<void**>&log.bounds, cap * 2 * D, sizeof(float64_t))
+        _realloc(<void**>&log.slots, cap, sizeof(int32_t))
+        log.cap = cap
+    if (n + 1) * S > log.vcap:
+        cap = max(16, 2 * (n + 1)) * S
+        _realloc(<void**>&log.values, cap, sizeof(float64_t))
+        log.vcap = cap
+    log.ids[n] = node
+    log.nodes[n] = tree.nodes[node]
+    log.slots[n] = tree.box_slot[node]
+    if tree.box_slot[node] >= 0:
+        memcpy(log.bounds + 2 * D * n, tree.bounds + 2 * D * tree.box_slot[node],
+               2 * D * sizeof(float64_t))
+    if S > 0 and stored_row(tree, node) != NULL:
+        memcpy(log.values + S * n, stored_row(tree, node), S * sizeof(float64_t))
+    log.n = n + 1
+    return 0
+
+
+cdef int undo_log_sample(MondrianTree tree, intp_t i) except -1 nogil:
+    """Save ``sample_next[i]`` in the open log of ``tree`` (the caller checked that one is
+    open and that ``i`` was below ``n_samples_seen`` when it began: the entries past it are
+    always -1, and the rollback resets them without a log)."""
+    cdef UndoLog* log = &tree.undo
+    cdef intp_t n = log.sn
+    if n >= log.scap:
+        _realloc(<void**>&log.samples, 2 * max(16, 2 * n), sizeof(intp_t))
+        log.scap = max(16, 2 * n)
+    log.samples[2 * n] = i
+    log.samples[2 * n + 1] = tree.sample_next[i]
+    log.sn = n + 1
+    return 0
+
+
+cdef void undo_free(UndoLog* log) noexcept nogil:
+    """Free the entry buffers of ``log`` (not the kept statistics or columns)."""
+    free(log.ids)
+    free(log.nodes)
+    free(log.bounds)
+    free(log.slots)
+    free(log.values)
+    free(log.samples)
+    log.ids = NULL
+    log.nodes = NULL
+    log.bounds = NULL
+    log.slots = NULL
+    log.values = NULL
+    log.samples = NULL
+    log.cap = log.vcap = log.scap = 0
+
+
+cdef bint undo_begin(MondrianTree tree) noexcept:
+    """``MondrianTree.begin_undo``: open a log on ``tree``; False if one is open already."""
+    cdef UndoLog* log = &tree.undo
+    if log.on:
+        return False
+    log.on = True
+    log.node_count = tree.node_count
+    log.box_count = tree.box_count
+    log.samples_seen = tree.n_samples_seen
+    log.rng = tree.rng
+    log.n = 0
+    log.sn = 0
+    log.widened = False
+    log.reordered = False
+    return True
+
+
+cdef int undo_rollback(MondrianTree tree) except -1:
+    """``MondrianTree.rollback_undo``: undo every change since the log opened; close it."""
+    cdef UndoLog* log = &tree.undo
+    cdef intp_t D = tree.n_features, S = tree.value_stride, e, j
+    if not log.on:
+        return 0
+    for e in range(log.n - 1, -1, -1):
+        j = log.ids[e]
+        tree.nodes[j] = log.nodes[e]
+        tree.box_slot[j] = log.slots[e]
+        if log.slots[e] >= 0:
+            memcpy(tree.bounds + 2 * D * log.slots[e], log.bounds + 2 * D * e,
+                   2 * D * sizeof(float64_t))
+        if S > 0 and stored_row(tree, j) != NULL:  # (the slot restored just above)
+            memcpy(<float64_t*>stored_row(tree, j), log.values + S * e, S * sizeof(float64_t))
+    for e in range(log.sn - 1, -1, -1):
+        tree.sample_next[log.samples[2 * e]] = log.samples[2 * e + 1]
+    if tree.n_samples_seen > log.samples_seen:
+        memset(tree.sample_next + log.samples_seen, 0xFF,
+               (tree.n_samples_seen - log.samples_seen) * sizeof(intp_t))
+    tree.n_samples_seen = log.samples_seen
+    tree.node_count = log.node_count
+    tree.box_count = log.box_count  # boxes given since are dropped with their nodes
+    tree.rng = log.rng
+    if log.widened:
+        free(tree.value)
+        tree.value = log.old_value
+        tree.value_stride = log.old_stride
+        # The old buffer holds the capacity it had then (the other buffers may be larger).
+        if tree.lean_values:
+            tree.box_capacity = min(tree.box_capacity, log.old_capacity)
+        else:
+            tree.capacity = min(tree.capacity, log.old_capacity)
+        log.old_value = NULL
+    if log.reordered:
+        free(tree.columns)
+        tree.columns = log.old_columns
+        tree.n_columns = log.old_n_columns
+        tree.columns_capacity = log.old_columns_capacity
+        log.old_columns = NULL
+    _close(log)
+    return 0
+
+
+cdef int undo_commit(MondrianTree tree) except -1:
+    """``MondrianTree.commit_undo``: keep the changes since the log opened; close it."""
+    cdef UndoLog* log = &tree.undo
+    if not log.on:
+        return 0
+    if log.widened:
+        free(log.old_value)
+        log.old_value = NULL
+    if log.reordered:
+        free(log.old_columns)
+        log.old_columns = NULL
+    _close(log)
+    return 0
+
+
+cdef void _close(UndoLog* log) noexcept nogil:
+    log.on = False
+    log.widened = False
+    log.reordered = False
+    log.n = 0
+    log.sn = 0
+    if log.cap > 4096 or log.scap > 4096:
+        undo_free(log)  # a large batch's log: do not keep its memory
+
+
+cdef int undo_save_columns(MondrianTree tree) except -1:
+    """Keep the read columns of ``tree`` for a rollback, once per open log."""
+    cdef UndoLog* log = &tree.undo
+    if not log.on or log.reordered:
+        return 0
+    log.old_columns = tree.columns
+    log.old_n_columns = tree.n_columns
+    log.old_columns_capacity = tree.columns_capacity
+    tree.columns = NULL
+    tree.columns_capacity = 0
+    try:
+        tree._set_columns(log.old_columns, log.old_n_columns)
+    except MemoryError:
+        tree.columns = log.old_columns
+        tree.columns_capacity = log.old_columns_capacity
+        log.old_columns = NULL
+        raise
+    log.reordered = True
+    return 0
+
+
+cdef bint undo_keep_values(MondrianTree tree, intp_t old_stride,
+                           intp_t old_capacity) noexcept:
+    """Before the statistics buffer of ``tree`` is replaced (``set_value_columns``): keep it
+    for a rollback, once per open log (the widening copies it anyway). False when the caller
+    frees it (no log open, or the first buffer of this log is kept already)."""
+    cdef UndoLog* log = &tree.undo
+    if not log.on or log.widened:
+        return False
+    log.old_value = tree.value
+    log.old_stride = old_stride
+    log.old_capacity = old_capacity
+    log.widened = True
+    return True
