@@ -16,6 +16,7 @@ __all__ = [
     "LIFETIME_ATTRIBUTES",
     "N_PARTITIONS",
     "PARTITIONER",
+    "WINDOW",
 ]
 
 # The kernel models' min-max map (the forests describe theirs at more length).
@@ -98,3 +99,12 @@ N_PARTITIONS = """\
         share of them in which two points fall in the same cluster (each entry's variance is
         at most ``1/(4m)``).
 """
+
+# ``window`` of the forests (classifier and regressor, trees and forests).
+WINDOW = """window : int or None, default=None
+        Keep only the most recent ``window`` training points: after every ``fit``,
+        ``partial_fit`` and ``learn_one`` the oldest points beyond them are forgotten exactly
+        (:meth:`forget`), so the model is, in law, the model fitted on the last ``window``
+        points, and a stream runs in bounded memory. ``None`` keeps every point. The window
+        applies once the feature map is frozen (after its warm-up of 64 points, and once a
+        stream window of ``feature_weights="auto"`` has chosen the weights)."""

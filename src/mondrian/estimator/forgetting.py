@@ -18,15 +18,8 @@ from mondrian.core.feature_map import FeatureScaler
 from mondrian.estimator.atomic import online_update
 from mondrian.estimator.inputs import check_sample_weight
 
-__all__ = ["WINDOW_DOC", "ForgetMixin", "plan_forget", "stored_matches"]
+__all__ = ["ForgetMixin", "plan_forget", "stored_matches"]
 
-WINDOW_DOC = """window : int or None, default=None
-        Keep only the most recent ``window`` training points: after every ``fit``,
-        ``partial_fit`` and ``learn_one`` the oldest points beyond them are forgotten exactly
-        (:meth:`forget`), so the model is, in law, the model fitted on the last ``window``
-        points, and a stream runs in bounded memory. ``None`` keeps every point. The window
-        applies once the feature map is frozen (after its warm-up of 64 points, and once a
-        stream window of ``feature_weights="auto"`` has chosen the weights)."""
 
 # Query batches up to this size compare each row with the whole store (vectorised); larger
 # ones index the store once by the bytes of its rows.

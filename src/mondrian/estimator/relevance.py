@@ -255,23 +255,6 @@ def _gp_ard(U, y, classification, rng):
     return 1.0 / np.asarray(model.kernel_.k1.k2.length_scale, dtype=np.float64)
 
 
-# The ``feature_weights`` entry of the forests' numpydoc Parameters (classifier and regressor).
-FOREST_FEATURE_WEIGHTS_DOC = """\
-    feature_weights : "auto", None, array-like of shape (n_features,) or str, default="auto"
-        Fixed weights ``w_d >= 0`` multiplying the features after the min-max map: dimension
-        ``d`` is cut at rate ``lifetime * w_d`` per unit of its scaled range, never when ``w_d =
-        0``. ``"auto"`` (default): label-aware cuts, weights learned from the labels of the
-        first batch and then frozen (50-tree extra-trees importances raised to the power 0,
-        0.5, 1 or 2 that a 20-tree probe scores best on ``validation_fraction`` of the batch,
-        all on a quarter of its rows, at least 2000 and at most 8000,
-        ``mondrian.estimator.relevance.search_size``; batches of
-        fewer than 50 rows keep uniform weights; a stream keeps uniform weights until 256
-        rows, then chooses and re-samples its trees once). Every Mondrian law holds for the
-        frozen map. ``None``: no weights (all 1), the label-blind Mondrian process. Another
-        string names a method of ``mondrian.estimator.relevance.WEIGHT_METHODS`` ("extra_trees",
-        the default, "permutation", "mutual_info", "gp_ard", "laplace_ard"). Fitted weights:
-        ``feature_weights_``.
-"""
 
 # name -> function(U, y, classification, rng) returning non-negative relevances.
 WEIGHT_METHODS = {

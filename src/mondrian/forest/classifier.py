@@ -8,14 +8,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW
 from mondrian.core.state_checks import refuse
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
-from mondrian.estimator.forgetting import WINDOW_DOC
 from mondrian.estimator.inputs import drop_zero_weights
 from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
-from mondrian.estimator.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.estimator.state_checks import check_classes
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
@@ -518,7 +517,7 @@ class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
         observed range, frozen the first time the range is positive, so that rescaling a
         feature does not change the model and online learning stays exact. ``None`` uses the
         features as given.
-{FOREST_FEATURE_WEIGHTS_DOC}    branch_off_counts : {{"node", "tables"}}, default="node"
+{FOREST_FEATURE_WEIGHTS}    branch_off_counts : {{"node", "tables"}}, default="node"
         Counts given to the node created when a test point branches off above node ``j``:
         ``"node"`` reuses ``j``'s IKN counts (as the reference implementation), ``"tables"``
         uses the strict IKN counts (``j``'s tables).
@@ -530,7 +529,7 @@ class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
     n_jobs : int, default=None
         Number of threads over trees for training and prediction (the Cython core releases the
         GIL). ``None`` means 1, ``-1`` all cores. Results do not depend on it.
-    {WINDOW_DOC}
+    {WINDOW}
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' independent random streams.
     verbose : int, default=0
@@ -647,13 +646,13 @@ class MondrianTreeClassifier(SingleTreeMixin, _BaseMondrianClassifier):
         in the forest).
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map, as in the forest.
-{FOREST_FEATURE_WEIGHTS_DOC}    branch_off_counts : {{"node", "tables"}}, default="node"
+{FOREST_FEATURE_WEIGHTS}    branch_off_counts : {{"node", "tables"}}, default="node"
         Counts of the node created when a test point branches off.
     validation_fraction : float, default=0.2
         Share of the data held out by ``lifetime="auto"``.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, as in the forest.
-    {WINDOW_DOC}
+    {WINDOW}
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 

@@ -9,16 +9,15 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import (
     ConventionsMixin,
     TreeSequenceMixin,
 )
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
-from mondrian.estimator.forgetting import WINDOW_DOC
 from mondrian.estimator.inputs import check_sample_weight, drop_zero_weights
 from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
-from mondrian.estimator.relevance import FOREST_FEATURE_WEIGHTS_DOC
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
@@ -514,9 +513,9 @@ class MondrianForestRegressor(TreeSequenceMixin, _BaseMondrianRegressor):
         ``max(2, ceil(min_samples_split * n_samples))``), fixed at the first fit.
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight (see :class:`MondrianForestClassifier`).
-{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}{DEBIAS_DOC}    n_jobs : int, default=None
+{FOREST_FEATURE_WEIGHTS}{_REGRESSOR_DOC_PARAMS}{DEBIAS_DOC}    n_jobs : int, default=None
         Threads over trees.
-    {WINDOW_DOC}
+    {WINDOW}
     random_state : int, RandomState instance or None, default=None
         Seeds the trees' random streams.
     verbose : int, default=0
@@ -609,8 +608,8 @@ class MondrianTreeRegressor(SingleTreeMixin, _BaseMondrianRegressor):
         forest).
     feature_scaling : {{"minmax"}} or None, default="minmax"
         Min-max feature map frozen on first sight.
-{FOREST_FEATURE_WEIGHTS_DOC}{_REGRESSOR_DOC_PARAMS}\
-    {WINDOW_DOC}
+{FOREST_FEATURE_WEIGHTS}{_REGRESSOR_DOC_PARAMS}\
+    {WINDOW}
     random_state : int, RandomState instance or None, default=None
         Seed of the tree's random stream.
 
