@@ -190,3 +190,25 @@ def test_fixed_feature_range_validation_and_meaning():
                          ((lo, np.full(3, np.inf)), "finite"), ((lo,), "pair")]:
         with pytest.raises(ValueError, match=message):
             MondrianForestClassifier(3, feature_scaling=bad).fit(X, Y_CLASS)
+
+
+def test_forest_merged_from_shards_refuses_to_forget_and_changes_nothing():
+    lo, hi = feature_range(X)
+    parts = [MondrianForestClassifier(3, random_state=s, feature_scaling=(lo, hi),
+                                      feature_weights=None) for s in (1, 2)]
+    parts[0].fit(X[:60], Y_CLASS[:60])
+    parts[1].fit(X[60:], Y_CLASS[60:])
+    merged = merge_forests(parts)
+    before = pickle.dumps(merged)
+    with pytest.raises(ValueError, match="merged from parts fitted on different rows"):
+        merged.forget(X[:2], Y_CLASS[:2])
+    merged.set_params(window=50)
+    with pytest.raises(ValueError, match="forget and window need every tree"):
+        merged.partial_fit(X[:3], Y_CLASS[:3])
+    merged.set_params(window=None)
+    assert pickle.dumps(merged) == before
+    # Parts fitted on the same rows share the store: the merged forest forgets exactly.
+    same = [MondrianForestClassifier(3, random_state=s, feature_weights=None).fit(X, Y_CLASS)
+            for s in (1, 2)]
+    merged = merge_forests(same).forget(X[:2], Y_CLASS[:2])
+    assert merged.n_samples_seen_ == len(X) - 2

@@ -381,6 +381,13 @@ class TreeEnsemble:
         :meth:`undo_snapshot`).
         """
         self._check_writable()
+        if self.__dict__.get("sharded"):
+            raise ValueError(
+                "forget and window need every tree to hold every stored point, but this "
+                "ensemble was merged from parts fitted on different rows (merge_forests): each "
+                "tree holds its own part's rows only. Forget from the parts before merging "
+                "them, or refit on the rows to keep"
+            )
         store = self.store
         if rows is not None:
             store._rows = np.ascontiguousarray(rows)
@@ -623,7 +630,9 @@ class TreeEnsemble:
 
         Both must use the same feature map and tree parameters. Fitted on the same stored
         points, the trees share one store; otherwise the stores are concatenated and the points
-        held by ``other``'s trees are renumbered. The inputs are left unchanged.
+        held by ``other``'s trees are renumbered: each tree then holds its own part's points
+        only, and the merged ensemble cannot forget (:meth:`forget` raises). The inputs are
+        left unchanged.
 
         Raises
         ------
@@ -664,8 +673,11 @@ class TreeEnsemble:
                                                    other.feature_map.originals])
             if feature_map.n_seen >= feature_map.warm_up:
                 feature_map.originals = None
-        return self._like(trees + other_trees, np.concatenate([self.seeds, other.seeds]),
-                          store, feature_map)
+        merged = self._like(trees + other_trees, np.concatenate([self.seeds, other.seeds]),
+                            store, feature_map)
+        if not same_data or other.__dict__.get("sharded"):
+            merged.sharded = True  # its trees hold different parts of the store
+        return merged
 
     # ----------------------------------------------------------------- pickling
 
