@@ -3,6 +3,8 @@
 Each fragment is one or more complete entries, indented by four spaces as in a class
 docstring, ending with a newline; a class composes its docstring from them with an f-string
 (``__doc__ = f\"\"\"...{FRAGMENT}...\"\"\"``), so that one text describes one behaviour.
+A method docstring names its paragraph fragments (``WINDOW`` and the ``ONLINE_`` ones, whose
+first line is not indented) as ``{FRAGMENT}`` fields and is decorated with :func:`fill_doc`.
 """
 
 __all__ = [
@@ -15,8 +17,11 @@ __all__ = [
     "KERNEL_TRANSFORMER_FEATURE_WEIGHTS",
     "LIFETIME_ATTRIBUTES",
     "N_PARTITIONS",
+    "ONLINE_PARAMETER_CHANGES",
+    "ONLINE_UPDATE",
     "PARTITIONER",
     "WINDOW",
+    "fill_doc",
 ]
 
 # The kernel models' min-max map (the forests describe theirs at more length).
@@ -108,3 +113,31 @@ WINDOW = """window : int or None, default=None
         points, and a stream runs in bounded memory. ``None`` keeps every point. The window
         applies once the feature map is frozen (after its warm-up of 64 points, and once a
         stream window of ``feature_weights="auto"`` has chosen the weights)."""
+
+# What every online update of a forest promises (``partial_fit`` and ``learn_one``).
+ONLINE_UPDATE = (
+    "The update is thread-safe and validated before any change: a rejected input leaves the\n"
+    "        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt``"
+    " raised\n"
+    """        inside the update (large updates copy the trees first, small ones keep an undo log of
+        the nodes they change; see the user guide, "Threads and failed calls"); reads from
+        other threads wait for it to finish."""
+)
+
+# The parameters a forest's ``partial_fit`` may see changed since fit.
+ONLINE_PARAMETER_CHANGES = (
+    "A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law\n"
+    """        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
+        ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``)."""
+)
+
+
+def fill_doc(func):
+    """Fill the ``{NAME}`` fields of ``func``'s docstring with the fragments of this module.
+
+    For methods, whose docstring cannot be an f-string; returns ``func``.
+    """
+    if func.__doc__:  # None under ``python -OO``
+        func.__doc__ = func.__doc__.format(**{name: globals()[name] for name in __all__
+                                              if name.isupper()})
+    return func

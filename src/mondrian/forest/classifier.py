@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW
+from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW, fill_doc
 from mondrian.core.state_checks import refuse
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
@@ -137,21 +137,16 @@ class _BaseMondrianClassifier(
             return self._learn(X, y, True, weights, _or_none(counts, sample_weight),
                                stream=False)
 
+    @fill_doc
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Extend the forest with new training points (online Mondrian, sections 2-3).
 
         The forest after any sequence of ``partial_fit`` calls has the same law as a forest
         fitted on all the points at once.
 
-        The update is thread-safe and validated before any change: a rejected input leaves the
-        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
-        inside the update (large updates copy the trees first, small ones keep an undo log of
-        the nodes they change; see the user guide, "Threads and failed calls"); reads from
-        other threads wait for it to finish.
+        {ONLINE_UPDATE}
 
-        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
-        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
-        ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
+        {ONLINE_PARAMETER_CHANGES}
 
         Parameters
         ----------
@@ -340,14 +335,11 @@ class _BaseMondrianClassifier(
 
     # ----------------------------------------------------------------- river-style API
 
+    @fill_doc
     def learn_one(self, x, y, classes=None):
         """Learn from one sample (river-style online API; same model as ``partial_fit``).
 
-        The update is thread-safe and validated before any change: a rejected input leaves the
-        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
-        inside the update (large updates copy the trees first, small ones keep an undo log of
-        the nodes they change; see the user guide, "Threads and failed calls"); reads from
-        other threads wait for it to finish.
+        {ONLINE_UPDATE}
 
         Parameters
         ----------

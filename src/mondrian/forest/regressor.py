@@ -9,7 +9,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW
+from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW, fill_doc
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import (
     ConventionsMixin,
@@ -233,18 +233,13 @@ class _BaseMondrianRegressor(
             X, y, weights = drop_zero_weights(weights, X, y)
             return self._learn(X, y, first=True, weights=weights)
 
+    @fill_doc
     def partial_fit(self, X, y, sample_weight=None):
         """Extend the forest with new training points (same law as fitting all at once).
 
-        The update is thread-safe and validated before any change: a rejected input leaves the
-        model exactly as before, and so does a ``MemoryError`` or ``KeyboardInterrupt`` raised
-        inside the update (large updates copy the trees first, small ones keep an undo log of
-        the nodes they change; see the user guide, "Threads and failed calls"); reads from
-        other threads wait for it to finish.
+        {ONLINE_UPDATE}
 
-        A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
-        of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
-        ``min_samples_split`` or ``feature_scaling``, raises a ``ValueError`` (call ``fit``).
+        {ONLINE_PARAMETER_CHANGES}
 
         Parameters
         ----------

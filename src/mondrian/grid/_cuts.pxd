@@ -47,8 +47,8 @@ cdef class GridCuts(CutSource):
 
     # (and CutSource's hooks, declared in path/_engine.pxd)
     cdef inline intp_t _rank_begin(self, intp_t d, intp_t r) noexcept nogil
-    cdef void _segment_bounds(self, intp_t m, intp_t d, intp_t i, intp_t* lo,
-                              intp_t* hi) noexcept nogil
+    cdef void _segment_ranks(self, intp_t m, intp_t d, intp_t i, intp_t* a,
+                             intp_t* b) noexcept nogil
     cdef intp_t _alloc(self, intp_t m) noexcept nogil
     cdef void _release(self, intp_t m, intp_t c) noexcept nogil
     cdef void _shift_segments(self, intp_t m, intp_t d, intp_t i, intp_t step) noexcept nogil

@@ -399,19 +399,20 @@ cdef class GridCuts(CutSource):
     cdef inline intp_t _rank_begin(self, intp_t d, intp_t r) noexcept nogil:
         return d * self.n_points + self.rank_start[self.off[d] + d + r]
 
-    cdef void _segment_bounds(self, intp_t m, intp_t d, intp_t i, intp_t* lo,
-                              intp_t* hi) noexcept nogil:
-        """Distinct values ``[lo, hi)`` of dimension ``d`` on both sides of gap ``i`` up to the
-        nearest other cut gaps of grid ``m``."""
+    cdef void _segment_ranks(self, intp_t m, intp_t d, intp_t i, intp_t* a,
+                             intp_t* b) noexcept nogil:
+        """Positions ``[a, b)`` in ``by_rank`` of the points whose distinct value of dimension
+        ``d`` lies on either side of gap ``i``, up to the nearest other cut gaps of grid ``m``
+        (the points of the cells that gap ``i`` splits or merges)."""
         cdef intp_t o = self.off[d], n = self.off[d + 1] - o, r
         r = i - 1
         while r > 0 and not self.active[m, o + r]:
             r -= 1
-        lo[0] = r
+        a[0] = self._rank_begin(d, r)
         r = i + 1
         while r < n and not self.active[m, o + r]:
             r += 1
-        hi[0] = r
+        b[0] = self._rank_begin(d, r)
 
     cdef intp_t _alloc(self, intp_t m) noexcept nogil:
         self.n_free[m] -= 1
@@ -431,10 +432,8 @@ cdef class GridCuts(CutSource):
     cdef intp_t _crossed(self, intp_t m, intp_t d, intp_t i) noexcept nogil:
         """Count, per cell of grid ``m`` meeting gap ``i`` of ``d``, its points on each side;
         the cells are listed in ``touched``; returns how many cells have both sides."""
-        cdef intp_t lo, hi, a, b, k, p, c, n_touched = 0, n_split = 0
-        self._segment_bounds(m, d, i, &lo, &hi)
-        a = self._rank_begin(d, lo)
-        b = self._rank_begin(d, hi)
+        cdef intp_t a, b, k, p, c, n_touched = 0, n_split = 0
+        self._segment_ranks(m, d, i, &a, &b)
         for k in range(a, b):
             p = self.by_rank[k]
             c = self.cell_of[m, p]
@@ -562,16 +561,14 @@ cdef class GridCuts(CutSource):
     cdef int _remove(self, CutVisitor visitor, intp_t d) except -1:
         cdef intp_t e = self.ev_off[d] + self.n_active[d] - 1
         cdef intp_t m = self.ev_grid[e], i = self.ev_gap[e], o = self.off[d]
-        cdef intp_t lo, hi, a, b, k, p, c, n_keyed = 0, first, second, merged, q
+        cdef intp_t a, b, k, p, c, n_keyed = 0, first, second, merged, q
         cdef Keyed* keyed = <Keyed*>malloc((self.n_points + 1) * sizeof(Keyed))
         if keyed == NULL:
             raise MemoryError()
         try:
             with nogil:
                 # The cells on each side of the gap (none straddles it: it is cut).
-                self._segment_bounds(m, d, i, &lo, &hi)
-                a = self._rank_begin(d, lo)
-                b = self._rank_begin(d, hi)
+                self._segment_ranks(m, d, i, &a, &b)
                 for k in range(a, b):
                     p = self.by_rank[k]
                     c = self.cell_of[m, p]

@@ -51,7 +51,16 @@ class _LaplaceFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Locked
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.input_tags.sparse = True
         return tags
+
+    def _fit_input(self, X):
+        """The checked parameters, ``X`` as float64 (CSR when sparse) and the random state:
+        the start of every ``fit``, before anything is drawn."""
+        self._validate_params()
+        check_strict_params(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        return X, check_random_state(self.random_state)
 
 
 class RandomBinningFeatures(_LaplaceFeatures):
@@ -160,11 +169,8 @@ class RandomBinningFeatures(_LaplaceFeatures):
         """
         # A rejected refit keeps the fitted transformer (feature_names_in_ included).
         with unchanged_on_error(self):
-            self._validate_params()
-            check_strict_params(self)
-            X = np.vstack(dense_blocks(validate_data(self, X, accept_sparse="csr",
-                                                     dtype=np.float64)))
-            rng = check_random_state(self.random_state)
+            X, rng = self._fit_input(X)
+            X = np.vstack(dense_blocks(X))
             shape = (self.n_components, self.n_features_in_)
             self.widths_ = rng.gamma(shape=2.0, scale=1.0 / self.lifetime, size=shape)
             self.shifts_ = rng.uniform(size=shape) * self.widths_
@@ -278,11 +284,6 @@ class RandomBinningFeatures(_LaplaceFeatures):
         """Number of output features, for :meth:`get_feature_names_out`."""
         return self.n_features_out_
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
 
 class LaplaceRandomFourierFeatures(_LaplaceFeatures):
     """Random Fourier features of the Laplace kernel ``exp(-lifetime * ||x - x'||_1)``.
@@ -365,10 +366,7 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
         """
         # A rejected refit keeps the fitted transformer (feature_names_in_ included).
         with unchanged_on_error(self):
-            self._validate_params()
-            check_strict_params(self)
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
-            rng = check_random_state(self.random_state)
+            X, rng = self._fit_input(X)
             self.random_weights_ = self.lifetime * rng.standard_cauchy(
                 size=(self.n_features_in_, self.n_components)
             )
@@ -407,8 +405,3 @@ class LaplaceRandomFourierFeatures(_LaplaceFeatures):
     def _n_features_out(self):
         """Number of output features, for :meth:`get_feature_names_out`."""
         return self.n_components
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
