@@ -22,6 +22,7 @@ writes ``results/defaults.md``; ``--label before`` tags rows measured on an olde
     python benchmarks/bench_defaults.py classification --datasets dna,satimage
     python benchmarks/bench_defaults.py classification --datasets synth400k
     python benchmarks/bench_defaults.py regression --splits 3
+    python benchmarks/bench_defaults.py debias --splits 3
     python benchmarks/bench_defaults.py calibration --seeds 10
     python benchmarks/bench_defaults.py --src ../main/src calibration --seeds 10 --label before
     python benchmarks/bench_defaults.py report
