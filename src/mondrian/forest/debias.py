@@ -81,7 +81,8 @@ DEBIAS_DOC = """    debias : {"auto"} or None, default="auto"
         fit, the plain forest of that fit: no refit needed to compare). Cost: a
         few probe predictions at fit; with a combination, one more read of the trees (of
         their part above ``l``) per prediction, and after an online update the messages of
-        that part again. See the user guide, "The regressor".
+        that part refreshed along the new points' paths (O(path length)). See the user
+        guide, "The regressor".
 """
 
 
