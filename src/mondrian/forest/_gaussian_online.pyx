@@ -94,13 +94,13 @@ cdef intp_t _refresh_tree(MondrianTree tree, const Hyper* h, intp_t old_count,
 
 @cython.boundscheck(False)
 def refresh_messages(list trees, list buffers, GaussianPrior params not None, list old_counts,
-                     const float64_t[:, ::1] X_new):
+                     const float64_t[:, ::1] X_new, lifetime=None):
     """Bring the upward messages of ``trees`` up to date after an online update.
 
     Parameters
     ----------
     trees : list of MondrianTree
-        Regression trees (statistics ``(1, y, y**2)``), read at their own lifetime.
+        Regression trees (statistics ``(1, y, y**2)``).
     buffers : list of (msg_mean, msg_var, flags)
         Per tree, the messages of its nodes before the update (the first ``old_counts[m]``
         entries; arrays of any larger length) and a ``uint8`` scratch of zeros as long.
@@ -110,6 +110,11 @@ def refresh_messages(list trees, list buffers, GaussianPrior params not None, li
         Node count of each tree before the update.
     X_new : ndarray of shape (n_new, n_features)
         The points the update added, in the trees' coordinates.
+    lifetime : float, default=None
+        The lifetime the messages were computed at (the trees pruned there: the shorter
+        reading of the debiased regressor); None, each tree's own. A node that an update
+        pushed below a pruned leaf keeps its old message, which no reading at ``lifetime``
+        uses (a full pass leaves it at its initial value).
 
     Returns
     -------
@@ -117,7 +122,8 @@ def refresh_messages(list trees, list buffers, GaussianPrior params not None, li
         The same arrays, or longer copies when a tree outgrew them (doubling: amortised O(1)
         per node).
     messages : list of (msg_mean, msg_var)
-        Views of length ``node_count``, the bits of :func:`upward_messages`.
+        Views of length ``node_count``, the bits of :func:`upward_messages` (at
+        ``lifetime``: on every node of the pruned trees).
     work : int
         The number of nodes recomputed, over all trees.
     """
@@ -147,7 +153,8 @@ def refresh_messages(list trees, list buffers, GaussianPrior params not None, li
             msg_var = np.concatenate([msg_var[:old], np.ones(size - old)])
             flags = np.zeros(size, dtype=np.uint8)
         mm, mv, fl = msg_mean, msg_var, flags
-        h = params.at(tree.lifetime)
+        h = params.at(tree.lifetime if lifetime is None
+                      else min(float(lifetime), tree.lifetime))
         with nogil:
             work += _refresh_tree(tree, &h, old, rows, n_new, &mm[0], &mv[0], &fl[0])
         out_buffers.append((msg_mean, msg_var, flags))

@@ -5,6 +5,7 @@ after an update, and the schedule of the hyperparameters' derivations (see the u
 import numpy as np
 
 from mondrian.forest._gaussian_online import refresh_messages
+from mondrian.forest.debias import refresh_short_messages
 
 # An online regressor re-derives the hyperparameters of its posteriors (prior mean, noise and
 # prior variances, sigmoid rate) at the end of an update that grew its stored points by this
@@ -95,10 +96,13 @@ class OnlinePosteriorMixin:
             cache.shared = [0]
         cache.shared[0] += 1  # refreshed in place below: earlier copies are stale
         cache.seen = cache.shared[0]
+        X_new = self._store.X[n - n_new:]
         cache.buffers, cache.messages, cache.work = refresh_messages(
-            trees, buffers, cache.smoothing, counts, self._store.X[n - n_new:])
+            trees, buffers, cache.smoothing, counts, X_new)
         cache.log_ml = None
         cache.version = self._version
+        # [debias, issue 22] the shorter reading's messages, if read since the last full pass
+        refresh_short_messages(self, cache, trees, counts, X_new)
 
     def _hyper_settings(self):
         """The parameters a derivation of the hyperparameters depends on."""

@@ -47,6 +47,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
+from mondrian.forest._gaussian_online import refresh_messages
 
 __all__ = ["richardson_weights", "choose_combination", "combine_lifetimes", "debias_info"]
 
@@ -60,8 +61,10 @@ CROSS_FOLDS = 2
 # Predictive variance of the combination: f var_plain + g shift**2 (see _variance_terms).
 VARIANCE_FACTORS = np.geomspace(0.25, 1.0, 5)
 SHIFT_FACTORS = (0.0, 0.0625, 0.25, 1.0)
-# The messages of the shorter reading, per posterior cache (filled by the first prediction).
-# Kept beside the cache, not in it: the cache is pickled, and a model's pickle bytes may not
+# The messages of the shorter reading, per posterior cache (filled by the first prediction,
+# refreshed by the online updates after it): (key, messages, buffers or None, trees, nodes
+# recomputed by the last refresh). Kept
+# beside the cache, not in it: the cache is pickled, and a model's pickle bytes may not
 # depend on whether it predicted (nor grow by the messages: +26% on a 600-row forest).
 _SHORT_MESSAGES = weakref.WeakKeyDictionary()
 
@@ -78,7 +81,8 @@ DEBIAS_DOC = """    debias : {"auto"} or None, default="auto"
         fit, the plain forest of that fit: no refit needed to compare). Cost: a
         few probe predictions at fit; with a combination, one more read of the trees (of
         their part above ``l``) per prediction, and after an online update the messages of
-        that part again. See the user guide, "The regressor".
+        that part refreshed along the new points' paths (O(path length)). See the user
+        guide, "The regressor".
 """
 
 
@@ -265,6 +269,54 @@ def choose_combination(model, probe, prior, floor, X_val, y_val, w_val, spread_s
     model._debias_choice = (float(lifetimes[k]), beta, factor, shift_factor)
 
 
+def _short_key(model, lifetime, counts):
+    """What the shorter reading's messages depend on beside the hyperparameters (a new version
+    after every update, whose messages are those of the same cache's ``smoothing``)."""
+    return (model._version, lifetime, tuple(counts))
+
+
+def _short_messages(model, cache, lifetime):
+    """The messages of every tree pruned at ``lifetime``: those kept beside ``cache``, or a
+    full pass (kept for the next reads and online refreshes)."""
+    stored = _SHORT_MESSAGES.get(cache)
+    key = _short_key(model, lifetime, [t.node_count for t in model._trees])
+    if stored is None or stored[0] != key:
+        stored = (key, [upward_messages(t, cache.smoothing, lifetime)[:2]
+                        for t in model._trees], None, list(model._trees), 0)
+        _SHORT_MESSAGES[cache] = stored
+    return stored[1]
+
+
+def refresh_short_messages(model, cache, trees, counts, X_new):
+    """After an online update that refreshed ``cache`` in place (same hyperparameters, the
+    same ``trees``, of ``counts`` nodes before, ``X_new`` added): bring the shorter reading's
+    messages kept beside it up to date along the updated paths (:func:`refresh_messages` at
+    ``l``: O(path length) per point, the bits of a full pass on every node a reading at ``l``
+    uses); nothing without them (none read since the last full pass: a full pass at the next
+    read). Return the number of nodes recomputed.
+
+    Runs inside the update (under the write lock); on its failure the update is rolled back
+    to a shallow copy of the cache, which has no messages here (a full pass when read)."""
+    choice = model.__dict__.get("_debias_choice")
+    stored = _SHORT_MESSAGES.get(cache)
+    if choice is None or model.debias is None or stored is None:
+        return 0
+    lifetime = choice[0]
+    key, messages, buffers, kept, _ = stored
+    if (key != (model._version - 1, lifetime, tuple(counts)) or len(kept) != len(trees)
+            or any(a is not b for a, b in zip(kept, trees, strict=True))):
+        del _SHORT_MESSAGES[cache]  # stale: a full pass at the next read
+        return 0
+    # The arrays of a full pass belong to this entry alone: refreshed in place.
+    buffers = buffers or [(m, v, np.zeros(len(m), dtype=np.uint8)) for m, v in messages]
+    del _SHORT_MESSAGES[cache]  # (until the refresh is done)
+    buffers, messages, work = refresh_messages(trees, buffers, cache.smoothing, counts, X_new,
+                                               lifetime)
+    _SHORT_MESSAGES[cache] = (_short_key(model, lifetime, [t.node_count for t in trees]),
+                              messages, buffers, kept, work)
+    return work
+
+
 def combine_lifetimes(model, X_scaled, mean, var):
     """The debiased combination's mean and variance from the plain forest's (standardised
     units); unchanged without a choice, or when the forest cannot be read below ``l``."""
@@ -273,13 +325,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
         return mean, var
     lifetime, beta, factor, shift_factor = choice
     cache = model._posterior()
-    key = (model._version, lifetime, tuple(t.node_count for t in model._trees))
-    stored = _SHORT_MESSAGES.get(cache)
-    if stored is None or stored[0] != key:
-        stored = (key, [upward_messages(t, cache.smoothing, lifetime)[:2]
-                        for t in model._trees])
-        _SHORT_MESSAGES[cache] = stored
-    messages = stored[1]
+    messages = _short_messages(model, cache, lifetime)
 
     def run(trees, X, out):
         index = {id(t): k for k, t in enumerate(model._trees)}
