@@ -41,6 +41,7 @@ MODULES = [
     "forest._gaussian_predict",
     "forest._gaussian_online",
     "forest._path_readers",
+    "density._full_cell_builder",
     "density._full_cell",
     "density._path_reader",
     "kernel._features",

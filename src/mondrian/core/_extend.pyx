@@ -6,6 +6,11 @@ node that existed before through the tree's undo log. The points go down from th
 explicit stack; at each node either a new parent is inserted above it (a cut outside its box,
 born before its own cut), or the node absorbs them and passes them to its children. Paused
 leaves absorb points and regrow (``mondrian.core._grow``) once their pause rule stops holding.
+
+The entry points (``MondrianTree.extend`` and ``extend_trees``, so ``fit`` too) run the builder
+the tree names (``tree.builder``): ``extend_tree`` below for a ``MondrianTree``; a subclass
+sets its own in ``__cinit__`` (the density's full-cell trees), so the core calls it without
+importing it.
 """
 
 from libc.stdlib cimport free, realloc
@@ -37,11 +42,18 @@ from mondrian.core._tree cimport (
 from mondrian.core._typedefs cimport BOX_POINTS_MAX
 
 
+cdef inline int _build(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
+                       const float64_t* rows) except -1 nogil:
+    """Run the tree's builder on ``idx[:n]`` (``n > 0``), its leaf-list room made first."""
+    tree._ensure_indices(idx, n)
+    return tree.builder(tree, idx, n, X, rows)
+
+
 cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
                         const float64_t[:, ::1] rows, const intp_t[::1] indices) except -1:
     """``MondrianTree.extend``: check the store and indices, attach the store, and extend
-    ``tree`` (through its ``_extend``, which a subclass may replace) with a copy of
-    ``indices`` (the builders partition it in place)."""
+    ``tree`` (with its builder: ``tree.builder``) with a copy of ``indices`` (the builders
+    partition it in place)."""
     tree._check_store(X, rows, indices)
     cdef intp_t n = indices.shape[0]
     if n == 0:
@@ -53,7 +65,7 @@ cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
     tree._attach(X.base, &X[0, 0], X.shape[0])
     tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
     with nogil:
-        tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+        _build(tree, &work[0], n, &X[0, 0], rows_ptr)
     return 0
 
 
@@ -80,13 +92,14 @@ cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t
         for k in range(n):
             work[k] = indices[k]
         with nogil:
-            tree._extend(&work[0], n, &X[0, 0], rows_ptr)
+            _build(tree, &work[0], n, &X[0, 0], rows_ptr)
     return 0
 
 
 cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
                      const float64_t* rows) except -1 nogil:
-    """Extend ``tree`` with the points ``idx[:n]`` (mini-batch version of section 2).
+    """Extend ``tree`` with the points ``idx[:n]`` (mini-batch version of section 2): the
+    builder of every ``MondrianTree`` (a ``Builder``, see ``_tree.pxd``).
 
     The result has the law of a tree sampled on all points at once (projectivity); paused
     leaves absorb points and regrow from their stored points when they un-pause (section 3).
@@ -94,9 +107,6 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     cdef intp_t top = 1
     cdef StackRecord rec
 
-    if n <= 0:
-        return 0
-    tree._ensure_indices(idx, n)
     if tree.node_count == 0:
         return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
 

@@ -72,6 +72,16 @@ cdef struct UndoLog:
     intp_t old_n_columns, old_columns_capacity
 
 
+cdef class MondrianTree  # (declared below; the builders' type takes one)
+
+# An online builder: adds the stored points idx[:n] (n > 0, _ensure_indices done; the builder
+# may reorder idx[:n]) to the tree, growing it from its root when it is empty, and logs every
+# write to a node that existed through the tree's undo log. X: the store's inputs, rows: their
+# contribution rows (NULL when value_stride is 0).
+ctypedef int (*Builder)(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
+                        const float64_t* rows) except -1 nogil
+
+
 cdef class MondrianTree:
     # Hyperparameters fixed at construction.
     cdef readonly intp_t n_features         # number of input features
@@ -128,6 +138,10 @@ cdef class MondrianTree:
     cdef readonly intp_t extend_work
 
     cdef RandomState rng                    # this tree's random stream
+    # The online builder, called by extend / extend_trees (and so fit): set by __cinit__,
+    # mondrian.core._extend.extend_tree; a subclass's __cinit__ sets its own (the density's
+    # full-cell trees: mondrian.density._full_cell_builder.extend_cells).
+    cdef Builder builder
 
     # Scratch buffers, reused between calls: one explicit stack for batch growth, one for
     # online extension (extension can start a growth), and 3 * n_features floats.
@@ -163,8 +177,6 @@ cdef class MondrianTree:
     cdef int _log_node(self, intp_t node) except -1 nogil
     cdef int _log_sample(self, intp_t i) except -1 nogil
     cdef int _set_columns(self, const intp_t* columns, intp_t n) except -1
-    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
-                     const float64_t* rows) except -1 nogil
 
 
 cdef inline float64_t side_gap(float64_t lo, float64_t hi, float64_t v) noexcept nogil:

@@ -184,6 +184,7 @@ cdef class MondrianTree:
             raise MemoryError()
         _realloc(<void**>&self.row_scratch, max(value_stride, 1), sizeof(float64_t))
         rng_seed(&self.rng, <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF))
+        self.builder = extend_tree  # (a subclass's __cinit__, run after this one, may replace it)
 
     def __dealloc__(self):
         free(self.nodes)
@@ -428,15 +429,6 @@ cdef class MondrianTree:
     def undo_open(self):
         """Whether an undo log is open (:meth:`begin_undo`)."""
         return bool(self.undo.on)
-
-    # ------------------------------------------------------------------ building
-
-    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
-                     const float64_t* rows) except -1 nogil:
-        """Extend the tree with the points ``idx[:n]``: the builder of
-        :mod:`mondrian.core._extend` (a subclass may build its own way: the density's
-        full-cell trees)."""
-        return extend_tree(self, idx, n, X, rows)
 
     # ------------------------------------------------------------------ Python API
 

@@ -15,33 +15,12 @@ Everything is computed in log space.
 """
 
 from libc.math cimport INFINITY, exp, log
-from libc.string cimport memcpy
 
-from mondrian.core._random cimport (
-    RandomState,
-    rng_exponential,
-    rng_seed,
-    rng_uniform,
-)
-from mondrian.core._extend cimport descend, prepend_to_leaf
-from mondrian.core._grow cimport (
-    make_leaf_list,
-    push_children,
-    split_node,
-    start_stack,
-)
-from mondrian.core._tree cimport (
-    TREE_LEAF,
-    MondrianTree,
-    Node,
-    StackRecord,
-    _draw_cut,
-    _partition,
-    _side_lengths,
-    reset_leaf,
-)
+from mondrian.core._random cimport RandomState, rng_seed, rng_uniform
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport goes_left, is_leaf_at
+from mondrian.density._full_cell_builder cimport extend_cells
 
 import numpy as np
 
@@ -72,6 +51,7 @@ cdef class FullCellTree(MondrianTree):
         if not lifetime < INFINITY:
             raise ValueError(f"a full-cell tree needs a finite lifetime, got {lifetime}")
         self.box_min_samples = 0  # full cells cannot be rebuilt from points: keep every box
+        self.builder = extend_cells  # (mondrian.density._full_cell_builder)
 
     def __setstate__(self, state):
         if isinstance(state, dict) and state.get("box_min_samples", 0) != 0:
@@ -84,9 +64,10 @@ cdef class FullCellTree(MondrianTree):
         """Give the empty tree the root cell ``[0, upper_1] x ... x [0, upper_D]``.
 
         The root becomes a leaf without points, which the first points sample from time 0
-        (the lazy path of :meth:`_extend`, so the tree has the law of one rooted there). A side
-        of length 0 (a feature weight of 0) is never cut: cuts draw their dimension in
-        proportion to the side lengths. Without this call the root cell is ``[0, 1]^D``.
+        (the lazy path of the tree's builder, :mod:`mondrian.density._full_cell_builder`, so
+        the tree has the law of one rooted there). A side of length 0 (a feature weight of 0)
+        is never cut: cuts draw their dimension in proportion to the side lengths. Without
+        this call the root cell is ``[0, 1]^D``.
 
         Parameters
         ----------
@@ -105,102 +86,6 @@ cdef class FullCellTree(MondrianTree):
         for d in range(D):
             self.bounds[d] = 0.0
             self.bounds[D + d] = sides[d]
-
-    cdef int _grow_cells(self, intp_t node, intp_t* idx, intp_t start, intp_t end,
-                         float64_t tau_parent, const float64_t* X) except -1 nogil:
-        """Sample the Mondrian of the cell of ``node`` (already in ``bounds``) from
-        ``tau_parent`` to the lifetime, refining the cells that hold ``idx[start:end]``.
-
-        ``idx[start:end]`` is partitioned in place.
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t top = 1
-        cdef intp_t j, d, mid, left, right, count
-        cdef float64_t* lo
-        cdef float64_t* hi
-        cdef float64_t* sides = self.scratch
-        cdef float64_t linear_dim, t, threshold
-        cdef StackRecord rec
-
-        start_stack(&self.grow_stack, &self.grow_stack_capacity, node, start, end, tau_parent)
-        while top > 0:
-            top -= 1
-            rec = self.grow_stack[top]
-            j = rec.node
-            count = rec.end - rec.start
-            reset_leaf(self, j, count)
-            if count == 0:
-                continue  # an empty cell: its density is already uniform
-            lo = self.bounds + 2 * D * j
-            hi = lo + D
-            linear_dim = _side_lengths(lo, hi, sides, D)
-            t = rec.tau_parent + rng_exponential(&self.rng, linear_dim)
-            if not t < self.lifetime:
-                make_leaf_list(self, j, idx, rec.start, rec.end)
-                continue
-            d = _draw_cut(&self.rng, lo, hi, sides, D, linear_dim, &threshold)
-            if not lo[d] < threshold < hi[d]:
-                # No representable interior point: a cut would leave a child of zero volume.
-                make_leaf_list(self, j, idx, rec.start, rec.end)
-                continue
-            mid = _partition(idx, rec.start, rec.end, X, D, d, threshold)
-            left = split_node(self, j, d, threshold, t)
-            right = left + 1
-            # _split may have moved the buffers.
-            lo = self.bounds + 2 * D * j
-            memcpy(self.bounds + 2 * D * left, lo, 2 * D * sizeof(float64_t))
-            memcpy(self.bounds + 2 * D * right, lo, 2 * D * sizeof(float64_t))
-            self.bounds[2 * D * left + D + d] = threshold
-            self.bounds[2 * D * right + d] = threshold
-            top = push_children(self, top, left, rec.start, mid, rec.end, t)
-        return 0
-
-    cdef int _extend(self, intp_t* idx, intp_t n, const float64_t* X,
-                     const float64_t* rows) except -1 nogil:
-        """Add the points ``idx[:n]`` (in ``[0, 1]^D``); ``rows`` is unused.
-
-        An empty tree gets the root cell ``[0, 1]^D``, sampled on all the points. Otherwise the
-        points go down through every cut; a leaf that held no point is sampled from its birth
-        time with the points reaching it, and a leaf that held points (already refined to the
-        lifetime) just records them. Under an open undo log (:meth:`MondrianTree.begin_undo`)
-        every pre-existing node and leaf-list entry is logged before it is written.
-        """
-        cdef intp_t D = self.n_features
-        cdef intp_t top = 1
-        cdef intp_t j, d, mid, count, root
-        cdef StackRecord rec
-
-        if n <= 0:
-            return 0
-        self._ensure_indices(idx, n)
-        if self.node_count == 0:
-            root = self._new_node()
-            for d in range(D):
-                self.bounds[d] = 0.0
-                self.bounds[D + d] = 1.0
-            return self._grow_cells(root, idx, 0, n, 0.0, X)
-
-        start_stack(&self.extend_stack, &self.extend_stack_capacity, 0, 0, n, 0.0)
-        while top > 0:
-            top -= 1
-            rec = self.extend_stack[top]
-            j = rec.node
-            count = rec.end - rec.start
-            # Every write below to a node that existed (its struct: counts, a regrown empty
-            # cell) goes through the undo log, as in MondrianTree._extend.
-            self._log_node(j)
-            if self.nodes[j].left_child == TREE_LEAF:
-                if self.nodes[j].n_node_samples == 0:
-                    self._grow_cells(j, idx, rec.start, rec.end, rec.tau_parent, X)
-                else:
-                    prepend_to_leaf(self, j, idx, rec.start, rec.end)
-                    self.nodes[j].n_node_samples += count
-                continue
-            self.nodes[j].n_node_samples += count
-            mid = _partition(idx, rec.start, rec.end, X, D, self.nodes[j].feature,
-                             self.nodes[j].threshold)
-            top = descend(self, top, j, rec.start, mid, rec.end)
-        return 0
 
 
 # ---------------------------------------------------------------------------- kernels
