@@ -1,7 +1,7 @@
 """Build script: the explicit list of Cython extensions of the package."""
 
+import multiprocessing
 import os
-import sys
 
 import numpy
 from Cython.Build import cythonize
@@ -66,10 +66,12 @@ def extension(name):
     )
 
 
-# Every core of the machine: Cython translates modules in worker processes (Linux only: the
-# fork start method needs no import guard) and the compiler runs on threads, as
-# `build_ext -j` would (pip builds without it).
+# Every core of the machine: Cython translates modules in worker processes (only where they
+# fork: a spawned or forkserver worker would run this unguarded script again) and the compiler
+# runs on threads, as `build_ext -j` would (pip builds without it; not with MSVC, which sets
+# itself up lazily inside its first compile).
 JOBS = os.cpu_count() or 1
+FORKS = multiprocessing.get_start_method() == "fork"
 
 setup(
     ext_modules=cythonize(
@@ -77,7 +79,7 @@ setup(
         compiler_directives=DIRECTIVES,
         # Debug C files live apart, so switching builds never reuses the other one's output.
         build_dir="build/cython-debug" if DEBUG else None,
-        nthreads=JOBS if sys.platform.startswith("linux") else 0,
+        nthreads=JOBS if FORKS else 0,
     ),
-    options={"build_ext": {"parallel": JOBS}},
+    options={} if os.name == "nt" else {"build_ext": {"parallel": JOBS}},
 )

@@ -126,6 +126,7 @@ def forest_parts(estimator, n_parts):
         part = clone(estimator)
         part.set_params(n_estimators=int(stop - start), random_state=random_state)
         part._first_tree = int(first + start)
+        part._whole_n_trees = n_trees  # what the regressor's debiased combination is chosen for
         parts.append(part)
     return parts
 
@@ -330,5 +331,10 @@ def _merge(forests, copy_parts):
     if isinstance(merged, density):
         merged.outside_weight_ = (merged._n_outside + 0.5) / (merged.n_samples_seen_ + 1.0)
     if isinstance(merged, regressor):
+        # The parts of one forest choose its combination of lifetimes alike (forest_parts);
+        # parts that chose differently leave the merged forest plain.
+        choices = {part.__dict__.get("_debias_choice") for part in parts}
+        if len(choices) > 1:
+            merged.__dict__.pop("_debias_choice", None)
         merged._init_view()  # a fresh posterior cache, computed from the merged trees
     return merged

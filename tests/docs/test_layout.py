@@ -18,11 +18,12 @@ MAX_FUNCTION_LINES = 150
 ABOVE_CORE = ("estimator", "forest", "density", "kernel", "grid", "partition", "path", "merging",
               "dask", "river", "cli", "plot")
 
-# A Cython or Python definition: its indentation and name.
+# A Cython definition (def, cpdef or cdef of a function, whatever its return type): its
+# indentation and name. Declarations of classes, structs and the like are not functions.
 _DEF = re.compile(
-    r"^(\s*)(?:async\s+)?"
-    r"(?:c?p?def|cdef\s+(?!class\b|struct\b|enum\b|union\b|extern\b|packed\b)"
-    r"(?:inline\s+)?[\w\[\]\*, ]+?)\s+(\w+)\s*\(")
+    r"^(\s*)(?:async\s+)?(?:def|cpdef|cdef)\b"
+    r"(?!\s+(?:class|struct|enum|union|extern|packed|public|readonly|ctypedef)\b)"
+    r"[^=#(]*?\b(\w+)\s*\(")
 
 
 def _relative(path):
@@ -35,34 +36,66 @@ def test_module_size(path):
     assert n <= MAX_MODULE_LINES, f"{_relative(path)} has {n} lines"
 
 
-def _function_spans(lines):
-    """``(name, first line, last line)`` of every definition, a definition ending where the
-    next line at its indentation or less (not blank, not a comment) starts."""
+def _python_spans(text):
+    """``(name, first line, last line)`` of every function of a Python module."""
+    return [(node.name, node.lineno, node.end_lineno) for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _code_lines(lines):
+    """Whether each line is code that can end a definition: not blank, not a comment, not
+    inside a triple-quoted string."""
+    code, inside = [], False
+    for line in lines:
+        quotes = line.count('"""') + line.count("'''")
+        code.append(not inside and bool(line.strip()) and not line.lstrip().startswith("#"))
+        if quotes % 2:
+            inside = not inside
+    return code
+
+
+def _cython_spans(text):
+    """``(name, first line, last line)`` of every function of a Cython module: a definition
+    ends before the next code line at its indentation or less (a signature's closing line
+    aside)."""
+    lines = text.splitlines()
+    code = _code_lines(lines)
     spans = []
     for i, line in enumerate(lines):
         match = _DEF.match(line)
-        if not match or line.rstrip().endswith(";"):
+        if not match or not code[i] or line.rstrip().endswith(";"):
             continue
-        indent = len(match.group(1))
-        end = i
+        indent, end = len(match.group(1)), i
         for j in range(i + 1, len(lines)):
-            text = lines[j]
-            if not text.strip() or text.lstrip().startswith("#"):
+            text_j = lines[j]
+            if not code[j]:
                 continue
-            if len(text) - len(text.lstrip()) <= indent and not text.lstrip().startswith(")"):
+            if len(text_j) - len(text_j.lstrip()) <= indent and text_j.lstrip()[:1] not in ")]":
                 break
             end = j
         spans.append((match.group(2), i + 1, end + 1))
     return spans
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.suffix in (".py", ".pyx")],
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.suffix in (".py", ".pyx", ".pxd")],
                          ids=_relative)
 def test_function_size(path):
-    lines = path.read_text().splitlines()
-    long = [f"{name} (lines {a}-{b}: {b - a + 1})" for name, a, b in _function_spans(lines)
+    text = path.read_text()
+    spans = _python_spans(text) if path.suffix == ".py" else _cython_spans(text)
+    long = [f"{name} (lines {a}-{b}: {b - a + 1})" for name, a, b in spans
             if b - a + 1 > MAX_FUNCTION_LINES]
     assert not long, f"{_relative(path)}: {', '.join(long)}"
+
+
+def test_function_spans_see_every_definition_form():
+    body = "\n".join(["    x = 1"] * 200)
+    for head in ("cpdef double f(x):", "cpdef inline int f(x):", "cdef cnp.ndarray f(x):",
+                 "cdef unsigned char[::1] f(x):", "cdef float64_t *f(x) noexcept nogil:",
+                 "cdef inline void f(\n        int x) noexcept nogil:", "def f(x):"):
+        source = f"{head}\n    \"\"\"Doc.\n\nflush-left text inside the docstring\"\"\"\n{body}\n"
+        (name, first, last), = _cython_spans(source)
+        assert (name, first) == ("f", 1) and last - first + 1 > MAX_FUNCTION_LINES, head
+    assert _cython_spans("cdef class A:\n    cdef int n\ncdef struct S:\n    int x\n") == []
 
 
 def _imported_modules(path):

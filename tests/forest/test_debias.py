@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
-from mondrian import MondrianForestRegressor
+from mondrian import MondrianForestRegressor, merge_forests
+from mondrian.merging import forest_parts
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 from mondrian.forest.debias import richardson_weights
 
@@ -162,3 +163,54 @@ def test_threads_pickles_and_online_updates_keep_the_combination():
     # A new fit chooses anew (or not at all): no choice is carried over.
     model.fit(X[:30], y[:30])  # under MIN_SAMPLES_HELD_OUT: no held-out choice
     assert model.debias_ is None
+
+
+
+def _debiased(n=600, seed=0):
+    X, y, Xt, _ = _smooth(seed, n=n)
+    model = MondrianForestRegressor(10, random_state=seed).fit(X, y)
+    assert model.debias_ is not None  # a combination is kept on this smooth function
+    return model, X, y, Xt
+
+
+def test_a_choice_never_outlives_the_held_out_choice_it_was_made_with():
+    X, y, _, _ = _smooth(0, n=700)
+    # Switched off during an update that re-chooses the hyperparameters, the combination of
+    # the first batch must not come back when switched on again: the model then holds what
+    # the same updates with debias on chose.
+    on = MondrianForestRegressor(10, random_state=0).fit(X[:400], y[:400])
+    off = MondrianForestRegressor(10, random_state=0).fit(X[:400], y[:400])
+    assert off.debias_ is not None
+    off.set_params(debias=None)
+    on.partial_fit(X[400:], y[400:])
+    off.partial_fit(X[400:], y[400:])
+    assert off._hyper_choice == on._hyper_choice
+    off.set_params(debias="auto")
+    assert off.debias_ is None
+    # Forgetting below the held-out choice's size drops that choice and its combination.
+    model, X, y, _ = _debiased()
+    model.forget(X[:570], y[:570])
+    assert model._hyper_choice is None and model.debias_ is None
+
+
+def test_pruned_merged_and_path_copies_read_the_plain_forest():
+    model, X, y, Xt = _debiased()
+    lifetime = model.debias_["lifetime"]
+    pruned = model.prune(lifetime / 2)  # a pruned copy
+    assert pruned.debias_ is None and model.debias_ is not None
+    plain = pickle.loads(pickle.dumps(model)).set_params(debias=None).prune(lifetime / 2)
+    # The pruned forest is the plain forest pruned: its variance is not scaled down.
+    np.testing.assert_array_equal(pruned.predict(Xt, return_std=True)[1],
+                                  plain.predict(Xt, return_std=True)[1])
+    # Parts of one forest make the whole forest's choice: merged, they are that forest.
+    parts = [part.fit(X, y) for part in forest_parts(model, 2)]
+    merged = merge_forests(parts)
+    assert merged.debias_ == model.debias_
+    for a, b in zip(merged.predict(Xt, return_std=True), model.predict(Xt, return_std=True),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Parts that chose differently merge into the plain forest.
+    parts[1]._debias_choice = None
+    assert merge_forests(parts).debias_ is None
+    path = model.lifetime_path(X[:100], y[:100])
+    assert "_debias_choice" not in path.forest_.__dict__

@@ -227,6 +227,12 @@ class HyperparameterMixin:
         times = times[np.isfinite(times) & (times > 0)]
         return float(np.median(times)) if times.size else 1.0
 
+    def _chosen_for_n_trees(self):
+        """The number of trees the held-out choice scores for: the model's, or for a part of
+        a forest (``mondrian.merging.forest_parts``) the whole forest's, so that every part
+        makes the whole forest's choice."""
+        return getattr(self, "_whole_n_trees", None) or self._n_trees()
+
     def _held_out_choice(self, X, y, lifetime, weights=None):
         """Noise share and rate multiplier with the best held-out predictive likelihood, then
         the variance and spread scales of the predictive (``X`` in the trees' coordinates,
@@ -248,6 +254,9 @@ class HyperparameterMixin:
         or None when nothing is to be chosen, for a probe, for batches smaller than
         ``MIN_SAMPLES_HELD_OUT`` or of identical inputs (the marginal likelihood decides then).
         """
+        # The combination of lifetimes (forest/debias.py) belongs to the held-out choice it
+        # was made with: re-chosen below with it, or gone when there is none.
+        self.__dict__.pop("_debias_choice", None)
         search_shares = self.noise_variance is None
         search_rates = self.sigmoid_rate is None and self.smoothing == "hierarchical"
         # The calibration scales are chosen only when no variance is fixed by the user.
@@ -324,7 +333,8 @@ class HyperparameterMixin:
             X_val, probe_floor))
         scores = np.array([
             _expected_nll(*(next(rescaled) if scale != 1.0 else kept),
-                          y_val, w_val, K, self._n_trees(), np.ones(1), spread_scales)[0]
+                          y_val, w_val, K, self._chosen_for_n_trees(), np.ones(1),
+                          spread_scales)[0]
             for scale in scales])
         k, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
         # The lifetime combination (forest/debias.py), chosen on the same held-out points.

@@ -219,10 +219,11 @@ def choose_combination(model, probe, prior, floor, X_val, y_val, w_val, spread_s
     spread_scale : float
         The chosen factor of the spread of the trees' means in the predictive variance.
     """
+    model.__dict__.pop("_debias_choice", None)  # a choice never outlives a re-choice
     if getattr(model, "debias", None) is None:
         return
     model._debias_choice = None
-    K, T = len(probe._trees), model._n_trees()
+    K, T = len(probe._trees), model._chosen_for_n_trees()
     if K < 2 or len(y_val) < MIN_HELD_OUT:
         return
     times = np.concatenate([t.nodes_array["split_time"][t.nodes_array["left_child"] != -1]

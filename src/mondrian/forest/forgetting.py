@@ -70,6 +70,7 @@ class RegressorForgetMixin(ForgetMixin):
         n, last = store.n_samples, getattr(self, "_hyper_n", 0)
         if n < MIN_SAMPLES_HELD_OUT:
             self._hyper_choice, self._hyper_n = None, 0
+            self.__dict__.pop("_debias_choice", None)  # chosen with the held-out choice
         elif last and n * HYPER_REFRESH_GROWTH <= last:
             self._hyper_n = 0
             self._refresh_hyper_choice()

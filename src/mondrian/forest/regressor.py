@@ -88,6 +88,8 @@ class _BaseMondrianRegressor(
                               else self._hyper_statistics(self._store.n_samples))
 
     def _after_prune(self):
+        # The combination of lifetimes was chosen for the unpruned forest.
+        self.__dict__.pop("_debias_choice", None)
         self._posterior_cache = _PosteriorCache()
         self._hyper_params = None
         self._y_sums = self._y_sums.copy()
@@ -352,6 +354,7 @@ class _BaseMondrianRegressor(
             params = self._params(*self._base_params(), share, self._rate(multiplier, base_rate))
             forest._hyper_choice = (share, multiplier, 1.0, 1.0, floor)
         forest.set_params(smoothing="independent")
+        forest.__dict__.pop("_debias_choice", None)  # the path reads the plain forest
         forest._frozen_prior = (params.mean0, params.noise, params.prior_var, params.rate, floor)
 
     def _path_targets(self, X, y):
