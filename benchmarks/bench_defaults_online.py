@@ -9,7 +9,8 @@ Each sample is first predicted, then learnt (prequential accuracy). Streams, in 
 Learners: ``MondrianForestClassifier`` with its defaults (label-aware weights searched once
 the warm-up rows have arrived) and with ``feature_weights=None`` (the label-blind process),
 through ``learn_one``/``predict_one`` on 1-D arrays, and river's
-``AMFClassifier(n_estimators=10, seed=0)`` through dicts; 10 trees each. CPU time of the whole
+``AMFClassifier(n_estimators=10, seed=0)`` through dicts (the test-then-train loops of
+``bench_online.py``); 10 trees each. CPU time of the whole
 loop (``time.process_time``), repeats interleaved, the median reported.
 
 Run from the repository root::
@@ -23,7 +24,8 @@ import argparse
 import time
 
 import numpy as np
-from shared.datasets import load_xy, rows_as_dicts
+from bench_online import Stream, run_learn_one_array, run_learn_one_dict
+from shared.datasets import load_xy
 from sklearn.datasets import make_classification
 
 from mondrian import MondrianForestClassifier
@@ -32,48 +34,32 @@ N_TREES = 10
 
 
 def streams(names):
-    """``{name: (X, y)}`` of the requested streams."""
+    """``{name: Stream}`` of the requested streams."""
     out = {}
     if "letter" in names:
-        X, y, _ = load_xy("letter")
-        out["letter"] = (X[:10000], y[:10000])
+        X, y, features = load_xy("letter")
+        out["letter"] = Stream.from_arrays(X[:10000], y[:10000], features, np.unique(y))
     if "synth20k" in names:
         X, y = make_classification(20000, n_features=20, n_informative=10, n_classes=5,
                                    random_state=0)
-        out["synth20k"] = (X, y)
+        out["synth20k"] = Stream.from_arrays(X, y, [f"x{j}" for j in range(20)], np.unique(y))
     return out
 
 
-def run_mondrian(X, y, **params):
-    """Prequential correct count of a Mondrian forest fed by ``learn_one``."""
-    model = MondrianForestClassifier(N_TREES, random_state=0, **params)
-    classes = np.unique(y)
-    correct = 0
-    for i in range(len(y)):
-        if i:
-            correct += model.predict_one(X[i]) == y[i]
-        model.learn_one(X[i], y[i], classes=classes)
-    return correct
-
-
-def run_amf(X, y):
-    """Prequential correct count of river's AMFClassifier fed by dicts."""
+def _amf():
     from river import forest
 
-    model = forest.AMFClassifier(n_estimators=N_TREES, seed=0)
-    rows = rows_as_dicts(X, [f"x{j}" for j in range(X.shape[1])])
-    correct = 0
-    for i, (row, label) in enumerate(zip(rows, y.tolist(), strict=True)):
-        if i:
-            correct += model.predict_one(row) == label
-        model.learn_one(row, label)
-    return correct
+    return forest.AMFClassifier(n_estimators=N_TREES, seed=0)
 
 
+# name -> (fresh model, test-then-train loop of bench_online.py)
 LEARNERS = {
-    "MF (defaults)": lambda X, y: run_mondrian(X, y),
-    "MF (feature_weights=None)": lambda X, y: run_mondrian(X, y, feature_weights=None),
-    "river AMFClassifier": run_amf,
+    "MF (defaults)": (lambda: MondrianForestClassifier(N_TREES, random_state=0),
+                      run_learn_one_array),
+    "MF (feature_weights=None)": (
+        lambda: MondrianForestClassifier(N_TREES, random_state=0, feature_weights=None),
+        run_learn_one_array),
+    "river AMFClassifier": (_amf, run_learn_one_dict),
 }
 
 
@@ -85,15 +71,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print("| stream | samples | learner | prequential accuracy | CPU time (s) | CPU / AMF |")
     print("|---|---:|---|---:|---:|---:|")
-    for name, (X, y) in streams(args.streams.split(",")).items():
+    for name, stream in streams(args.streams.split(",")).items():
+        y = stream.y
         times = {k: [] for k in LEARNERS}
         accuracy = {}
         for _ in range(args.repeats):
-            for label, run in LEARNERS.items():
+            for label, (make, run) in LEARNERS.items():
+                model = make()
                 start = time.process_time()
-                correct = run(X, y)
+                predictions = run(model, stream)
                 times[label].append(time.process_time() - start)
-                accuracy[label] = correct / (len(y) - 1)
+                accuracy[label] = float(np.mean(predictions[1:] == y[1:]))
         amf = np.median(times["river AMFClassifier"])
         for label in LEARNERS:
             cpu = np.median(times[label])
