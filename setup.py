@@ -34,6 +34,7 @@ MODULES = [
     "core._columns",
     "core._state_checks",
     "core._walk",
+    "core._batch_walk",
     "core._online",
     "core._forget",
     "forest._hnsp",

@@ -233,6 +233,21 @@ cdef inline void include_box(float64_t* box, const float64_t* other, intp_t D) n
         box[D + d] = other[D + d] if other[D + d] > box[D + d] else box[D + d]
 
 
+cdef inline intp_t walk_down(MondrianTree tree, const float64_t* x, float64_t lifetime,
+                             intp_t* path) noexcept nogil:
+    """Write the nodes of the path of ``x`` to its leaf to ``path`` (root first, at most
+    ``WALK_DEPTH_MAX``) reading only the cuts; return their number, or 0 when deeper."""
+    cdef intp_t n = 0, j = 0
+    while True:
+        if n == WALK_DEPTH_MAX:
+            return 0
+        path[n] = j
+        n += 1
+        if is_leaf_at(tree, j, lifetime):
+            return n
+        j = child_toward(tree, j, x)
+
+
 cdef inline intp_t walk_etas(MondrianTree tree, const float64_t* x, float64_t lifetime,
                              const float64_t* boxes, float64_t* box, intp_t* path,
                              float64_t* etas, intp_t* top) noexcept nogil:
@@ -247,16 +262,10 @@ cdef inline intp_t walk_etas(MondrianTree tree, const float64_t* x, float64_t li
     grown in ``box`` (``2 D`` scratch) on the way up from the child's box and the sibling's
     points: the min/max of the same points as ``node_distance``'s, hence the same eta.
     """
-    cdef intp_t D = tree.n_features, n = 0, j = 0, i, d, sib
+    cdef intp_t D = tree.n_features, n = walk_down(tree, x, lifetime, path), j, i, d, sib
     cdef bint grown = False  # box holds the box of path[i + 1]
-    while True:
-        if n == WALK_DEPTH_MAX:
-            return 0
-        path[n] = j
-        n += 1
-        if is_leaf_at(tree, j, lifetime):
-            break
-        j = child_toward(tree, j, x)
+    if n == 0:
+        return 0
     i = n - 1
     while True:
         j = path[i]

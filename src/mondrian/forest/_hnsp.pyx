@@ -13,6 +13,7 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 from mondrian.core._tree cimport (
     TREE_LEAF,
@@ -22,6 +23,13 @@ from mondrian.core._tree cimport (
     points_row,
     stored_row,
     subtree_points,
+)
+from mondrian.core._batch_walk cimport (
+    BATCH_ROWS,
+    BatchEtas,
+    batch_etas,
+    batch_free,
+    batch_row,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -489,19 +497,20 @@ cdef inline intp_t _node_table(MondrianTree tree, float64_t gamma, float64_t lif
 cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
                               bint strict, float64_t lifetime, const float64_t* counts,
                               const float64_t* n_cust, const float64_t* n_tab,
-                              const float64_t* g, const float64_t* boxes, bint plain,
-                              float64_t* box, float64_t* out) noexcept nogil:
+                              const float64_t* g, const BatchEtas* batch, intp_t r,
+                              bint plain, float64_t* box, float64_t* out) noexcept nogil:
     """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
     computes what depends on ``x`` (the branch-off terms), from the first node of the path
-    with eta > 0 (the tables hold the posteriors above it) unless ``plain``. ``boxes`` (every
-    node's, or NULL) and ``box`` (2 D): as in ``walk_etas``."""
-    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = 0, depth = 0
+    with eta > 0 (the tables hold the posteriors above it), with the etas that the batch's
+    node-major pass found for ``x`` (its row ``r``), unless ``plain`` or its path is too deep
+    for them (then every eta on the way down, from the root)."""
+    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = -1
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef WalkStep step
     if not plain:
-        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
-    if depth > 0:
+        top = batch_row(batch, tree, r, x, lifetime, box, path, etas)
+    if top >= 0:
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
         if top > 0:
             parent = path[top - 1]
@@ -550,16 +559,19 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
-    cdef float64_t* boxes = NULL
+    cdef float64_t* values = NULL
     cdef intp_t* queue = NULL
     cdef float64_t* box = NULL
-    cdef size_t buf_size = 0, boxes_size = 0, queue_size = 0, box_size = 0
-    cdef bint tabled, lean, lean_rows
+    cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0
+    cdef intp_t start, stop
+    cdef BatchEtas batch
+    cdef bint tabled, lean_rows
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
+    memset(&batch, 0, sizeof(batch))
     try:
         for tree in trees:
             gamma = discount_factor * tree.n_features
@@ -569,8 +581,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # Many rows: the per-node posteriors once per call, in this call's own scratch
             # (reads never write the tree); few rows: along each path, O(depth) per row.
             tabled = n * TABLE_ROWS_PER_NODE >= m
-            lean = tree.box_min_samples > 0
-            lean_rows = lean and tree.lean_values
+            lean_rows = tree.box_min_samples > 0 and tree.lean_values
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -582,25 +593,30 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                 reserve(<void**> &buf, &buf_size,
                         ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                 reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
-                if lean:  # every statistics row (lean values), then every box, one scratch
-                    reserve(<void**> &boxes, &boxes_size,
-                            m * max(2 * tree.n_features, S if lean_rows else 0)
-                            * sizeof(float64_t))
-                if lean_rows:
-                    tree._all_values(boxes, queue)
-                _node_tables(tree, gamma, lam, boxes if lean_rows else tree.value, buf,
+                if lean_rows:  # every statistics row (lean values)
+                    reserve(<void**> &values, &values_size, m * S * sizeof(float64_t))
+                    tree._all_values(values, queue)
+                _node_tables(tree, gamma, lam, values if lean_rows else tree.value, buf,
                              buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
-                if lean:  # every box once per call: the rows read a few boxes each
-                    tree._all_boxes(boxes, queue)
-                for i in range(n):
-                    _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf, buf + m * K,
-                                        buf + m * K + m, buf + m * K + 2 * m,
-                                        boxes if lean else NULL, plain_walk, box, &out[i, 0])
+                # The etas of a batch of rows node by node (each box built and read once
+                # per batch), then each row's branch-off terms.
+                start = 0
+                while start < n:
+                    stop = min(n, start + <intp_t>BATCH_ROWS)
+                    if not plain_walk:
+                        batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
+                    for i in range(start, stop):
+                        _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf,
+                                            buf + m * K, buf + m * K + m,
+                                            buf + m * K + 2 * m, &batch, i - start,
+                                            plain_walk, box, &out[i, 0])
+                    start = stop
     finally:
         free(box)
         free(buf)
-        free(boxes)
+        free(values)
         free(queue)
+        batch_free(&batch)
 
 
 cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,

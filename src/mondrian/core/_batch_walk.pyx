@@ -1,0 +1,200 @@
+"""Node-major eta pass of prediction: the etas of ``walk_etas`` for many rows at once.
+
+A row's predictive needs eta (its L1 distance to a node's box) at the nodes of its path from
+its leaf upward until one is 0 (``walk_etas`` in ``_walk.pxd``). Row by row, every row reads
+its boxes wherever they lie, and a lean tree's boxes must first be rebuilt, every one of them,
+into a buffer of ``node_count * 2 D`` floats (29 MB per usps tree) that the rows then read
+from memory. Here the rows of a batch are partitioned down the tree instead (depth first),
+and on the way back up each node measures its box against the rows still outside the boxes
+below: the box is read once per batch, against all of them (a multi-row kernel,
+``_box_kernels.h``), and a lean node's box is the union of its children's, built in a small
+per-depth buffer only for the nodes some row needs. The values are those of ``walk_etas``:
+the same min/max of the same points, each row's distance summed in the same order.
+"""
+
+import os
+
+from libc.math cimport INFINITY
+from libc.string cimport memcpy
+
+from mondrian.core._tree cimport MondrianTree
+from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._walk cimport (
+    WALK_DEPTH_MAX,
+    goes_left,
+    include_box,
+    include_subtree,
+    is_leaf_at,
+    reserve,
+)
+
+from libc.stdlib cimport free
+
+
+cdef extern from "mondrian/core/_box_kernels.h":
+    int mf_box_kernels_portable
+    void mf_rows_eta(const float64_t* lo, intp_t D, const float64_t* X, intp_t x_step,
+                     const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
+
+
+def set_portable_kernels(bint portable):
+    """Force (True) or release (False) the one-row reference kernel of the box distances.
+
+    Parameters
+    ----------
+    portable : bool
+        Whether every distance of the node-major pass is summed by the plain one-row loop
+        instead of the multi-row kernel (and its AVX2 / AVX-512 clones). Both give the same
+        bits; the tests run both. The environment variable ``MONDRIAN_PORTABLE_KERNELS=1``
+        sets it at import.
+
+    Returns
+    -------
+    bool
+        The previous setting.
+    """
+    global mf_box_kernels_portable
+    cdef bint old = mf_box_kernels_portable != 0
+    mf_box_kernels_portable = 1 if portable else 0
+    return old
+
+
+set_portable_kernels(os.environ.get("MONDRIAN_PORTABLE_KERNELS", "") not in ("", "0"))
+
+
+cdef void batch_free(BatchEtas* b) noexcept nogil:
+    """Free the scratch of ``b`` (zeroed before its first use)."""
+    free(b.top)
+    free(b.etas)
+    free(b.leaf)
+    free(b.leaf_depth)
+    free(b.idx)
+    free(b.dist)
+    free(b.boxes)
+
+
+cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
+                    intp_t x_step, float64_t lifetime) except -1 nogil:
+    """Fill ``b.top`` and ``b.etas`` for the ``n`` rows of ``X`` (row ``i`` at ``X + i
+    x_step``, at most ``BATCH_ROWS``) in ``tree`` pruned at ``lifetime`` (not empty)."""
+    cdef intp_t D = tree.n_features, i
+    cdef bint have = False
+    reserve(<void**> &b.top, &b.top_size, n * sizeof(intp_t))
+    reserve(<void**> &b.leaf, &b.leaf_size, n * sizeof(intp_t))
+    reserve(<void**> &b.leaf_depth, &b.leaf_depth_size, n * sizeof(intp_t))
+    reserve(<void**> &b.etas, &b.etas_size, n * BATCH_ETAS * sizeof(float64_t))
+    reserve(<void**> &b.idx, &b.idx_size, n * sizeof(intp_t))
+    reserve(<void**> &b.dist, &b.dist_size, n * sizeof(float64_t))
+    reserve(<void**> &b.boxes, &b.boxes_size,
+            (WALK_DEPTH_MAX + 1) * 4 * D * sizeof(float64_t))
+    for i in range(n):
+        b.idx[i] = i
+        b.top[i] = -1
+    _visit(b, tree, X, x_step, lifetime, 0, b.idx, n, 0, b.boxes, &have)
+    return 0
+
+
+cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x_step,
+                   float64_t lifetime, intp_t node, intp_t* idx, intp_t m, intp_t depth,
+                   float64_t* box_out, bint* have_box) noexcept nogil:
+    """The rows ``idx[:m]`` reached ``node`` at ``depth``: find their etas from their leaves
+    up to here, move those still outside this node's box (eta > 0: its parent's is needed) to
+    the front of ``idx`` and return their number. A lean node that measured rows leaves its
+    box in ``box_out`` (``have_box[0]`` True), for its parent's union."""
+    cdef intp_t D = tree.n_features, lc, rc, n_left = 0, k, a_left, a_right, active, t, i
+    cdef const float64_t* box
+    cdef float64_t* left_box
+    cdef float64_t* right_box
+    cdef bint have_left = False, have_right = False
+    have_box[0] = False
+    if m == 0:
+        return 0
+    if depth >= WALK_DEPTH_MAX:
+        return 0  # deeper than walk_etas records: these rows walk the plain way (top -1)
+    if is_leaf_at(tree, node, lifetime):
+        active = m
+        for k in range(m):
+            b.leaf[idx[k]] = node
+            b.leaf_depth[idx[k]] = depth
+        if tree.box_slot[node] >= 0:
+            box = tree.bounds + 2 * D * tree.box_slot[node]
+        else:
+            for k in range(D):
+                box_out[k] = INFINITY
+                box_out[D + k] = -INFINITY
+            include_subtree(tree, node, box_out)
+            have_box[0] = True
+            box = box_out
+    else:
+        # Partition: the rows going left first.
+        for k in range(m):
+            if goes_left(tree, node, X + idx[k] * x_step):
+                t = idx[k]
+                idx[k] = idx[n_left]
+                idx[n_left] = t
+                n_left += 1
+        lc = tree.nodes[node].left_child
+        rc = tree.nodes[node].right_child
+        left_box = b.boxes + 4 * D * (depth + 1)
+        right_box = left_box + 2 * D
+        a_left = _visit(b, tree, X, x_step, lifetime, lc, idx, n_left, depth + 1, left_box,
+                        &have_left)
+        a_right = _visit(b, tree, X, x_step, lifetime, rc, idx + n_left, m - n_left,
+                         depth + 1, right_box, &have_right)
+        for k in range(a_right):  # the right side's active rows after the left side's
+            t = idx[a_left + k]
+            idx[a_left + k] = idx[n_left + k]
+            idx[n_left + k] = t
+        active = a_left + a_right
+        if active == 0:
+            return 0
+        if tree.box_slot[node] >= 0:
+            box = tree.bounds + 2 * D * tree.box_slot[node]
+        else:
+            _union_box(tree, lc, left_box, have_left, rc, right_box, have_right, box_out)
+            have_box[0] = True
+            box = box_out
+    mf_rows_eta(box, D, X, x_step, idx, active, b.dist)
+    # Each row's eta here; the rows still outside (eta > 0) to the front, for the parent.
+    t = 0
+    for k in range(active):
+        i = idx[k]
+        b.etas[i * BATCH_ETAS + b.leaf_depth[i] - depth] = b.dist[k]
+        b.top[i] = depth
+        if b.dist[k] != 0.0 and b.leaf_depth[i] - depth + 1 < BATCH_ETAS:
+            # Still outside: keep for the parent.
+            idx[k] = idx[t]
+            idx[t] = i
+            t += 1
+        elif b.dist[k] != 0.0 and depth > 0:
+            b.top[i] = -2  # its parent's eta has no room: walk_etas
+    return 0 if depth == 0 else t
+
+
+cdef void _union_box(MondrianTree tree, intp_t lc, const float64_t* left_box, bint have_left,
+                     intp_t rc, const float64_t* right_box, bint have_right,
+                     float64_t* out) noexcept nogil:
+    """The box of a lean node into ``out`` (2 D): one child's box (stored, or built below when
+    ``have_*``) grown by the other's (stored, built, or from its points), as ``walk_etas``
+    grows a lean node's box from its child on the path and that child's sibling."""
+    cdef intp_t D = tree.n_features
+    cdef const float64_t* first = _child_box(tree, lc, left_box, have_left)
+    cdef const float64_t* second = _child_box(tree, rc, right_box, have_right)
+    cdef intp_t other = rc
+    if first == NULL:
+        first = second
+        second = NULL
+        other = lc
+    memcpy(out, first, 2 * D * sizeof(float64_t))
+    if second != NULL:
+        include_box(out, second, D)
+    else:
+        include_subtree(tree, other, out)
+
+
+cdef inline const float64_t* _child_box(MondrianTree tree, intp_t child, const float64_t* built,
+                                        bint have) noexcept nogil:
+    """The box of ``child`` if at hand (stored, or ``built`` when ``have``), else NULL."""
+    if tree.box_slot[child] >= 0:
+        return tree.bounds + 2 * tree.n_features * tree.box_slot[child]
+    return built if have else NULL
