@@ -35,11 +35,12 @@ cdef void batch_free(BatchEtas* b) noexcept nogil
 
 cdef inline intp_t batch_row(const BatchEtas* b, MondrianTree tree, intp_t r,
                              const float64_t* x, float64_t lifetime, float64_t* box,
-                             intp_t* path, float64_t* etas) noexcept nogil:
+                             intp_t* path, float64_t* etas, bint whole_path) noexcept nogil:
     """What ``walk_etas`` gives row ``r`` (point ``x``) of the batch: its etas at depths from
     the returned ``top`` to its leaf in ``etas`` and its path's nodes from depth ``top - 1``
-    in ``path`` (both indexed by depth, ``WALK_DEPTH_MAX`` long); -1: walk it the plain way.
-    A row the batch left aside runs ``walk_etas`` (``box``: 2 D floats of scratch)."""
+    (from the root if ``whole_path``) in ``path`` (both indexed by depth, ``WALK_DEPTH_MAX``
+    long); -1: walk it the plain way. A row the batch left aside runs ``walk_etas`` (``box``:
+    2 D floats of scratch)."""
     cdef intp_t t = b.top[r], d, j
     cdef const float64_t* e = b.etas + r * BATCH_ETAS
     if t == -2:
@@ -52,7 +53,7 @@ cdef inline intp_t batch_row(const BatchEtas* b, MondrianTree tree, intp_t r,
         path[d] = j
         if d >= t:
             etas[d] = e[b.leaf_depth[r] - d]
-        if d == 0 or d < t:
+        if d == 0 or (d < t and not whole_path):
             return t
         j = tree.nodes[j].parent
         d -= 1

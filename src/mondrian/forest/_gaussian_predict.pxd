@@ -1,5 +1,6 @@
 # The predictive kernel of the Gaussian tree model (_gaussian_predict.pyx), called by the
 # prediction entry points of _gaussian.pyx once per tree and call.
+from mondrian.core._batch_walk cimport BatchEtas
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.forest._gaussian_model cimport Hyper
@@ -17,9 +18,8 @@ cdef struct Outer:
     float64_t* rec         # slot s, prior k: the OUTER_FIELDS floats at rec[OUTER_FIELDS (s P + k)]
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
-    float64_t* boxes       # every box of a lean tree (_every_box), and its queue
-    intp_t* queue
-    size_t known_size, filled_size, rec_size, psi_end_size, u_size, boxes_size, queue_size
+    BatchEtas batch        # the etas of a batch of rows (_batched)
+    size_t known_size, filled_size, rec_size, psi_end_size, u_size
 
 
 # One tree's predictive at the n rows of X under the P priors hs (see the .pyx); o zeroed

@@ -11,6 +11,7 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 from libc.math cimport log1p
 from libc.stdlib cimport calloc, free
 
+from mondrian.core._batch_walk cimport BATCH_ROWS, BatchEtas, batch_etas, batch_free, batch_row
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -20,7 +21,7 @@ from mondrian.core._walk cimport (
     reserve,
     walk_etas,
     walk_next,
-    walk_start_boxes,
+    walk_start,
     walk_start_path,
 )
 from mondrian.forest._gaussian_model cimport Hyper, _clock_denominator, _leaf_message, _product
@@ -40,17 +41,16 @@ cdef enum:
 
 
 cdef enum:
-    # A call with at least one row per EVERY_BOX_NODES nodes of a lean tree builds every box
-    # once (MondrianTree._all_boxes, O(nodes D), in the call's scratch); the rows then read a
-    # few each. Fewer rows grow the boxes they need from the stored points (walk_etas). On
-    # kin8nm (14745 nodes, D = 8, 100 trees) the two cost the same CPU time near 400 rows.
-    EVERY_BOX_NODES = 32
+    # A call with at least one row per BATCH_NODES nodes of a lean tree finds its rows' etas
+    # node by node (``batch_etas``: each box built and read once per batch of rows); fewer
+    # rows grow the boxes they need from the stored points, each on its own (walk_etas).
+    BATCH_NODES = 32
 
 
-cdef inline bint _every_box(MondrianTree tree, intp_t n_rows) noexcept nogil:
-    """Whether a call predicting ``n_rows`` rows builds every box of ``tree`` first (the same
+cdef inline bint _batched(MondrianTree tree, intp_t n_rows) noexcept nogil:
+    """Whether a call predicting ``n_rows`` rows finds their etas node by node (the same
     bits either way)."""
-    return tree.box_min_samples > 0 and n_rows * EVERY_BOX_NODES >= tree.node_count
+    return n_rows * BATCH_NODES >= tree.node_count
 
 
 cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadrature,
@@ -82,8 +82,7 @@ cdef void outer_free(Outer* o) noexcept nogil:
     free(o.rec)
     free(o.psi_end)
     free(o.u)
-    free(o.boxes)
-    free(o.queue)
+    batch_free(&o.batch)
 
 
 cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
@@ -123,22 +122,24 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       bint squared_mean) except -1 nogil:
     """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
-    :func:`_predict_row_grid` says (``stride``, ``squared_mean``), every box of the tree built
-    first when that pays (``_every_box``); ``o`` holds the call's scratch."""
-    cdef intp_t i
-    cdef const float64_t* boxes = NULL
+    :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
+    node by node first when that pays (``_batched``); ``o`` holds the call's scratch."""
+    cdef intp_t i, start = 0, stop
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
-    if _every_box(tree, n):
-        reserve(<void**> &o.boxes, &o.boxes_size,
-                2 * tree.node_count * tree.n_features * sizeof(float64_t))
-        reserve(<void**> &o.queue, &o.queue_size, tree.node_count * sizeof(intp_t))
-        tree._all_boxes(o.boxes, o.queue)
-        boxes = o.boxes
     _outer_begin(o, hs, P, n_quadrature)
-    for i in range(n):
-        _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
-                          boxes, box, plain, o, sums, moments + i * row_step, stride,
-                          squared_mean)
+    if plain or not _batched(tree, n):
+        for i in range(n):
+            _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
+                              NULL, 0, box, plain, o, sums, moments + i * row_step, stride,
+                              squared_mean)
+    while start < n and not plain and _batched(tree, n):
+        stop = min(n, start + <intp_t>BATCH_ROWS)
+        batch_etas(&o.batch, tree, X + start * x_step, stop - start, x_step, hs[0].lifetime)
+        for i in range(start, stop):
+            _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
+                              &o.batch, i - start, box, plain, o, sums,
+                              moments + i * row_step, stride, squared_mean)
+        start = stop
     _outer_end(o)
     return 0
 
@@ -209,7 +210,8 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
                             float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
-                            const float64_t* boxes, float64_t* box, bint plain, Outer* o,
+                            const BatchEtas* batch, intp_t row, float64_t* box, bint plain,
+                            Outer* o,
                             float64_t* sums, float64_t* moments, intp_t stride,
                             bint squared_mean) noexcept nogil:
     """The tree's predictive at ``x`` under the ``P`` priors ``hs``, which share their rate,
@@ -218,12 +220,12 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     per prior gives the same bits). Prior ``k`` adds its predictive mean and second moment (and
     squared mean when ``squared_mean``) to ``moments[k stride :]``. ``o``: the node records of
     this tree and call (``_outer_begin``); ``sums``: 2 P floats of scratch. Eta comes from the
-    leaf upward (``walk_etas``, with ``boxes``, every node's or NULL, and ``box``, 2 D floats)
-    unless ``plain`` (every node's, on the way down).
+    leaf upward: row ``row`` of ``batch`` (``batch_etas``) unless NULL, else ``walk_etas``
+    (``box``: 2 D floats), unless ``plain`` (every node's, on the way down).
 
     The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
     cannot branch off there and those nodes only pass their records down, read from ``o``."""
-    cdef intp_t j, q, k, i, top = 0, depth = 0, parent
+    cdef intp_t j, q, k, i, top = 0, parent
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
@@ -237,9 +239,13 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     for k in range(P):
         mean_sum[k] = 0.0
         second_sum[k] = 0.0
-    if not plain:
-        depth = walk_etas(tree, x, lifetime, boxes, box, path, etas, &top)
-    if depth > 0:
+    if plain:
+        top = -1
+    elif batch != NULL:
+        top = batch_row(batch, tree, row, x, lifetime, box, path, etas, True)
+    elif walk_etas(tree, x, lifetime, NULL, box, path, etas, &top) == 0:
+        top = -1
+    if top >= 0:
         # The records of the path down to top: the deepest known one, then down from it.
         i = top
         while i >= 0 and not _known(o, path[i]):
@@ -249,7 +255,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
                         path[i - 1] if i > 0 else -1)
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
     else:
-        walk_start_boxes(&step, tree, x, lifetime, boxes)
+        walk_start(&step, tree, x, lifetime)
         if not _known(o, 0):
             _outer_fill(tree, hs, P, msg_means, msg_vars, o, 0, 0, -1)
     while True:

@@ -509,7 +509,7 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef WalkStep step
     if not plain:
-        top = batch_row(batch, tree, r, x, lifetime, box, path, etas)
+        top = batch_row(batch, tree, r, x, lifetime, box, path, etas, False)
     if top >= 0:
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
         if top > 0:
