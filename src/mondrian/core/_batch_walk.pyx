@@ -18,12 +18,12 @@ from libc.math cimport INFINITY
 from libc.string cimport memcpy
 
 from mondrian.core._tree cimport MondrianTree
-from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._tree cimport subtree_points
+from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._walk cimport (
     WALK_DEPTH_MAX,
     goes_left,
     include_box,
-    include_subtree,
     is_leaf_at,
     reserve,
 )
@@ -35,6 +35,8 @@ cdef extern from "mondrian/core/_box_kernels.h":
     int mf_box_kernels_portable
     void mf_rows_eta(const float64_t* lo, intp_t D, const float64_t* X, intp_t x_step,
                      const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
+    void mf_grow_box(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
+                     float64_t* lo) noexcept nogil
 
 
 def set_portable_kernels(bint portable):
@@ -122,7 +124,7 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
             for k in range(D):
                 box_out[k] = INFINITY
                 box_out[D + k] = -INFINITY
-            include_subtree(tree, node, box_out)
+            _include_points(tree, node, box_out)
             have_box[0] = True
             box = box_out
     else:
@@ -189,7 +191,7 @@ cdef void _union_box(MondrianTree tree, intp_t lc, const float64_t* left_box, bi
     if second != NULL:
         include_box(out, second, D)
     else:
-        include_subtree(tree, other, out)
+        _include_points(tree, other, out)
 
 
 cdef inline const float64_t* _child_box(MondrianTree tree, intp_t child, const float64_t* built,
@@ -198,3 +200,11 @@ cdef inline const float64_t* _child_box(MondrianTree tree, intp_t child, const f
     if tree.box_slot[child] >= 0:
         return tree.bounds + 2 * tree.n_features * tree.box_slot[child]
     return built if have else NULL
+
+
+cdef inline void _include_points(MondrianTree tree, intp_t node, float64_t* box) noexcept nogil:
+    """``include_subtree`` (_walk.pxd) by the vector kernel: the same points, the same rule,
+    in the same order, so the same values."""
+    cdef intp_t points[BOX_POINTS_MAX]
+    cdef intp_t n = subtree_points(tree, node, points, BOX_POINTS_MAX)
+    mf_grow_box(tree.points_ptr, tree.n_features, points, n, box)

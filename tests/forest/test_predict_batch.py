@@ -1,0 +1,156 @@
+"""The node-major eta pass of prediction (``core/_batch_walk.pyx``) gives the bits of the plain
+walk, with the multi-row box kernel (and its AVX2 / AVX-512 clones) and with the one-row
+reference kernel forced (``set_portable_kernels``).
+
+A call of many rows partitions them down each tree and measures every box once against the
+rows still outside the boxes below; lean boxes are unions of children's boxes grown from
+points. These tests compare it bit for bit with the plain walk (every eta on the way down,
+``plain_walk=True``) and with rows predicted one at a time, on lean and full boxes, sample
+weights, pruned models, paused leaves (online updates), far rows whose every path node has
+eta > 0 (deep trees: more etas than a batch keeps per row), and calls of more rows than a
+batch holds.
+"""
+
+import numpy as np
+import pytest
+
+from mondrian import MondrianForestClassifier, MondrianForestRegressor
+from mondrian.core._batch_walk import set_portable_kernels
+from mondrian.core._walk import walk_path
+from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
+from mondrian.forest._hnsp import predict_proba_trees
+
+from _checks import box_min_samples
+
+pytestmark = pytest.mark.exact
+
+
+@pytest.fixture(params=[False, True], ids=["dispatched", "portable"])
+def portable(request):
+    old = set_portable_kernels(request.param)
+    yield request.param
+    set_portable_kernels(old)
+
+
+def _rows(X, seed, n_far=40):
+    rng = np.random.default_rng(seed)
+    return np.vstack([X[:60], X[:60] + 1e-2 * rng.normal(size=(60, X.shape[1])),
+                      rng.normal(size=(60, X.shape[1])),
+                      50.0 * rng.normal(size=(n_far, X.shape[1]))])
+
+
+def _proba(model, S, plain, step=None):
+    out = np.zeros((S.shape[0], len(model.classes_)))
+    step = step or S.shape[0]
+    for start in range(0, S.shape[0], step):
+        predict_proba_trees(model._trees, S[start:start + step], out[start:start + step],
+                            float(model.discount_factor), model.branch_off_counts == "tables",
+                            None, plain)
+    return out
+
+
+def _moments(model, S, plain, hierarchical=True):
+    params = GaussianPrior(0.1, 0.5, 1.0, 2.0, 1.3, hierarchical)
+    messages = [upward_messages(tree, params, None)[:2] for tree in model._trees]
+    out = np.zeros((S.shape[0], 3))
+    predict_moments_trees(model._trees, messages, S, out, params, 3, None, plain)
+    return out
+
+
+@pytest.mark.parametrize("k", [0, 2, 32])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int) + (X[:, 2] > 1.0)
+    weight = rng.uniform(0.2, 3.0, size=300) if weighted else None
+    with box_min_samples(k):
+        model = MondrianForestClassifier(n_estimators=3, random_state=k)
+        model.fit(X, y, sample_weight=weight)
+    S = np.ascontiguousarray(model._validate_X_predict(_rows(X, k)))
+    reference = _proba(model, S, True)
+    assert _proba(model, S, False).tobytes() == reference.tobytes()
+    assert _proba(model, S, False, step=1).tobytes() == reference.tobytes()
+    pruned = model.prune(0.5 * model.lifetime_)
+    assert _proba(pruned, S, False).tobytes() == _proba(pruned, S, True).tobytes()
+
+
+def test_classifier_paused_leaves_online(portable):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] > 0).astype(int)
+    with box_min_samples(8):
+        model = MondrianForestClassifier(n_estimators=2, random_state=3)
+        for i in range(0, 400, 50):
+            model.partial_fit(X[i:i + 50], y[i:i + 50], classes=[0, 1])
+    S = np.ascontiguousarray(model._validate_X_predict(_rows(X, 3)))
+    assert _proba(model, S, False).tobytes() == _proba(model, S, True).tobytes()
+
+
+def test_deep_paths_and_far_rows_take_the_reference_walk(portable):
+    """Far rows have eta > 0 at every node of their path: on trees deeper than the etas a
+    batch keeps per row (BATCH_ETAS = 32) such a row is left to walk_etas, the same bits."""
+    # Geometric values: each cut splits off a few points, so the paths are long; a constant
+    # column (never cut) puts rows with another value in it outside every box.
+    x0 = 0.8 ** np.arange(200)
+    X = np.c_[x0, np.zeros(200)]
+    y = np.arange(200) % 3
+    with box_min_samples(4):
+        model = MondrianForestClassifier(n_estimators=2, random_state=7, lifetime=1e30)
+        model.fit(X, y)
+    S = np.ascontiguousarray(model._validate_X_predict(
+        np.vstack([np.c_[x0, np.full(200, 5.0)], X])))
+    depth = max(len(walk_path(tree, s)["eta"]) for tree in model._trees for s in S)
+    assert depth > 33
+    assert _proba(model, S, False).tobytes() == _proba(model, S, True).tobytes()
+
+
+def test_more_rows_than_a_batch(portable):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with box_min_samples(16):
+        model = MondrianForestClassifier(n_estimators=2, random_state=11).fit(X, y)
+    S = np.ascontiguousarray(model._validate_X_predict(
+        np.vstack([_rows(X, 11)] * 12)))
+    assert S.shape[0] > 2048
+    fast = _proba(model, S, False)
+    assert fast.tobytes() == _proba(model, S, True).tobytes()
+    assert fast[:220].tobytes() == _proba(model, S[:220], False).tobytes()
+
+
+@pytest.mark.parametrize("k", [0, 2, 32])
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_regressor_batch_is_the_plain_walk(portable, k, hierarchical):
+    rng = np.random.default_rng(k + 1)
+    X = rng.normal(size=(300, 5))
+    target = X[:, 0] + np.sin(3 * X[:, 1])
+    with box_min_samples(k):
+        model = MondrianForestRegressor(n_estimators=2, random_state=k).fit(X, target)
+    S = np.ascontiguousarray(model._validate_X_predict(_rows(X, k)))
+    fast = _moments(model, S, False, hierarchical)
+    assert fast.tobytes() == _moments(model, S, True, hierarchical).tobytes()
+    mean, std = model.predict(S, return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(std > 0.0)
+
+
+def test_portable_switch_gives_the_same_public_predictions():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 40))
+    y = (X[:, :3].sum(axis=1) > 0).astype(int)
+    model = MondrianForestClassifier(n_estimators=3, random_state=5).fit(X, y)
+    reg = MondrianForestRegressor(n_estimators=2, random_state=5).fit(X, X[:, 0])
+    T = 3.0 * rng.normal(size=(300, 40))
+    old = set_portable_kernels(True)
+    try:
+        slow = model.predict_proba(T), reg.predict(T, return_std=True)
+    finally:
+        set_portable_kernels(old)
+    set_portable_kernels(False)
+    try:
+        fast = model.predict_proba(T), reg.predict(T, return_std=True)
+    finally:
+        set_portable_kernels(old)
+    assert slow[0].tobytes() == fast[0].tobytes()
+    assert slow[1][0].tobytes() == fast[1][0].tobytes()
+    assert slow[1][1].tobytes() == fast[1][1].tobytes()
