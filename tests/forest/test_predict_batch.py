@@ -71,6 +71,9 @@ def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
     reference = _proba(model, S, True)
     assert _proba(model, S, False).tobytes() == reference.tobytes()
     assert _proba(model, S, False, step=1).tobytes() == reference.tobytes()
+    # A few rows per call: their etas node by node, their posteriors along their paths.
+    assert 3 * 32 < max(tree.node_count for tree in model._trees)
+    assert _proba(model, S, False, step=3).tobytes() == reference.tobytes()
     pruned = model.prune(0.5 * model.lifetime_)
     assert _proba(pruned, S, False).tobytes() == _proba(pruned, S, True).tobytes()
 
