@@ -1,10 +1,12 @@
 """Prediction time of Mondrian forests against ExtraTrees, side by side (issue 10).
 
-For each set, one fit of ``MondrianForestClassifier`` (``MondrianForestRegressor`` on kin8nm)
-and of ``ExtraTreesClassifier`` (``ExtraTreesRegressor``) with the same number of trees,
-``n_jobs=1``, default parameters; both are pickled to a temporary folder. Then every model is
-timed in a fresh process that loads it and runs ``predict_proba`` (``predict``) on the test rows
-(one warm-up call, then ``--calls`` timed calls, median), the models taking turns
+For each set, one fit of ``MondrianForestClassifier`` (``MondrianForestRegressor`` on the
+regression sets, kin8nm and power_plant) and of ``ExtraTreesClassifier``
+(``ExtraTreesRegressor``) with the same number of trees, ``n_jobs=1``, default parameters; both
+are pickled to a temporary folder. Then every model is timed in a fresh process that loads it
+and runs ``predict_proba`` (``predict``; for the Mondrian regressor also ``predict(X,
+return_std=True)``, the "MF std" column) on the test rows (one warm-up call, then ``--calls``
+timed calls, median), the models taking turns
 (``--repeats`` rounds, median of the rounds), so the load of the shared machine hits them
 alike. ``--baseline SRC`` adds the same Mondrian model predicted by another build of the
 package (a ``src`` folder, for instance an older commit built in place): the speed-up of a
@@ -31,11 +33,26 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_memory import _load  # noqa: E402
+from bench_memory import _load as _load_memory  # noqa: E402
 from shared.report import environment_line, load_line, log, markdown_table  # noqa: E402
 
-SETS = ("letter", "usps", "satimage", "synthetic200k", "kin8nm")
+SETS = ("letter", "pendigits", "satimage", "dna", "usps", "synthetic200k", "kin8nm",
+        "power_plant")
+REGRESSION = ("kin8nm", "power_plant")
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _load(name: str):
+    """Train/test arrays of ``name`` (those of bench_memory, plus pendigits and dna)."""
+    if name in ("pendigits", "dna"):
+        from shared.datasets import load_dna, load_xy
+
+        if name == "dna":
+            d = load_dna()
+            return d.X_train, d.y_train, d.X_test
+        X, y, _ = load_xy("pendigits_train")
+        return X, y, load_xy("pendigits_test")[0]
+    return _load_memory(name)
 
 
 def _fit(name: str, trees: int, folder: str) -> dict:
@@ -45,7 +62,7 @@ def _fit(name: str, trees: int, folder: str) -> dict:
     import mondrian
 
     X, y, _ = _load(name)
-    regression = name == "kin8nm"
+    regression = name in REGRESSION
     params = {"n_estimators": trees, "n_jobs": 1, "random_state": 0}
     mf = (mondrian.MondrianForestRegressor if regression
           else mondrian.MondrianForestClassifier)(**params)
@@ -61,7 +78,7 @@ def _fit(name: str, trees: int, folder: str) -> dict:
     return files
 
 
-def _time_child(path: str, name: str, calls: int, src: str) -> None:
+def _time_child(path: str, name: str, calls: int, src: str, std: bool = False) -> None:
     """Child side: load the model at ``path`` with the package in ``src``, time its
     predictions, print JSON."""
     import hashlib
@@ -73,7 +90,10 @@ def _time_child(path: str, name: str, calls: int, src: str) -> None:
     with open(path, "rb") as f:
         model = pickle.load(f)
     _, _, X_test = _load(name)
-    predict = model.predict if name == "kin8nm" else model.predict_proba
+    predict = model.predict if name in REGRESSION else model.predict_proba
+    if std:
+        def predict(X):
+            return model.predict(X, return_std=True)[1]
     first = predict(X_test)
     cpu, wall = [], []
     for _ in range(calls):
@@ -85,11 +105,33 @@ def _time_child(path: str, name: str, calls: int, src: str) -> None:
                       "checksum": hashlib.sha1(np.ascontiguousarray(first).tobytes()).hexdigest()}))
 
 
-def _timed(path: str, name: str, calls: int, src: str) -> dict:
+def _timed(path: str, name: str, calls: int, src: str, std: bool = False) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", path, "--sets", name,
-                          "--calls", str(calls), "--src", src], capture_output=True,
-                         text=True, check=True)
+                          "--calls", str(calls), "--src", src] + (["--std"] if std else []),
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _rows(name: str, trees: int, results: dict) -> list:
+    """Table rows of one set: the medians of every variant, against ExtraTrees."""
+    cpu = {label: float(np.median([r["cpu"] for r in rs])) for label, rs in results.items()}
+    rows = []
+    for suffix, method in (("", "predict" if name in REGRESSION else "predict_proba"),
+                           (" std", "predict return_std")):
+        if "MF" + suffix not in cpu:
+            continue
+        mf = cpu["MF" + suffix]
+        row = {"data": name, "trees": trees, "method": method, "MF (s)": mf,
+               "ET (s)": cpu["ET"], "MF / ET": mf / cpu["ET"]}
+        base = "MF" + suffix + " baseline"
+        if base in cpu:
+            row["baseline (s)"] = cpu[base]
+            row["baseline / ET"] = cpu[base] / cpu["ET"]
+            row["speed-up"] = cpu[base] / mf
+            same = {r["checksum"] for r in results["MF" + suffix] + results[base]}
+            row["same bits"] = "yes" if len(same) == 1 else "no"
+        rows.append(row)
+    return rows
 
 
 def main(argv=None) -> None:
@@ -106,9 +148,10 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=None, help="append the table to this file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
+    parser.add_argument("--std", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _time_child(args.child, args.sets, args.calls, args.src)
+        _time_child(args.child, args.sets, args.calls, args.src, args.std)
         return
     start_load = os.getloadavg()
     rows = []
@@ -122,25 +165,22 @@ def main(argv=None) -> None:
             except FileNotFoundError as exc:  # the real data sets are absent
                 log(f"  {name}: skipped ({exc})")
                 continue
-            variants = [("MF", files["MF"], SRC), ("ET", files["ET"], SRC)]
+            variants = [("MF", files["MF"], SRC, False), ("ET", files["ET"], SRC, False)]
             if args.baseline:
-                variants.append(("MF baseline", files["MF"], os.path.abspath(args.baseline)))
-            results = {label: [] for label, _, _ in variants}
+                variants.append(("MF baseline", files["MF"], os.path.abspath(args.baseline),
+                                 False))
+            if name in REGRESSION:
+                variants.append(("MF std", files["MF"], SRC, True))
+                if args.baseline:
+                    variants.append(("MF std baseline", files["MF"],
+                                     os.path.abspath(args.baseline), True))
+            results = {label: [] for label, *_ in variants}
             for _ in range(args.repeats):
-                for label, path, src in variants:
-                    results[label].append(_timed(path, name, args.calls, src))
+                for label, path, src, std in variants:
+                    results[label].append(_timed(path, name, args.calls, src, std))
                     log(f"  {name}: {label} {results[label][-1]}")
-        cpu = {label: float(np.median([r["cpu"] for r in rs])) for label, rs in results.items()}
-        row = {"data": name, "trees": trees, "MF (s)": cpu["MF"], "ET (s)": cpu["ET"],
-               "MF / ET": cpu["MF"] / cpu["ET"]}
-        if args.baseline:
-            row["baseline (s)"] = cpu["MF baseline"]
-            row["baseline / ET"] = cpu["MF baseline"] / cpu["ET"]
-            row["speed-up"] = cpu["MF baseline"] / cpu["MF"]
-            same = {r["checksum"] for r in results["MF"] + results["MF baseline"]}
-            row["same bits"] = "yes" if len(same) == 1 else "no"
-        rows.append(row)
-    columns = ["data", "trees", "MF (s)", "ET (s)", "MF / ET"]
+        rows += _rows(name, trees, results)
+    columns = ["data", "trees", "method", "MF (s)", "ET (s)", "MF / ET"]
     if args.baseline:
         columns += ["baseline (s)", "baseline / ET", "speed-up", "same bits"]
     text = "\n".join([environment_line(), "", markdown_table(

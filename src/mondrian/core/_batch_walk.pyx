@@ -149,6 +149,13 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
             idx[n_left + k] = t
         active = a_left + a_right
         if active == 0:
+            # No row needs this node's eta, but its parent may: a lean node whose children
+            # both have their boxes at hand leaves their union (2 D reads), which spares the
+            # parent reading this subtree's points.
+            if (tree.box_slot[node] < 0 and _child_box(tree, lc, left_box, have_left) != NULL
+                    and _child_box(tree, rc, right_box, have_right) != NULL):
+                _union_box(tree, lc, left_box, have_left, rc, right_box, have_right, box_out)
+                have_box[0] = True
             return 0
         if tree.box_slot[node] >= 0:
             box = tree.bounds + 2 * D * tree.box_slot[node]

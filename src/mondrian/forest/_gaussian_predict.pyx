@@ -11,7 +11,13 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 from libc.math cimport log1p
 from libc.stdlib cimport calloc, free
 
-from mondrian.core._batch_walk cimport BATCH_ROWS, BatchEtas, batch_etas, batch_free, batch_row
+from mondrian.core._batch_walk cimport (
+    BATCH_ROWS,
+    BatchEtas,
+    batch_etas,
+    batch_free,
+    batch_row,
+)
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -40,17 +46,12 @@ cdef enum:
     OUTER_FIELDS = 4
 
 
-cdef enum:
-    # A call with at least one row per BATCH_NODES nodes of a lean tree finds its rows' etas
-    # node by node (``batch_etas``: each box built and read once per batch of rows); fewer
-    # rows grow the boxes they need from the stored points, each on its own (walk_etas).
-    BATCH_NODES = 32
-
-
 cdef inline bint _batched(MondrianTree tree, intp_t n_rows) noexcept nogil:
-    """Whether a call predicting ``n_rows`` rows finds their etas node by node (the same
-    bits either way)."""
-    return n_rows * BATCH_NODES >= tree.node_count
+    """Whether a call predicting ``n_rows`` rows finds their etas node by node
+    (``batch_etas``: each box built and read once per batch, shared by its rows), rather than
+    each row growing the boxes it needs from the stored points (``walk_etas``): from two rows
+    on (the same bits either way)."""
+    return n_rows > 1
 
 
 cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadrature,
