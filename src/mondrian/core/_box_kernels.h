@@ -62,11 +62,12 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
     const double *restrict hi = lo + D;
     double g[MF_ROWS][MF_GAP_BLOCK];
     Py_ssize_t k0 = 0, k, b, w, d;
-    for (; k0 + MF_ROWS <= m; k0 += MF_ROWS) {
+    for (; k0 < m; k0 += MF_ROWS) {
+        /* (a last group of fewer rows repeats its last row: each lane's sum is its own) */
         const double *xs[MF_ROWS];
         double acc[MF_ROWS];
         for (k = 0; k < MF_ROWS; k++) {
-            xs[k] = X + idx[k0 + k] * x_step;
+            xs[k] = X + idx[k0 + k < m ? k0 + k : m - 1] * x_step;
             acc[k] = 0.0;
         }
         for (b = 0; b < D; b += MF_GAP_BLOCK) {
@@ -89,9 +90,8 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
                 acc[3] += g[3][d];
             }
         }
-        for (k = 0; k < MF_ROWS; k++) out[k0 + k] = acc[k];
+        for (k = 0; k < MF_ROWS && k0 + k < m; k++) out[k0 + k] = acc[k];
     }
-    for (; k0 < m; k0++) out[k0] = mf_row_eta(lo, D, X + idx[k0] * x_step);
 }
 
 MF_KERNEL_UNUSED

@@ -1,0 +1,146 @@
+"""Prediction cost against the number of rows per call, 1 to 10000 (issue 24).
+
+For each set, one fit of the Mondrian forest (``--trees`` trees, ``n_jobs=1``), pickled; then a
+fresh process per build (this one, and ``--baseline SRC`` when given) loads it and times
+``predict_proba`` (``predict`` on the regression sets) on calls of 1, 3, 10, ..., 10000 rows
+drawn from the test rows (one warm-up call, then the minimum of ``--calls`` timed calls: the
+thread's CPU time). Prints a table of the time per call and per row, and plots both against
+the number of rows (log-log) into ``benchmarks/results/predict_rows.png``.
+
+Run from the repository root::
+
+    python benchmarks/bench_predict_rows.py --sets usps,letter,kin8nm --trees 20 \\
+        --baseline /work/main/src --output benchmarks/results/predict.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_predict import REGRESSION, SRC, _load  # noqa: E402
+from shared.report import environment_line, load_line, log, markdown_table  # noqa: E402
+
+SIZES = (1, 3, 10, 30, 100, 300, 1000, 3000, 10000)
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _child(path: str, name: str, calls: int, src: str) -> None:
+    """Child side: load the model with the package in ``src``, time every size, print JSON."""
+    sys.path.insert(0, src)
+    import mondrian
+
+    assert os.path.dirname(os.path.dirname(mondrian.__file__)) == os.path.abspath(src)
+    with open(path, "rb") as f:
+        model = pickle.load(f)
+    _, _, X_test = _load(name)
+    predict = model.predict if name in REGRESSION else model.predict_proba
+    rng = np.random.default_rng(0)
+    out = {}
+    for n in SIZES:
+        rows = np.ascontiguousarray(X_test[rng.integers(0, len(X_test), n)])
+        predict(rows)
+        cpu = []
+        for _ in range(calls):
+            start = time.thread_time()
+            predict(rows)
+            cpu.append(time.thread_time() - start)
+        out[n] = float(np.min(cpu))
+    print(json.dumps(out))
+
+
+def _timed(path: str, name: str, calls: int, src: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", path, "--sets", name,
+                          "--calls", str(calls), "--src", src], capture_output=True,
+                         text=True, check=True)
+    return {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def _plot(curves: dict, path: str) -> None:
+    """Time per call and per row against rows per call, one line per set and build."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (name, build), times in curves.items():
+        n = np.array(sorted(times))
+        t = np.array([times[k] for k in n])
+        style = "-o" if build == "this build" else "--x"
+        axes[0].loglog(n, t, style, label=f"{name} ({build})")
+        axes[1].loglog(n, t / n, style, label=f"{name} ({build})")
+    axes[0].set(xlabel="rows per call", ylabel="CPU seconds per call",
+                title="cost of a call")
+    axes[1].set(xlabel="rows per call", ylabel="CPU seconds per row", title="cost per row")
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="usps,letter,kin8nm")
+    parser.add_argument("--trees", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--baseline", default=None, help="src folder of another build")
+    parser.add_argument("--output", default=None, help="append the table to this file")
+    parser.add_argument("--plot", default=os.path.join(RESULTS, "predict_rows.png"))
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child, args.sets, args.calls, args.src)
+        return
+    import mondrian
+
+    start_load = os.getloadavg()
+    builds = [("this build", SRC)]
+    if args.baseline:
+        builds.append(("baseline", os.path.abspath(args.baseline)))
+    curves, rows = {}, []
+    for name in args.sets.split(","):
+        X, y, _ = _load(name)
+        cls = (mondrian.MondrianForestRegressor if name in REGRESSION
+               else mondrian.MondrianForestClassifier)
+        model = cls(n_estimators=args.trees, n_jobs=1, random_state=0).fit(X, y)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.pkl")
+            with open(path, "wb") as f:
+                pickle.dump(model, f, protocol=5)
+            for build, src in builds:
+                curves[name, build] = _timed(path, name, args.calls, src)
+                log(f"  {name} ({build}): {curves[name, build]}")
+        for n in SIZES:
+            row = {"data": name, "rows": n}
+            for build, _ in builds:
+                row[f"{build} (ms/call)"] = 1e3 * curves[name, build][n]
+                row[f"{build} (us/row)"] = 1e6 * curves[name, build][n] / n
+            rows.append(row)
+    columns = ["data", "rows"] + [f"{b} ({u})" for b, _ in builds for u in ("ms/call", "us/row")]
+    text = "\n".join([environment_line(), "", f"{args.trees} trees, minimum of {args.calls} "
+                      "calls, thread CPU time", "", markdown_table(
+                          rows, columns, {c: ".2f" for c in columns[2:]}),
+                      "", load_line(start_load)])
+    print(text)
+    _plot(curves, args.plot)
+    if args.output:
+        with open(args.output, "a") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
