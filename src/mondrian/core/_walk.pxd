@@ -24,7 +24,8 @@
 # reach exactly). The predictors descend to the leaf reading only the cuts, compute eta from the
 # leaf upward until it is 0 (2.5 nodes of a 24-node path on letter, 6 of 18 on usps), then walk
 # the path as above with those etas: the same quantities, bit for bit, for a fraction of the
-# box reads.
+# box reads. A call of many rows finds those etas node by node instead (``_batch_walk.pyx``:
+# each box built and read once per batch of rows) and starts each row's walk from them.
 from libc.math cimport INFINITY, expm1
 from libc.stdlib cimport free, malloc
 

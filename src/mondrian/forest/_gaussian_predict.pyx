@@ -11,13 +11,7 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 from libc.math cimport log1p
 from libc.stdlib cimport calloc, free
 
-from mondrian.core._batch_walk cimport (
-    BATCH_ROWS,
-    BatchEtas,
-    batch_etas,
-    batch_free,
-    batch_row,
-)
+from mondrian.core._batch_walk cimport BATCH_ROWS, BatchEtas, batch_etas, batch_free, batch_row
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
