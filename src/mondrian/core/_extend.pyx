@@ -13,6 +13,7 @@ sets its own in ``__cinit__`` (the density's full-cell trees), so the core calls
 importing it.
 """
 
+from libc.math cimport INFINITY, log
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
@@ -20,12 +21,7 @@ import numpy as np
 
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
-from mondrian.core._random cimport (
-    rng_exponential,
-    rng_uniform,
-    rng_uniform_open,
-    rng_weighted,
-)
+from mondrian.core._random cimport rng_uniform, rng_uniform_open, rng_weighted
 from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
@@ -36,10 +32,23 @@ from mondrian.core._tree cimport (
     _partition,
     _realloc,
     node_paused,
-    points_extent,
-    subtree_points,
 )
-from mondrian.core._typedefs cimport BOX_POINTS_MAX
+
+
+cdef struct PointCursor:
+    # The stored points below ``node`` in subtree_points' order (left subtree first), one
+    # at a time: the leaf being read and the next point of its list.
+    intp_t node
+    intp_t leaf
+    intp_t sample
+
+
+cdef struct NearLeaf:
+    # The leaf that the stored point ``point`` reaches from the last node that looked for it
+    # in this extension call: the same from every node below on its path (the extension
+    # changes no node below the one it handles), so a batch's first point is sent down once.
+    intp_t point
+    intp_t leaf
 
 
 cdef inline int _build(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
@@ -106,6 +115,9 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     """
     cdef intp_t top = 1
     cdef StackRecord rec
+    cdef NearLeaf near
+    near.point = -1
+    near.leaf = 0
 
     if tree.node_count == 0:
         return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
@@ -120,7 +132,7 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
         if node_paused(&tree.nodes[rec.node]):
             _extend_paused(tree, &rec, idx, X, rows)
         else:
-            top = _extend_node(tree, top, &rec, idx, X, rows)
+            top = _extend_node(tree, top, &rec, idx, X, rows, &near)
     return 0
 
 
@@ -198,59 +210,196 @@ cdef int _regrow_leaf(MondrianTree tree, intp_t j, float64_t tau_parent, const f
     return 0
 
 
-cdef const float64_t* _batch_extent(MondrianTree tree, const StackRecord* rec,
-                                    const intp_t* idx, const float64_t* X,
-                                    float64_t* total) noexcept nogil:
+cdef void _batch_box(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
+                     const float64_t* X) noexcept nogil:
     """The box of the batch ``idx[rec.start:rec.end]`` into the scratch rows ``bmin`` and
-    ``bmax``, its extent outside the box of node ``rec.node`` per feature into ``extent``
-    and their sum into ``total``; returns the node's box (stored, or rebuilt into the
-    scratch ``node_scratch``; for a small node only the features with an extent are
-    written)."""
-    cdef intp_t D = tree.n_features, j = rec.node, k, d, new_count
-    cdef intp_t small_points[BOX_POINTS_MAX]
-    cdef intp_t n_small = 0
+    ``bmax``."""
+    cdef intp_t D = tree.n_features, k
     cdef float64_t* bmin = tree.scratch
     cdef float64_t* bmax = tree.scratch + D
-    cdef float64_t* extent = tree.scratch + 2 * D
-    cdef float64_t* node_scratch = tree.scratch + 5 * D
-    cdef const float64_t* box
     cdef const float64_t* x = X + idx[rec.start] * D
-    cdef float64_t below, above
     memcpy(bmin, x, D * sizeof(float64_t))
     memcpy(bmax, x, D * sizeof(float64_t))
     for k in range(rec.start + 1, rec.end):
         _include(bmin, bmax, X + idx[k] * D, D)
-    new_count = tree.nodes[j].n_node_samples + rec.end - rec.start
-    if tree.box_slot[j] < 0 and new_count < tree.box_min_samples:
-        # A node that keeps no box, now or after the batch: the extent from its points,
-        # each feature's scan stopped as soon as it shows no extent there.
-        n_small = subtree_points(tree, j, small_points, BOX_POINTS_MAX)
-    tree.extend_work += n_small
-    if n_small > 0:
-        total[0] = points_extent(X, D, small_points, n_small, bmin, bmax, extent,
-                                 node_scratch)
-        return node_scratch
-    if tree.box_slot[j] < 0:
-        tree.extend_work += tree.nodes[j].n_node_samples  # rebuilt from them
-    box = tree._node_box(j, X, node_scratch)
-    total[0] = 0.0
-    for d in range(D):
+
+
+cdef inline float64_t _extent(const float64_t* box, const float64_t* bmin,
+                              const float64_t* bmax, float64_t* extent,
+                              intp_t D) noexcept nogil:
+    """The extent of the batch box ``[bmin, bmax]`` outside ``box`` per feature into
+    ``extent``, and an upper bound of its sum by :func:`_sum` (0 exactly when that is 0).
+
+    The bound sums in four lanes (vectorised) and widens the result by more than the
+    rounding of either order can move a sum of ``D`` non-negative terms."""
+    cdef intp_t d
+    cdef float64_t below, above, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    for d in range(D):  # (branch-free: vectorised)
         below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
         above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
         extent[d] = below + above
-        total[0] += extent[d]
-    return box
+    d = 0
+    while d + 4 <= D:
+        s0 += extent[d]
+        s1 += extent[d + 1]
+        s2 += extent[d + 2]
+        s3 += extent[d + 3]
+        d += 4
+    while d < D:
+        s0 += extent[d]
+        d += 1
+    return ((s0 + s1) + (s2 + s3)) * (1.0 + (4 * D + 8) * 1.1102230246251565e-16)
+
+
+cdef inline float64_t _sum(const float64_t* extent, intp_t D) noexcept nogil:
+    """The rate of a cut above the node: the extents summed in feature order."""
+    cdef intp_t d
+    cdef float64_t total = 0.0
+    for d in range(D):
+        total += extent[d]
+    return total
+
+
+cdef inline void _cursor_start(MondrianTree tree, PointCursor* c, intp_t node) noexcept nogil:
+    cdef intp_t j = node
+    while tree.nodes[j].left_child != TREE_LEAF:
+        j = tree.nodes[j].left_child
+    c.node = node
+    c.leaf = j
+    c.sample = tree.nodes[j].first_sample
+
+
+cdef inline intp_t _cursor_next(MondrianTree tree, PointCursor* c) noexcept nogil:
+    """The next stored point below ``c.node``, or -1 once every one was given."""
+    cdef intp_t i, j, up
+    while c.sample == TREE_LEAF:
+        # Up to the first ancestor entered from its left child, then down its right subtree.
+        j = c.leaf
+        while True:
+            if j == c.node:
+                return -1
+            up = tree.nodes[j].parent
+            if tree.nodes[up].left_child == j:
+                j = tree.nodes[up].right_child
+                break
+            j = up
+        while tree.nodes[j].left_child != TREE_LEAF:
+            j = tree.nodes[j].left_child
+        c.leaf = j
+        c.sample = tree.nodes[j].first_sample
+    i = c.sample
+    c.sample = tree.sample_next[i]
+    return i
+
+
+cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
+                                const float64_t* X, float64_t e, NearLeaf* near,
+                                float64_t* total) noexcept nogil:
+    """The birth time ``rec.tau_parent + e / total`` of a cut above the node ``rec.node``,
+    which keeps no box before or after the batch, or +inf when the node surely absorbs it.
+
+    The node's box is grown from its stored points (into ``node_scratch``): first those of
+    the leaf where the batch's first point lands (the nearest, on the path the batch takes
+    next), then all of them. After 1, 2, 4, ... points the extent of the batch outside that
+    partial box bounds the true extent from above (a sub-box, and every rounded operation is
+    monotone), so once the time it gives reaches the node's own cut the true time does too,
+    and the other points are never read. Otherwise every point is read: the box is the
+    node's (every feature written; minima and maxima do not depend on the order of reading,
+    but for the sign of a zero bound, which changes no extent and no cut), ``extent`` and
+    ``total`` the exact extent, bit for bit that of the box rebuilt at once."""
+    cdef intp_t D = tree.n_features, d, i, m = 0, check = 1, j = rec.node
+    cdef float64_t* bmin = tree.scratch
+    cdef float64_t* bmax = tree.scratch + D
+    cdef float64_t* extent = tree.scratch + 2 * D
+    cdef float64_t* lo = tree.scratch + 5 * D
+    cdef float64_t* hi = lo + D
+    cdef float64_t split_time = tree.nodes[j].split_time, bound
+    cdef const float64_t* x = X + idx[rec.start] * D
+    cdef const float64_t* row
+    cdef PointCursor cursor
+    cdef bint in_leaf = True
+    if near.point == idx[rec.start]:
+        j = near.leaf  # (a leaf, or the new parent put in its place: then down from it)
+    while tree.nodes[j].left_child != TREE_LEAF:  # the batch's first point to a leaf
+        if x[tree.nodes[j].feature] <= tree.nodes[j].threshold:
+            j = tree.nodes[j].left_child
+        else:
+            j = tree.nodes[j].right_child
+    near.point = idx[rec.start]
+    near.leaf = j
+    i = tree.nodes[j].first_sample
+    if i == TREE_LEAF:  # (only an emptied leaf: start from the whole subtree)
+        in_leaf = False
+        _cursor_start(tree, &cursor, rec.node)
+        i = _cursor_next(tree, &cursor)
+        if i < 0:  # no stored point: the empty box (points_box's)
+            for d in range(D):
+                lo[d] = INFINITY
+                hi[d] = -INFINITY
+            _extent(lo, bmin, bmax, extent, D)
+            total[0] = _sum(extent, D)
+            return rec.tau_parent + e / total[0]
+    row = X + i * D
+    memcpy(lo, row, D * sizeof(float64_t))
+    memcpy(hi, row, D * sizeof(float64_t))
+    while True:
+        m += 1
+        if m == check:
+            bound = _extent(lo, bmin, bmax, extent, D)
+            if bound == 0.0 or not rec.tau_parent + e / bound < split_time:
+                tree.extend_work += m
+                return INFINITY
+            check *= 2
+        if in_leaf:
+            i = tree.sample_next[i]
+            if i == TREE_LEAF:  # then every point (the leaf's again: its min/max hold)
+                in_leaf = False
+                _cursor_start(tree, &cursor, rec.node)
+                i = _cursor_next(tree, &cursor)
+        else:
+            i = _cursor_next(tree, &cursor)
+            if i < 0:
+                break
+        _include(lo, hi, X + i * D, D)  # (points_box's tie rule)
+    tree.extend_work += m
+    _extent(lo, bmin, bmax, extent, D)
+    total[0] = _sum(extent, D)
+    return rec.tau_parent + e / total[0]
 
 
 cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
-                         const float64_t* X, const float64_t* rows) except -1 nogil:
+                         const float64_t* X, const float64_t* rows,
+                         NearLeaf* near) except -1 nogil:
     """Extend the subtree of the unpaused node ``rec.node`` with the batch
     ``idx[rec.start:rec.end]``: insert a new parent above it or let it absorb the batch;
-    returns the new size of the extension stack."""
-    cdef float64_t total
-    cdef const float64_t* box = _batch_extent(tree, rec, idx, X, &total)
-    cdef float64_t t = rec.tau_parent + rng_exponential(&tree.rng, total)
-    if t < tree.nodes[rec.node].split_time:
+    returns the new size of the extension stack.
+
+    The cut above the node is born at ``rec.tau_parent + E / total`` (``E`` exponential,
+    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` is drawn
+    at every node, ``total`` 0 or not (the same law: an unused draw is independent of the
+    rest), so that a node keeping no box can decide from a part of its points
+    (:func:`_small_node_time`) without knowing whether ``total`` is 0, and draws what the
+    same node with a stored box draws (lean and full trees keep the same bits)."""
+    cdef intp_t D = tree.n_features, j = rec.node
+    cdef float64_t total = 0.0, t
+    cdef float64_t e = -log(rng_uniform(&tree.rng))
+    cdef float64_t* node_scratch = tree.scratch + 5 * D
+    cdef const float64_t* box = node_scratch
+    _batch_box(tree, rec, idx, X)
+    if tree.box_slot[j] < 0 and (tree.nodes[j].n_node_samples + rec.end - rec.start
+                                 < tree.box_min_samples):
+        t = _small_node_time(tree, rec, idx, X, e, near, &total)
+    else:
+        if tree.box_slot[j] < 0:
+            tree.extend_work += tree.nodes[j].n_node_samples  # rebuilt from them
+        box = tree._node_box(j, X, node_scratch)
+        t = _extent(box, tree.scratch, tree.scratch + D, tree.scratch + 2 * D, D)
+        if t == 0.0 or not rec.tau_parent + e / t < tree.nodes[j].split_time:
+            t = INFINITY  # (the bound decides: the true time is no earlier)
+        else:
+            total = _sum(tree.scratch + 2 * D, D)
+            t = rec.tau_parent + e / total
+    if t < tree.nodes[j].split_time:
         return _insert_parent(tree, top, rec, idx, X, rows, box, total, t)
     return _absorb(tree, top, rec, idx, X, rows)
 
@@ -433,11 +582,10 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
     cdef float64_t* hi = lo + D
     cdef const float64_t* bmin = tree.scratch
     cdef const float64_t* bmax = tree.scratch + D
-    for d in range(D):
-        if bmin[d] < lo[d]:
-            lo[d] = bmin[d]
-        if bmax[d] > hi[d]:
-            hi[d] = bmax[d]
+    if lo != tree.scratch + 5 * D:  # (a box in node_scratch is not kept: no need)
+        for d in range(D):
+            lo[d] = bmin[d] if bmin[d] < lo[d] else lo[d]
+            hi[d] = bmax[d] if bmax[d] > hi[d] else hi[d]
     if val != NULL:
         for k in range(rec.start, rec.end):
             _add_row(val, rows + idx[k] * S, S)
