@@ -173,11 +173,8 @@ class HyperparameterMixin:
         a batch fit chooses at its end, an online model at the end of every update that grew
         the store enough (amortised: a bounded number of probe fits per doubling).
         """
-        if self._weights_probe_model:
-            return False  # a probe of the weight search: the marginal likelihood decides
         n = self._store.n_samples
-        last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
-        if n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last):
+        if not self._hyper_choice_due(n):
             return False
         rows = self._store.rows  # (w, w y, w y^2) in standardised units
         weights = rows[:, 0]
@@ -187,6 +184,13 @@ class HyperparameterMixin:
             None if np.all(weights == 1.0) else np.ascontiguousarray(weights))
         self._hyper_n = n
         return True
+
+    def _hyper_choice_due(self, n):
+        """Whether :meth:`_refresh_hyper_choice` chooses again with ``n`` stored points."""
+        if self._weights_probe_model:
+            return False  # a probe of the weight search: the marginal likelihood decides
+        last = getattr(self, "_hyper_n", 0)  # (models pickled before it existed)
+        return not (n < MIN_SAMPLES_HELD_OUT or (last and n < HYPER_REFRESH_GROWTH * last))
 
     def _base_params(self):
         n, s1, s2 = self._y_sums

@@ -299,6 +299,8 @@ class _BaseMondrianRegressor(
         >>> bool(0 < mean < 20 and std > 0)
         True
         """
+        if self._fast_one(x, y):
+            return self
         self._check_writable()
         target = _check_one_target(y)
         with online_update(self, x):
