@@ -26,8 +26,9 @@ class FeatureWeightsMixin:
         by :func:`~mondrian.estimator.relevance.choose_weights` with probes of this model; with
         ``stream=True`` and fewer than ``auto_warm_up`` rows the weights stay uniform and the
         rows open the stream window (:meth:`_feed_weights_window`), for models whose
-        ``_stream_weights_window`` is True (else the weights stay uniform for good). Sets ``_map_weights``
-        (None or an array), ``feature_weights_`` and, for a search, ``feature_weights_info_``.
+        ``_stream_weights_window`` is True (else the weights stay uniform for good). Sets
+        ``_map_weights`` (None or an array), ``feature_weights_`` and, for a search,
+        ``feature_weights_info_``.
         ``sample_weight`` (positive counts of the rows, or None) reaches every step of the
         search: a row of integer weight ``k`` counts as ``k`` rows, also for the thresholds
         ``MIN_SAMPLES`` and ``auto_warm_up``.
