@@ -13,11 +13,10 @@ from mondrian.forest import _online_posterior as online
 from mondrian.forest._hyperparameters import grid_search
 
 
-def _stream(n, seed=0, d=3):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(size=(n, d))
-    y = np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
-    return X, y
+def _stream(n, seed=0):
+    """Three features, a smooth target of the first two and Gaussian noise."""
+    X = np.random.RandomState(seed).uniform(size=(n, 4))
+    return X[:, :3], np.sin(6 * X[:, 0]) + X[:, 1] + 0.2 * (X[:, 3] - 0.5)
 
 
 def _state(model):

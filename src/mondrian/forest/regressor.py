@@ -402,8 +402,10 @@ class _BaseMondrianRegressor(
         cache = self._posterior()
 
         def run(trees, X, out):
-            index = {id(t): k for k, t in enumerate(self._trees)}
-            messages = [cache.messages[index[id(t)]] for t in trees]
+            messages = cache.messages
+            if trees is not self._trees:  # a chunk of the trees (threads)
+                index = {id(t): k for k, t in enumerate(self._trees)}
+                messages = [messages[index[id(t)]] for t in trees]
             predict_moments_trees(
                 trees, messages, X, out, cache.params, int(self.n_quadrature), lifetime
             )
