@@ -325,14 +325,16 @@ def test_none_is_the_label_blind_model():
 def test_online_regressor_chooses_its_hyperparameters_like_a_batch_fit():
     """The held-out choice reads the stored points: fed in chunks (the first holding the
     extreme targets, features unscaled so the stores are equal), the online model ends with
-    the choice of a batch fit on the same points, and close predictions."""
+    the choice of a batch fit on the same points (its re-choices search locally from the
+    last choice, and reach the batch's cell here), and close predictions."""
     rng = np.random.RandomState(0)
     P = rng.uniform(size=(400, 2))
     y = np.sin(6 * P[:, 0]) + 0.1 * rng.randn(400)
     order = np.r_[np.argmin(y), np.argmax(y), np.setdiff1d(np.arange(400),
                                                            [np.argmin(y), np.argmax(y)])]
     P, y = P[order], y[order]
-    kw = dict(n_estimators=30, feature_scaling=None, random_state=0)
+    # (Uniform weights: a regressor's stream that starts small keeps them.)
+    kw = dict(n_estimators=30, feature_scaling=None, feature_weights=None, random_state=0)
     batch = MondrianForestRegressor(**kw).fit(P, y)
     online = MondrianForestRegressor(**kw)
     for start in (0, 100, 200):  # each batch grows the store by half or more: a re-choice
@@ -389,22 +391,27 @@ def test_a_quantile_map_is_the_map_then_a_plain_fit():
     assert_array_equal(loaded.predict(X), mapped.predict(X))
 
 
-def test_regressor_stream_window_and_atomic_failure():
+def test_regressor_stream_keeps_uniform_weights_and_fails_atomically():
+    """A regressor's stream that starts below the window's rows opens no window and keeps
+    uniform weights (``_stream_weights_window``); a rejected update leaves it as it was; a
+    first batch of the window's size chooses at once, like fit."""
     P, y_reg, _ = _toy(AUTO_WARM_UP + 40)
     model = MondrianForestRegressor(8, feature_weights="auto", random_state=0)
     model.partial_fit(P[:200], y_reg[:200])
-    assert_array_equal(model.feature_weights_, np.ones(5))
+    assert "_weights_window" not in model.__dict__
     before = pickle.dumps(model)
     bad = P[200:].copy()
     bad[-1, 0] = np.nan
     with pytest.raises(ValueError):
-        model.partial_fit(bad, y_reg[200:])  # would have closed the window
+        model.partial_fit(bad, y_reg[200:])
     assert pickle.dumps(model) == before
     model.partial_fit(P[200:], y_reg[200:])
-    w = model.feature_weights_
-    assert w[2:].max() < w[:2].min(), w
+    assert_array_equal(model.feature_weights_, np.ones(5))
+    assert model._scaler.weights is None
     assert_array_equal(model._store.X, model._scaler.transform(P))
-    assert model._hyper_n == len(P)  # the hyperparameters were chosen again on the new map
+    batch = MondrianForestRegressor(8, feature_weights="auto", random_state=0)
+    w = batch.partial_fit(P, y_reg).feature_weights_
+    assert w[2:].max() < w[:2].min(), w
 
 
 def test_weights_must_beat_uniform_by_more_than_the_paired_noise():

@@ -468,7 +468,7 @@ class TreeEnsemble:
             else:
                 store.undo_move(record)
 
-    def add_scaled_logged(self, U, rows):
+    def add_scaled_logged(self, U, rows, after=None):
         """Store a few points already in the trees' coordinates and extend every tree with
         them, as one atomic online update once the feature map is frozen (the one-row fast
         path of ``learn_one``).
@@ -477,7 +477,10 @@ class TreeEnsemble:
         nothing else); unlike the general :meth:`undo_snapshot` it saves no dictionaries: on
         any exception (``MemoryError``, ``KeyboardInterrupt``) the trees' undo logs roll back
         and the store and the map's count are put back, bit for bit, then it re-raises. Every
-        tree must be a :class:`MondrianTree` (the class that logs its extensions).
+        tree must be a :class:`MondrianTree` (the class that logs its extensions). ``after``
+        (a callable, or None) runs once the trees are extended, inside the logged update: if
+        it raises, the trees and the store are rolled back too (the caller restores its own
+        state).
         """
         self._check_writable()
         store, feature_map = self.store, self.feature_map
@@ -490,6 +493,8 @@ class TreeEnsemble:
             feature_map.n_seen += U.shape[0]
             self.extend(store.append(U, rows), 1)
             self.trim_window()
+            if after is not None:
+                after()
         except BaseException:
             rollback_undo_trees(opened)
             store._X, store._rows, store.n_samples, feature_map.n_seen = saved

@@ -2,6 +2,10 @@
 after an update, and the schedule of the hyperparameters' derivations (see the user guide,
 "Online hyperparameters", and the algorithm reference, section 6 (d))."""
 
+import copy
+import math
+import numbers
+
 import numpy as np
 
 from mondrian.forest._gaussian_online import refresh_messages
@@ -73,12 +77,10 @@ class OnlinePosteriorMixin:
         messages; otherwise keep them and recompute only the messages of the nodes the
         update changed (:func:`refresh_messages`: the bits of a full pass)."""
         n = self._store.n_samples
-        state = self.__dict__.get("_hyper_params")
         if "_frozen_prior" in self.__dict__:  # a lifetime-path copy: fixed hyperparameters
             self._posterior()
             return
-        if (state is None or chose or n >= HYPER_PARAMS_GROWTH * state[-1]
-                or state[5:-1] != self._hyper_settings()):
+        if chose or self._hyper_params_due(n):
             self._hyper_params = self._hyper_statistics(n)
             self._posterior()
             return
@@ -103,6 +105,73 @@ class OnlinePosteriorMixin:
         cache.version = self._version
         # [debias, issue 22] the shorter reading's messages, if read since the last full pass
         refresh_short_messages(self, cache, trees, counts, X_new)
+
+    def _hyper_params_due(self, n):
+        """Whether the hyperparameters are derived again after an update to ``n`` stored
+        points that did not renew the held-out choice (see ``HYPER_PARAMS_GROWTH``)."""
+        state = self.__dict__.get("_hyper_params")
+        return (state is None or n >= HYPER_PARAMS_GROWTH * state[-1]
+                or state[5:-1] != self._hyper_settings())
+
+    def _fast_one(self, x, y):
+        """The one-row fast path of ``learn_one`` (see :mod:`mondrian.forest._ingest`):
+        learn ``(x, y)`` and return True when the update is one the full route would make
+        without re-deriving anything but the messages along the new point's path; else
+        change nothing and return False.
+
+        That state: a fitted model in its steady stream (:meth:`_frozen_stream`), no
+        forgetting window, a finite float target within the frozen target map's range
+        (:meth:`_TargetScaler.fits`: no rescaling), and neither the held-out choice nor the
+        hyperparameters due with the new point. The update is then exactly the route's: the
+        statistics row ``(1, y_std, y_std**2)`` added to the sums and stored through
+        :meth:`TreeEnsemble.add_scaled_logged`, a new version, and the messages refreshed
+        inside that logged update, so that a failure of the refresh rolls the trees back too
+        (the sums, the version and the cache are put back here).
+        """
+        d = self.__dict__
+        ensemble = d.get("_ensemble")
+        if (ensemble is None or ensemble.window is not None or self.window is not None
+                or "_frozen_prior" in d or d.get("_hyper_params") is None):
+            return False
+        if type(y) is not float:
+            if not isinstance(y, (numbers.Real, np.number)) or isinstance(y, bool):
+                return False
+            try:
+                y = float(y)
+            except (TypeError, ValueError, OverflowError):
+                return False
+        y_scaler = d.get("_y_scaler")
+        if not (math.isfinite(y) and y_scaler is not None and y_scaler.fits(y)):
+            return False
+        n = ensemble.store.n_samples + 1
+        if (not self._frozen_stream() or self._hyper_choice_due(n)
+                or self._hyper_params_due(n)):
+            return False
+        row = self._fast_scaled_row(x, clip=False)
+        if row is None:
+            return False
+        y_std = (0.5 * y - 0.5 * y_scaler.offset) / (0.5 * y_scaler.scale)
+        stats = np.array([[1.0, y_std, y_std * y_std]])
+        sums = self._y_sums + stats[0]
+        if not (math.isfinite(y_std * y_std) and np.isfinite(sums).all()):
+            return False  # the route raises its error
+        trees = list(self._trees)
+        counts = [tree.node_count for tree in trees]
+        # The cache is refreshed in place (the debiased reading's messages are kept beside
+        # that very object); a failure puts back a shallow copy, stale as the route's.
+        saved = (self._y_sums, self._version, copy.copy(self._posterior_cache))
+
+        def refresh():
+            self._y_sums = sums
+            self._version += 1
+            self._refresh_posterior(trees, counts, 1, False)
+
+        try:
+            ensemble.add_scaled_logged(row, stats, refresh)
+        except BaseException:
+            self._y_sums, self._version, self._posterior_cache = saved
+            raise
+        return True
 
     def _hyper_settings(self):
         """The parameters a derivation of the hyperparameters depends on."""

@@ -1,6 +1,8 @@
 """The regressor's targets: checks of the targets given, and the affine map of the targets
 the trees sum (:class:`_TargetScaler`), with the exact rescaling of stored sums it asks for."""
 
+import math
+
 import numpy as np
 
 __all__ = ["_TargetScaler", "_rescaled_rows", "_rescaled_tree", "_check_one_output",
@@ -105,6 +107,17 @@ class _TargetScaler:
             )
         self.scale = scale
         return k
+
+    def fits(self, y):
+        """Whether :meth:`update` with the one finite float target ``y`` would change
+        nothing and return 0 (a frozen map whose scale needs no power of two for ``y``)."""
+        if not self.frozen:
+            return False
+        high, low = max(y, self.offset), min(y, self.offset)
+        span = 2.0 * (0.5 * high - 0.5 * low)
+        if not math.isfinite(span):
+            return False
+        return math.frexp(span)[1] - math.frexp(self.scale)[1] + 1 <= MAX_STANDARDISED_EXPONENT
 
     def transform(self, y):
         y = np.asarray(y, dtype=np.float64)

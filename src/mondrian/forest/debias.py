@@ -329,9 +329,12 @@ def combine_lifetimes(model, X_scaled, mean, var):
     messages = _short_messages(model, cache, lifetime)
 
     def run(trees, X, out):
-        index = {id(t): k for k, t in enumerate(model._trees)}
-        predict_moments_trees(trees, [messages[index[id(t)]] for t in trees], X, out,
-                              cache.params, int(model.n_quadrature), lifetime)
+        chosen = messages
+        if trees is not model._trees:  # a chunk of the trees (threads)
+            index = {id(t): k for k, t in enumerate(model._trees)}
+            chosen = [messages[index[id(t)]] for t in trees]
+        predict_moments_trees(trees, chosen, X, out, cache.params, int(model.n_quadrature),
+                              lifetime)
 
     coarse = model._accumulate(run, X_scaled, 2, model._n_jobs())[:, 0] / len(model._trees)
     shift = beta * (mean - coarse)
