@@ -119,6 +119,9 @@ def memory_child(n, window, trees):
         if (start + step) % report == 0:
             usage = model.memory_usage_
             out.append((start + step, usage["total"], usage["reserved"], _rss_bytes()))
+            # Progress on stderr (the parent passes it through): a 2M-row stream runs long.
+            print(f"window={window}: {start + step} rows, RSS {out[-1][3] / 1e6:.1f} MB, "
+                  f"{time.process_time():.0f} CPU s", file=sys.stderr, flush=True)
     print(json.dumps(out))
 
 
@@ -127,7 +130,7 @@ def memory(args):
     for window in (args.window, None):
         code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_forget; "
                 f"bench_forget.memory_child({args.stream}, {window!r}, {args.stream_trees})")
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        result = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                                 check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         runs[window] = json.loads(result.stdout.strip().splitlines()[-1])
     w = runs[args.window]

@@ -17,10 +17,12 @@ part-way rolls back bit for bit. :func:`relocate_trees` then moves the store's l
 the places of the forgotten ones (O(depth) per point and tree), so that the store stays dense.
 """
 
+from libc.math cimport INFINITY, isfinite, signbit
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
+import numpy as np
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
@@ -34,9 +36,9 @@ from mondrian.core._tree cimport (
     stored_row,
     subtree_points,
 )
-from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 
-__all__ = ["forget_trees", "relocate_trees"]
+__all__ = ["attach_trees", "forget_trees", "leaf_matches", "relocate_trees"]
 
 # Bits of the per-node marks of one call.
 cdef enum:
@@ -77,6 +79,9 @@ cdef struct Work:
     intp_t n_marked        # nodes on the paths (ON_PATH)
     intp_t* points         # gather buffer of a subtree's points
     intp_t points_cap
+    const float64_t* single  # the one point dropped by the call (its row of X), or NULL
+    intp_t* open_bounds    # (2 D,) scratch of _shrink_box: bounds not attained yet
+    float64_t* extreme     # (2 D,) scratch of _shrink_box: extremes of what remains
 
 
 cdef void _free_work(Work* w) noexcept nogil:
@@ -86,6 +91,8 @@ cdef void _free_work(Work* w) noexcept nogil:
     free(w.free_slots)
     free(w.points)
     free(w.dead)
+    free(w.open_bounds)
+    free(w.extreme)
 
 
 cdef int _oom() except -1 nogil:
@@ -150,6 +157,96 @@ cdef float64_t _linear_dim(const float64_t* box, intp_t D) noexcept nogil:
     return total
 
 
+cdef inline bint _same_bits(float64_t a, float64_t b) noexcept nogil:
+    """Whether ``a`` and ``b`` are the same float (``==`` and the same sign: -0.0 is not 0.0)."""
+    return a == b and signbit(a) == signbit(b)
+
+
+cdef intp_t _close_bounds(const float64_t* lo, const float64_t* hi, intp_t D,
+                          const float64_t* box, intp_t* open_bounds, intp_t n_open,
+                          float64_t* extreme) noexcept nogil:
+    """Close the open bounds of ``box`` (entry ``e``: its lower bound ``e < D`` or its upper
+    ``e - D``) that the box ``[lo, hi]`` (a point: ``lo == hi``) attains; track the extremes of
+    the others in ``extreme``. Returns how many stay open."""
+    cdef intp_t k = 0, e
+    cdef float64_t v
+    while k < n_open:
+        e = open_bounds[k]
+        v = lo[e] if e < D else hi[e - D]
+        if _same_bits(v, box[e]):
+            n_open -= 1
+            open_bounds[k] = open_bounds[n_open]
+            continue
+        if e < D:
+            if v < extreme[e]:
+                extreme[e] = v
+        elif v > extreme[e]:
+            extreme[e] = v
+        k += 1
+    return n_open
+
+
+cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
+    """The stored box of ``j`` after the call's one dropped point (``w.single``) left: only the
+    bounds that point attained can move, and one stays while a remaining point below ``j``
+    attains it too (read from the children's stored boxes, or the few points of a child
+    without one, stopping at the first such point), so a shrink costs a few reads, not a pass
+    over the subtree. A bound no point attains any more becomes the extreme of what remains,
+    exact like a recount. Marks ``j`` CHANGED if the box changed; returns False (nothing
+    written) when the new bound would be a zero, whose sign a recount takes from the order of
+    the points (the caller recomputes the box then)."""
+    cdef intp_t D = t.n_features, d, n_open = 0, k, n, e, c, side
+    cdef intp_t points[BOX_POINTS_MAX]
+    cdef float64_t* box = t.bounds + 2 * D * t.box_slot[j]
+    cdef const float64_t* x = w.single
+    cdef const float64_t* cb
+    cdef const float64_t* p
+    cdef intp_t i
+    for d in range(D):
+        if _same_bits(x[d], box[d]):
+            w.open_bounds[n_open] = d
+            w.extreme[d] = INFINITY
+            n_open += 1
+        if _same_bits(x[d], box[D + d]):
+            w.open_bounds[n_open] = D + d
+            w.extreme[D + d] = -INFINITY
+            n_open += 1
+    if n_open == 0:
+        return True
+    if t.nodes[j].left_child == TREE_LEAF:
+        i = t.nodes[j].first_sample
+        while i != TREE_LEAF and n_open > 0:
+            p = X + i * D
+            n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
+            i = t.sample_next[i]
+    else:
+        for side in range(2):
+            c = t.nodes[j].left_child if side == 0 else t.nodes[j].right_child
+            if t.box_min_samples == 0 or t.box_slot[c] >= 0:
+                cb = t.bounds + 2 * D * (t.box_slot[c] if t.box_min_samples > 0 else c)
+                n_open = _close_bounds(cb, cb + D, D, box, w.open_bounds, n_open, w.extreme)
+            else:
+                n = subtree_points(t, c, points, BOX_POINTS_MAX)
+                for k in range(n):
+                    if n_open == 0:
+                        break
+                    p = X + points[k] * D
+                    n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
+            if n_open == 0:
+                break
+    if n_open == 0:
+        return True
+    for k in range(n_open):
+        e = w.open_bounds[k]
+        if w.extreme[e] == 0.0 or not isfinite(w.extreme[e]):
+            return False
+    for k in range(n_open):
+        e = w.open_bounds[k]
+        box[e] = w.extreme[e]
+    w.mark[j] |= CHANGED
+    return True
+
+
 cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """A leaf that lost points: its stored box recomputed from its list, and paused if its
     remaining points satisfy the pause rule (or all coincide), as a fresh fit would."""
@@ -161,7 +258,9 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
     cdef float64_t* scratch = t.scratch + 5 * D
     cdef float64_t* old = t.scratch + 3 * D
     _drop_small_slot(t, w, j)
-    if t.box_slot[j] >= 0:
+    if t.box_slot[j] >= 0 and w.single != NULL and _shrink_box(t, w, j, X):
+        pass
+    elif t.box_slot[j] >= 0:
         lo = t.bounds + 2 * D * t.box_slot[j]
         memcpy(old, lo, 2 * D * sizeof(float64_t))
         i = t.nodes[j].first_sample
@@ -296,7 +395,9 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
     cdef float64_t v
     _drop_small_slot(t, w, j)
     if (w.mark[left] | w.mark[right]) & CHANGED:
-        if t.box_slot[j] >= 0:
+        if t.box_slot[j] >= 0 and w.single != NULL and _shrink_box(t, w, j, X):
+            pass
+        elif t.box_slot[j] >= 0:
             lo = t.bounds + 2 * D * t.box_slot[j]
             a = t._node_box(left, X, t.scratch + 3 * D)
             b = t._node_box(right, X, t.scratch + 5 * D)
@@ -459,6 +560,9 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     w.free_slots = NULL
     w.points = NULL
     w.dead = NULL
+    w.single = NULL
+    w.open_bounds = NULL
+    w.extreme = NULL
     w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
     if n == 0:
         return 0
@@ -525,6 +629,8 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     t._log_sample(i)
                     t.sample_next[i] = TREE_LEAF
                     removed += 1
+                    if removed == n_drop:
+                        break  # (every dropped point found)
                 else:
                     prev = i
                 i = nxt
@@ -536,6 +642,13 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     f"{n_drop - removed} of the points to forget are not in the leaves they "
                     "route to: the tree does not hold them"
                 )
+        if n_drop == 1 and t.box_min_samples != 0 and not full_cells:
+            # One point leaves: stored boxes shrink by a few reads each (_shrink_box).
+            w.single = X + dropped[0] * D
+            w.open_bounds = <intp_t*>malloc(2 * D * sizeof(intp_t))
+            w.extreme = <float64_t*>malloc(2 * D * sizeof(float64_t))
+            if w.open_bounds == NULL or w.extreme == NULL:
+                _oom()
         # 3. Bottom-up over the marked nodes (reverse pre-order: children before parents).
         w.order = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
         w.stack = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
@@ -695,3 +808,70 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
                 _relocate(tree, movers[k], holes[k], &X[0, 0])
             if tree.n_samples_seen > n_kept:
                 tree.n_samples_seen = n_kept
+
+
+def leaf_matches(MondrianTree tree, const float64_t[:, ::1] X, const float64_t[:, ::1] U):
+    """Store indices of the points of ``X`` equal to each row of ``U`` (``==`` on every
+    feature, sorted), found in the leaf each row routes to: O(depth + leaf size) per row
+    instead of a scan of the store. Equal points route alike, so a tree that holds every
+    stored point (each in the list of the leaf it routes to, the invariant of the trees)
+    holds all the copies of a row in one leaf.
+
+    Returns
+    -------
+    list of ndarray of intp
+    """
+    cdef intp_t D = X.shape[1], r, i, j, d, count
+    cdef const float64_t* u
+    cdef const float64_t* x
+    if U.shape[1] != D or D != tree.n_features:
+        raise ValueError("the rows do not match the tree")
+    if tree.node_count == 0 or tree.n_samples_seen > X.shape[0]:
+        raise ValueError("the tree does not hold these points")
+    cdef intp_t[::1] found
+    cdef list out = []
+    buffer = np.empty(16, dtype=np.intp)
+    found = buffer
+    for r in range(U.shape[0]):
+        u = &U[r, 0]
+        count = 0
+        with nogil:
+            j = 0
+            while tree.nodes[j].left_child != TREE_LEAF:
+                if u[tree.nodes[j].feature] <= tree.nodes[j].threshold:
+                    j = tree.nodes[j].left_child
+                else:
+                    j = tree.nodes[j].right_child
+            i = tree.nodes[j].first_sample
+            while i != TREE_LEAF:
+                x = &X[i, 0]
+                for d in range(D):
+                    if x[d] != u[d]:
+                        break
+                else:
+                    if count == found.shape[0]:
+                        with gil:
+                            buffer = np.resize(buffer, 2 * count)
+                            found = buffer
+                    found[count] = i
+                    count += 1
+                i = tree.sample_next[i]
+        out.append(np.sort(buffer[:count]))
+    return out
+
+
+def attach_trees(list trees, X, rows):
+    """``tree.attach_points(X, rows)`` for every tree of ``trees``, with one check of the
+    arrays (after a forget: one call per tree would cost more than the forget of a row)."""
+    cdef const float64_t[:, ::1] view = X
+    cdef const float64_t[:, ::1] rview = rows
+    cdef MondrianTree tree
+    if rview.shape[0] != view.shape[0]:
+        raise ValueError("rows must have one row per stored point")
+    for tree in trees:
+        if view.shape[1] != tree.n_features:
+            raise ValueError(f"X has {view.shape[1]} features, the tree expects "
+                             f"{tree.n_features}")
+        tree._attach_rows(rview.base, &rview[0, 0] if rview.shape[0] and rview.shape[1]
+                          else NULL, rview.shape[0], rview.shape[1])
+        tree._attach(view.base, &view[0, 0] if view.shape[0] else NULL, view.shape[0])

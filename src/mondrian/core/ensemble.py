@@ -14,7 +14,7 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
-from mondrian.core._forget import forget_trees, relocate_trees
+from mondrian.core._forget import attach_trees, forget_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler
@@ -368,6 +368,16 @@ class TreeEnsemble:
         self.forget(indices, store.rows[indices], np.ones(len(indices), dtype=np.uint8))
         return True
 
+    def matching_tree(self):
+        """A tree holding every stored point in its leaf lists (to find stored copies of a
+        row by routing it: :func:`mondrian.estimator.forgetting.stored_matches`), or None."""
+        if self.__dict__.get("sharded") or not self.trees:
+            return None
+        tree = self.trees[0]
+        if tree.node_count == 0 or tree.n_samples_seen != self.store.n_samples:
+            return None
+        return tree
+
     def forget(self, indices, deltas, drop, rows=None):
         """Forget stored points exactly (:func:`mondrian.core._forget.forget_trees`): the
         points ``indices`` with ``drop`` leave every tree and the store, the others lose
@@ -398,15 +408,16 @@ class TreeEnsemble:
         n = store.n_samples
         n_kept = n - gone.size
         holes = gone[gone < n_kept]  # (sorted: indices are)
-        tail = np.arange(n_kept, n, dtype=np.intp)
-        movers = tail[~np.isin(tail, gone)]
+        stays = np.ones(gone.size, dtype=bool)  # which of the last gone.size points stay
+        stays[gone[gone >= n_kept] - n_kept] = False
+        movers = np.flatnonzero(stays) + n_kept
         relocate_trees(self.trees, store.X, movers, holes, n_kept)
         # What a rollback (restore) needs to put the store back: its stamps and the rows the
         # in-place move overwrites (the snapshot holds the arrays by reference).
         undo = self.__dict__.setdefault("_store_undo", [])
         undo.append(("stamps", store._stamps, store.n_arrived))
         undo.append(store.move(movers, holes, n_kept))
-        self.attach_points()
+        attach_trees(self.trees, store.X, store.rows)
 
     # ----------------------------------------------------------------- transactions
 

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mondrian.core._forget import leaf_matches
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.estimator.atomic import online_update
@@ -35,13 +36,19 @@ def _row_keys(U):
     return U.view(np.dtype((np.void, U.shape[1] * U.itemsize))).ravel()
 
 
-def stored_matches(X_store, U):
+def stored_matches(X_store, U, tree=None):
     """Store indices of the rows of ``X_store`` equal to each row of ``U`` (in store order).
+
+    With ``tree``, a tree holding every stored point, each row is looked for in the leaf it
+    routes to (:func:`mondrian.core._forget.leaf_matches`: O(depth + leaf size) per row, not
+    a pass over the store).
 
     Returns
     -------
     list of ndarray of intp
     """
+    if tree is not None:
+        return leaf_matches(tree, X_store, np.ascontiguousarray(U, dtype=np.float64))
     if U.shape[0] <= _DIRECT_ROWS:
         return [np.flatnonzero((X_store == u).all(axis=1)) for u in U]
     keys = _row_keys(X_store)
@@ -54,7 +61,7 @@ def stored_matches(X_store, U):
 
 
 def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts=None,
-                describe=None, stamps=None):
+                describe=None, stamps=None, tree=None):
     """Which stored points a request removes, and how.
 
     Each row ``r`` of ``U`` (trees' coordinates) removes one stored copy: the oldest point with
@@ -81,11 +88,15 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     ValueError
         Naming the first row that is not stored (or not with that much weight), or when the
         request would remove every stored point.
+
+    ``tree``: a tree holding every stored point, which finds the matches
+    (:func:`stored_matches`), or None.
     """
     describe = describe or (lambda r: f"row {r} of X")
-    candidates = stored_matches(X_store, U)
-    if stamps is not None and np.any(stamps[1:] < stamps[:-1]):
-        # Oldest first: by arrival, not by place in the store (moved by earlier forgets).
+    candidates = stored_matches(X_store, U, tree)
+    if stamps is not None:
+        # Oldest first: by arrival, not by place in the store (moved by earlier forgets;
+        # arrival numbers are distinct, so a store in arrival order keeps its order).
         candidates = [c[np.argsort(stamps[c], kind="stable")] if len(c) > 1 else c
                       for c in candidates]
     taken = {}  # index -> weight taken so far
@@ -269,7 +280,8 @@ class ForgetMixin:
             U = ensemble.feature_map.transform(X)
             store = ensemble.store
             plan = plan_forget(store.X, store.rows, U, units, columns, amounts,
-                               lambda r: _describe(X, y, r), store.stamps)
+                               lambda r: _describe(X, y, r), store.stamps,
+                               ensemble.matching_tree())
             if ensemble.feature_map.n_seen < ensemble.feature_map.warm_up:
                 self._ensemble = _refit_remaining(ensemble, *plan, n_jobs=self._n_jobs())
             else:

@@ -17,11 +17,13 @@ class ClassifierForgetMixin(ForgetMixin):
         if y is None:
             return None, None, None
         self._check_label_kind(y)
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
-        if unknown.size:
+        codes = np.searchsorted(self.classes_, y).astype(np.intp)  # (classes_ is sorted)
+        known = codes < len(self.classes_)
+        known[known] = self.classes_[codes[known]] == y[known]
+        if not known.all():
+            unknown = np.setdiff1d(np.unique(y), self.classes_)
             raise ValueError(f"cannot forget rows labelled {unknown.tolist()}: the model has "
                              f"no such class (classes_ = {self.classes_.tolist()})")
-        codes = np.searchsorted(self.classes_, y).astype(np.intp)
         factor = None
         if isinstance(self.class_weight, dict):
             factor = np.array([self._class_factor(label) for label in y.tolist()])
