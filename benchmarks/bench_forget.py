@@ -13,17 +13,22 @@ memory
     ``window=None``; ``memory_usage_`` (used and reserved bytes) and the process's resident
     set size are recorded along the stream. Each model runs in its own process (clean RSS).
 drift
-    Prequential accuracy on river's ``ConceptDriftStream`` over SEA and Agrawal (``--drift-rows``
-    rows, the concept changing at the middle): mondrian without a window, with a window, and
-    with the window shrunk by ADWIN, against river's ``AMFClassifier`` and ``ARFClassifier``
-    (10 trees each), CPU seconds.
+    Prequential accuracy on river's drifting streams (``--drift-rows`` rows each):
+    ``ConceptDriftStream`` over SEA and over Agrawal (the concept changing at the middle),
+    ``RandomRBFDrift`` and ``Hyperplane`` with ``mag_change`` (continuous drifts): mondrian
+    with its defaults, with ``window=--drift-window``, and with that window shrunk by ADWIN
+    (the recipe of docs/forgetting.md), against river's ``AMFClassifier`` and
+    ``ARFClassifier`` (10 trees each); CPU seconds and speed ratios. Every run appends a line
+    to ``results/forget_drift.jsonl``; the table reads the latest one of each.
 
 Run from the repository root::
 
     python benchmarks/bench_forget.py                 # both parts, report in results/forget.md
     python benchmarks/bench_forget.py --quick         # small sizes
     python benchmarks/bench_forget.py --parts cost
-    python benchmarks/bench_forget.py --parts drift --output results/forget_drift.md
+    python benchmarks/bench_forget.py --parts drift --output benchmarks/results/forget_drift.md
+    python benchmarks/bench_forget.py --parts drift --drift-models amf,arf   # some models only
+    python benchmarks/bench_forget.py --parts drift --drift-models ""        # the table only
 """
 
 from __future__ import annotations
@@ -173,72 +178,137 @@ def memory(args):
     return "\n".join(lines)
 
 
-def _drift_streams(n):
+# The drifting streams of the drift part (river's synthetic generators, fixed seeds): a sudden
+# concept change in the middle (ConceptDriftStream, over 5% of the rows) or a continuous drift.
+DRIFT_STREAMS = ("SEA drift", "Agrawal drift", "RandomRBF drift", "Hyperplane drift")
+DRIFT_MODELS = ("mondrian", "window", "adwin", "amf", "arf")
+DRIFT_LABELS = {"mondrian": "mondrian", "window": "mondrian window",
+                "adwin": "mondrian window + ADWIN", "amf": "river AMF", "arf": "river ARF"}
+
+
+def _drift_stream(name, n):
     from river.datasets import synth
 
-    return {
-        "SEA drift": synth.ConceptDriftStream(
-            synth.SEA(variant=0, seed=1), synth.SEA(variant=2, seed=2), seed=3,
-            position=n // 2, width=n // 20).take(n),
-        "Agrawal drift": synth.ConceptDriftStream(
+    if name == "SEA drift":
+        return synth.ConceptDriftStream(synth.SEA(variant=0, seed=1), synth.SEA(variant=2, seed=2),
+                                        seed=3, position=n // 2, width=n // 20).take(n)
+    if name == "Agrawal drift":
+        return synth.ConceptDriftStream(
             synth.Agrawal(classification_function=0, seed=1),
             synth.Agrawal(classification_function=4, seed=2), seed=3,
-            position=n // 2, width=n // 20).take(n),
-    }
+            position=n // 2, width=n // 20).take(n)
+    if name == "RandomRBF drift":
+        return synth.RandomRBFDrift(seed_model=1, seed_sample=2, n_classes=2, n_features=10,
+                                    n_centroids=50, change_speed=0.001,
+                                    n_drift_centroids=50).take(n)
+    return synth.Hyperplane(seed=1, n_features=10, n_drift_features=2, mag_change=0.001,
+                            noise_percentage=0.05, sigma=0.1).take(n)
 
 
-def drift(args):
-    """Prequential accuracy (test then train, one row at a time) on river's drifting
-    streams: mondrian without a window, with ``window``, and with the window shrunk by
-    ADWIN (docs/forgetting.md), against river's AMF and ARF; CPU seconds."""
-    from river import forest
+def _mondrian_prequential(X, y, kind, window, trees):
+    """Test then train, one row at a time. ``kind`` "adwin" follows the recipe of
+    docs/forgetting.md: ADWIN watches the errors, and at a drift a new model is fitted on the
+    recent rows ADWIN keeps (at least 100), which also chooses the feature weights again."""
     from river.drift import ADWIN
 
     from mondrian import MondrianForestClassifier
 
-    n, trees = args.drift_rows, 10
-    lines = [f"{n} rows per stream, {trees} trees each, prequential accuracy (CPU seconds).",
-             "", "| stream | mondrian | mondrian window | mondrian window + ADWIN | river AMF "
-             "| river ARF |", "|---|---|---|---|---|---|"]
-    for name in _drift_streams(n):
-        rows = list(_drift_streams(n)[name])
-        keys = sorted(rows[0][0])
-        X = np.array([[x[k] for k in keys] for x, _ in rows], dtype=float)
-        y = np.array([int(label) for _, label in rows])
+    def new_model():
+        return MondrianForestClassifier(n_estimators=trees, random_state=0,
+                                        window=None if kind == "mondrian" else window)
+
+    model = new_model().partial_fit(X[:1], y[:1], classes=np.unique(y))
+    detector = ADWIN()
+    hits = 0
+    for i in range(1, len(y)):
+        hit = model.predict_one(X[i]) == y[i]
+        hits += hit
+        if kind == "adwin":
+            detector.update(0.0 if hit else 1.0)
+            if detector.drift_detected:
+                recent = slice(max(0, i - max(int(detector.width), 100)), i)
+                model = new_model().fit(X[recent], y[recent])
+        model.learn_one(X[i], y[i])
+    return hits / (len(y) - 1)
+
+
+def _river_prequential(rows, kind, trees):
+    from river import forest
+
+    model = (forest.AMFClassifier(n_estimators=trees, seed=0) if kind == "amf"
+             else forest.ARFClassifier(n_models=trees, seed=0))
+    hits = 0
+    for i, (x, label) in enumerate(rows):
+        if i:
+            hits += model.predict_one(x) == label
+        model.learn_one(x, label)
+    return hits / (len(rows) - 1)
+
+
+def drift_run(name, kind, n, window, trees=10):
+    """Prequential accuracy and CPU seconds of one model on one stream (one JSON line)."""
+    rows = list(_drift_stream(name, n))
+    keys = sorted(rows[0][0])
+    X = np.array([[x[k] for k in keys] for x, _ in rows], dtype=float)
+    y = np.array([int(label) for _, label in rows])
+    if kind in ("amf", "arf"):
+        seconds, accuracy = _cpu(lambda: _river_prequential(rows, kind, trees))
+    else:
+        seconds, accuracy = _cpu(lambda: _mondrian_prequential(X, y, kind, window, trees))
+    return {"stream": name, "model": kind, "rows": n, "window": window, "trees": trees,
+            "accuracy": accuracy, "cpu_s": seconds}
+
+
+def drift(args):
+    """Prequential accuracy (test then train, one row at a time; the first row is only
+    learnt) on river's drifting streams: mondrian with its defaults, with ``window``, and
+    with the window shrunk by ADWIN (docs/forgetting.md), against river's AMF and ARF (10
+    trees each); CPU seconds. Each run is a subprocess appending a line to
+    ``results/forget_drift.jsonl`` (``--drift-models`` picks the models); the table reads the
+    latest line of every (stream, model) at these sizes."""
+    path = HERE / "results" / "forget_drift.jsonl"
+    n, window = args.drift_rows, args.drift_window
+    for name in args.drift_streams.split(","):
+        for kind in [k for k in args.drift_models.split(",") if k]:  # "": the table only
+            if kind not in DRIFT_MODELS:
+                raise SystemExit(f"unknown drift model {kind!r}: one of {DRIFT_MODELS}")
+            code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import bench_forget; "
+                    f"print(json.dumps(bench_forget.drift_run({name!r}, {kind!r}, {n}, "
+                    f"{window})))")
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            line = out.stdout.strip().splitlines()[-1]
+            print(line, flush=True)
+            if not args.quick:
+                with open(path, "a") as f:
+                    f.write(line + "\n")
+    return drift_table(path, n, window)
+
+
+def drift_table(path, n, window):
+    """The markdown table of the latest runs at ``n`` rows (mondrian's at ``window``)."""
+    latest = {}
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            if r["rows"] == n and (r["model"] in ("amf", "arf") or r["window"] == window):
+                latest[r["stream"], r["model"]] = r
+    lines = [f"{n} rows per stream, 10 trees each; prequential accuracy (CPU seconds); "
+             f"window={window}. Speed vs X: X's CPU time / that of mondrian window + "
+             "ADWIN.", "",
+             "| stream | " + " | ".join(DRIFT_LABELS[k] for k in DRIFT_MODELS)
+             + " | speed vs AMF | speed vs ARF |",
+             "|---" * (len(DRIFT_MODELS) + 3) + "|"]
+    for name in DRIFT_STREAMS:
         cells = []
-        for kind in ("none", "window", "adwin"):
-            model = MondrianForestClassifier(n_estimators=trees, random_state=0,
-                                             window=None if kind == "none" else args.drift_window)
-            detector = ADWIN()
-
-            def run(model=model, kind=kind, detector=detector, X=X, y=y):
-                hits = 0
-                model.partial_fit(X[:1], y[:1], classes=np.unique(y))
-                for i in range(1, n):
-                    hit = model.predict_one(X[i]) == y[i]
-                    hits += hit
-                    if kind == "adwin":
-                        detector.update(0.0 if hit else 1.0)
-                        if detector.drift_detected:
-                            model.set_params(window=max(int(detector.width), 200))
-                        elif model.window < args.drift_window:
-                            model.set_params(window=min(2 * model.window, args.drift_window))
-                    model.learn_one(X[i], y[i])
-                return hits / (n - 1)
-
-            seconds, accuracy = _cpu(run)
-            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
-        for model in (forest.AMFClassifier(n_estimators=trees, seed=0),
-                      forest.ARFClassifier(n_models=trees, seed=0)):
-            def run(model=model, rows=rows):
-                hits = 0
-                for x, label in rows:
-                    hits += model.predict_one(x) == label
-                    model.learn_one(x, label)
-                return hits / n
-
-            seconds, accuracy = _cpu(run)
-            cells.append(f"{accuracy:.4f} ({seconds:.1f} s)")
+        for kind in DRIFT_MODELS:
+            r = latest.get((name, kind))
+            cells.append("" if r is None else f"{r['accuracy']:.4f} ({r['cpu_s']:.1f} s)")
+        ours = latest.get((name, "adwin"))
+        for kind in ("amf", "arf"):
+            r = latest.get((name, kind))
+            cells.append("" if r is None or ours is None
+                         else f"{r['cpu_s'] / ours['cpu_s']:.1f}x")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -253,8 +323,10 @@ def main():
     parser.add_argument("--stream", type=int, default=400_000)
     parser.add_argument("--stream-trees", type=int, default=10)
     parser.add_argument("--window", type=int, default=50_000)
-    parser.add_argument("--drift-rows", type=int, default=20_000)
+    parser.add_argument("--drift-rows", type=int, default=100_000)
     parser.add_argument("--drift-window", type=int, default=5_000)
+    parser.add_argument("--drift-streams", default=",".join(DRIFT_STREAMS))
+    parser.add_argument("--drift-models", default=",".join(DRIFT_MODELS))
     parser.add_argument("--output", default=str(HERE / "results" / "forget.md"))
     args = parser.parse_args()
     if args.quick:

@@ -28,7 +28,10 @@ Conventions (river's, where river has one):
 The adapter trains a clone of ``model`` (``model`` itself is the unfitted template, as river's
 ``clone`` expects); the trained estimator is ``adapter.model_``. ``seed`` sets the clone's
 ``random_state`` (river's checks set ``seed`` to compare runs); without a ``model`` the default
-forest has ``random_state=0``, so a default adapter is deterministic.
+forest has ``random_state=0``, so a default adapter is deterministic. ``window`` sets the
+clone's ``window`` in the same way: the model then keeps only the most recent ``window``
+samples, exactly (the model learnt on them; docs/forgetting.md), for streams that drift or
+must run in bounded memory.
 
 ``MondrianClassifier``, ``MondrianRegressor`` and ``MondrianAnomalyDetector`` are the same
 adapters with river-style constructors (``n_estimators``, ``lifetime``, ``seed``... directly,
@@ -75,6 +78,11 @@ def _adapter_doc_tail(model_type):
     seed : int or None, default=None
         ``random_state`` of the trained clone; ``None`` keeps the model's own (``0`` for the
         default model).
+    window : int or None, default=None
+        ``window`` of the trained clone: it keeps only the most recent ``window`` samples
+        (forgetting the older ones exactly, see the model's ``window``); ``None`` keeps the
+        model's own (every sample for the default model). A model without a ``window``
+        parameter raises a ``ValueError``.
 
     Attributes
     ----------
@@ -105,13 +113,18 @@ class _MondrianAdapter:
 
     _default_model = None
 
-    def __init__(self, model=None, fill_value=None, unknown_features="raise", seed=None):
+    def __init__(self, model=None, fill_value=None, unknown_features="raise", seed=None,
+                 window=None):
         self.model = model
         self.fill_value = fill_value
         self.unknown_features = unknown_features
         self.seed = seed
+        self.window = window
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
             raise ValueError(f"seed must be None or an integer, got {seed!r}")
+        if window is not None and (isinstance(window, bool)
+                                   or not isinstance(window, numbers.Integral) or window < 1):
+            raise ValueError(f"window must be None or an integer >= 1, got {window!r}")
         if unknown_features not in ("raise", "ignore"):
             raise ValueError(
                 f'unknown_features must be "raise" or "ignore", got {unknown_features!r}'
@@ -125,9 +138,14 @@ class _MondrianAdapter:
             raise TypeError(
                 f"{type(template).__name__} learns neither with learn_one nor with partial_fit"
             )
+        if window is not None and "window" not in getattr(template, "get_params", dict)():
+            raise ValueError(f"{type(template).__name__} has no window parameter: it cannot "
+                             "keep a window of recent samples")
         self.model_ = clone(template)
         if seed is not None:
             self.model_.set_params(random_state=seed)
+        if window is not None:
+            self.model_.set_params(window=window)
         self.feature_names_ = None
         self._known = frozenset()
 
@@ -438,6 +456,9 @@ def _style_params_doc(defaults, middle=""):
         Weights of the features in the cuts.
     seed : int or None, default=0
         Seed of the trees (``None``: a fresh random stream).
+    window : int or None, default=None
+        Keep only the most recent ``window`` samples: the model is, exactly, the one learnt
+        on them (docs/forgetting.md); ``None`` keeps every sample.
 {_STYLE_DOC}"""
 
 
@@ -470,7 +491,7 @@ class _RiverStyle:
         model = getattr(mondrian, self._default_model)(
             **{name: params[name] for name in self._model_params})
         _MondrianAdapter.__init__(self, model, params["fill_value"], params["unknown_features"],
-                                  seed=params["seed"])
+                                  seed=params["seed"], window=params["window"])
         self.seed = params["seed"]
 
     @classmethod
@@ -516,8 +537,8 @@ class MondrianClassifier(_RiverStyle, RiverClassifier):
 
     def __init__(self, n_estimators=10, lifetime=_CLF["lifetime"], smoothing=_CLF["smoothing"],
                  min_samples_split=_CLF["min_samples_split"],
-                 feature_weights=_CLF["feature_weights"], seed=0, fill_value=None,
-                 unknown_features="raise"):
+                 feature_weights=_CLF["feature_weights"], seed=0, window=None,
+                 fill_value=None, unknown_features="raise"):
         self._build(locals())
 
 
@@ -537,8 +558,8 @@ class MondrianRegressor(_RiverStyle, RiverRegressor):
     def __init__(self, n_estimators=10, lifetime=_REG["lifetime"],
                  min_samples_split=_REG["min_samples_split"],
                  noise_variance=_REG["noise_variance"],
-                 feature_weights=_REG["feature_weights"], seed=0, fill_value=None,
-                 unknown_features="raise"):
+                 feature_weights=_REG["feature_weights"], seed=0, window=None,
+                 fill_value=None, unknown_features="raise"):
         self._build(locals())
 
 
@@ -563,6 +584,6 @@ class MondrianAnomalyDetector(_RiverStyle, RiverAnomalyDetector):
     _model_params = ("n_estimators", "lifetime", "feature_weights")
 
     def __init__(self, n_estimators=10, lifetime=_DEN["lifetime"],
-                 feature_weights=_DEN["feature_weights"], seed=0, fill_value=None,
-                 unknown_features="raise"):
+                 feature_weights=_DEN["feature_weights"], seed=0, window=None,
+                 fill_value=None, unknown_features="raise"):
         self._build(locals())

@@ -146,3 +146,20 @@ def test_an_invalid_window_set_later_is_refused_at_the_next_update(Model):
     model.partial_fit(X[:10], target[:10])
     model.learn_one(X[0], target[0])
     assert model._store.n_samples == 50
+
+
+@pytest.mark.parametrize("Model", [MondrianForestClassifier, MondrianForestRegressor])
+def test_window_applies_on_the_one_row_path_after_the_weight_search(Model):
+    """With the default feature_weights="auto" a stream's window applies once the search's
+    stream window closes, also when every row comes through learn_one (the one-row path
+    reads the window from the ensemble)."""
+    X, y = _stream(3, n=700)
+    target = y if Model is MondrianForestClassifier else X[:, 0] + y
+    model = Model(n_estimators=2, window=100, random_state=0)
+    for i in range(700):
+        model.learn_one(X[i], target[i])
+    assert "_weights_window" not in model.__dict__
+    assert model.n_samples_seen_ == 100
+    arrival = np.argsort(model._store.stamps)
+    assert_array_equal(model._store.X[arrival], model._scaler.transform(X[600:]))
+    check_model(model, exact_values=Model is MondrianForestClassifier)

@@ -290,3 +290,70 @@ def test_a_bare_forest_in_river_points_to_the_adapter(model, adapter):
     metric = metrics.Accuracy() if "Classifier" in adapter else metrics.MAE()
     with pytest.raises(TypeError, match="not a river one"):
         metric.works_with(model)
+
+
+@pytest.mark.exact
+@pytest.mark.parametrize("cls, template", [
+    (RiverClassifier, MondrianForestClassifier(3, random_state=0, feature_weights=None)),
+    (RiverRegressor, MondrianForestRegressor(3, random_state=0, feature_weights=None)),
+    (RiverAnomalyDetector, MondrianForestDensity(3, lifetime=3.0, random_state=0)),
+])
+def test_window_passes_to_the_clone(cls, template):
+    """``window`` sets the clone's window: learn_one then keeps the last samples, as the
+    windowed model learning the same rows directly."""
+    adapter = cls(template, window=40)
+    assert adapter.model_.window == 40 and template.window is None
+    direct = clone_of(template).set_params(window=40)
+    order = np.argsort(NAMES)
+    target = {RiverClassifier: Y_CLF, RiverRegressor: Y_REG, RiverAnomalyDetector: None}[cls]
+    for k in range(100):
+        if target is None:
+            adapter.learn_one(rows(k))
+            direct.partial_fit(X[k:k + 1, order])
+        else:
+            adapter.learn_one(rows(k), target[k])
+            direct.learn_one(X[k, order], target[k])
+    assert adapter.model_.n_samples_seen_ == direct.n_samples_seen_ == 40
+    if cls is RiverClassifier:
+        assert [adapter.predict_one(rows(k)) for k in range(100, 120)] == [
+            direct.predict_one(X[k, order]) for k in range(100, 120)]
+    elif cls is RiverRegressor:
+        assert [adapter.predict_one(rows(k)) for k in range(100, 120)] == [
+            direct.predict_one(X[k, order]) for k in range(100, 120)]
+    else:
+        assert [adapter.score_one(rows(k)) for k in range(100, 120)] == [
+            -float(direct.score_samples(X[k:k + 1, order])[0]) for k in range(100, 120)]
+    # river's conventions: the parameter is a constructor one, kept by clone.
+    assert adapter._get_params()["window"] == 40
+    fresh = adapter.clone()
+    assert fresh.window == 40 and fresh.model_.window == 40 and not fresh._fitted()
+    assert adapter.clone({"window": 10}).model_.window == 10
+    assert pickle.loads(pickle.dumps(adapter)).model_.n_samples_seen_ == 40
+
+
+def clone_of(template):
+    from sklearn.base import clone
+
+    return clone(template)
+
+
+def test_window_is_checked():
+    for bad in (0, -1, 2.5, True, "5"):
+        with pytest.raises(ValueError, match="window"):
+            RiverClassifier(window=bad)
+    with pytest.raises(ValueError, match="no window parameter"):
+        RiverRegressor(MondrianKernelRidge(n_estimators=2), window=10)
+    assert RiverClassifier(MondrianForestClassifier(2, window=7)).model_.window == 7
+
+
+@pytest.mark.parametrize("cls", [MondrianClassifier, MondrianRegressor,
+                                 MondrianAnomalyDetector])
+def test_river_style_window(cls):
+    model = cls(n_estimators=2, window=30, feature_weights=None)
+    assert model.model_.window == 30 and model.window == 30
+    assert model.clone()._get_params() == model._get_params()
+    assert cls(n_estimators=2).model_.window is None
+    for k in range(100):  # (the forests' window applies after the map's warm-up of 64)
+        x = rows(k)
+        model.learn_one(x) if cls is MondrianAnomalyDetector else model.learn_one(x, Y_CLF[k])
+    assert model.model_.n_samples_seen_ == 30

@@ -19,9 +19,9 @@ from mondrian.density._full_cell import (
     sample_trees,
 )
 from mondrian.density._path_reader import LogDensityReader
+from mondrian.density.forgetting import WINDOW_CONSTRAINT, DensityForgetMixin
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.ensemble import EnsembleMixin
-from mondrian.estimator.forgetting import plan_forget
 from mondrian.estimator.inputs import check_sample_weight
 from mondrian.estimator.relevance import beats, power_weights
 from mondrian.estimator.tree_mixins import pruned_copy
@@ -104,7 +104,8 @@ class _DensityEnsemble(TreeEnsemble):
         return trees
 
 
-class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, BaseEstimator):
+class MondrianForestDensity(DensityForgetMixin, EnsembleMixin, VersionedStateMixin, DensityMixin,
+                            BaseEstimator):
     """Density estimation with a forest of Mondrian trees and a Polya-tree Beta prior.
 
     **Domain.** The first call to :meth:`fit` (or :meth:`partial_fit`) fixes the box ``B_0``:
@@ -191,6 +192,15 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         error over the training points. Batches under 50 rows, and a single feature (where
         a weight is only a lifetime scale), keep uniform weights. The weights are frozen
         after the first batch, like ``B_0``. Cost: about one more fit at 50 trees.
+    window : int or None, default=None
+        Keep only the most recent ``window`` training points: after every :meth:`fit` and
+        :meth:`partial_fit` the oldest points beyond them are forgotten exactly
+        (:meth:`forget`), so the model is, in law, the density fitted on the last ``window``
+        points (with the domain ``B_0``, lifetime and concentration fixed by the first
+        batch), and a stream runs in bounded memory. Points outside ``B_0`` count in the
+        window too (they leave the background weight as they age); the trees always keep
+        their newest point. ``None`` keeps every point. ``set_params(window=...)`` applies at
+        the next update.
     n_jobs : int, default=None
         Threads over trees for growing and evaluating the forest (``None``: 1, ``-1``: all
         cores). Results do not depend on it.
@@ -248,6 +258,15 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
     >>> inside = [[0.0, -1.0], [0.0, 1.0]]
     >>> bool(np.isclose(*flat.score_samples(inside), rtol=1e-3))
     True
+
+    A window keeps the last points of a stream (here 100) and forgets the older ones:
+
+    >>> stream = MondrianForestDensity(n_estimators=5, lifetime=4.0, window=100,
+    ...                                random_state=0).fit(X[:50])
+    >>> for start in range(50, 200, 50):
+    ...     stream = stream.partial_fit(X[start:start + 50])
+    >>> stream.n_samples_seen_
+    100
     """
 
     _state_version = STATE_VERSION
@@ -261,6 +280,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         "margin": [Interval(numbers.Real, 0, np.inf, closed="left")],
         "max_lifetime": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
         "feature_weights": [None, StrOptions({"auto"}), "array-like"],
+        "window": WINDOW_CONSTRAINT,
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
     }
@@ -274,6 +294,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         margin=0.1,
         max_lifetime=None,
         feature_weights=None,
+        window=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -283,6 +304,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         self.margin = margin
         self.max_lifetime = max_lifetime
         self.feature_weights = feature_weights
+        self.window = window
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -307,7 +329,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         self : object
         """
         with unchanged_on_error(self):
-            for name in ("lifetime_path_", "feature_weights_info_"):
+            for name in ("lifetime_path_", "feature_weights_info_", "_outside_stamps"):
                 self.__dict__.pop(name, None)  # from an earlier fit
             self._validate_params()
             X = validate_data(self, X, dtype=np.float64, order="C")
@@ -349,6 +371,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
             self.outside_weight_ = 0.5 / (n + 1.0)
             if self.lifetime == "auto" or auto_concentration:
                 self._select_hyperparameters(auto_concentration)
+            self._trim_window()
         return self
 
     def partial_fit(self, X, y=None, sample_weight=None):
@@ -356,6 +379,7 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
 
         Points inside ``B_0`` extend the trees, with the law of a forest fitted on all the
         points at once; points outside only raise the weight of the background density.
+        With ``window``, the oldest points beyond the last ``window`` are then forgotten.
 
         A larger ``n_estimators`` set after fit adds trees sampled on the stored points (the law
         of a forest that had them from the start); a smaller one, or a changed ``lifetime``,
@@ -380,67 +404,18 @@ class MondrianForestDensity(EnsembleMixin, VersionedStateMixin, DensityMixin, Ba
         with online_update(self, X):
             # Parameter changes since fit are refused before anything changes.
             n_new_trees = self._warm_start_check()
+            self._check_window()
             X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
             X = _repeat_weighted(X, sample_weight)
             U, inside = self._to_unit(X)
             n_inside = int(inside.sum())
             self._grow_new_trees(n_new_trees, self.n_jobs)
+            self._learn_outside(inside)
             if n_inside:
                 self._ensemble.add_scaled(np.ascontiguousarray(U[inside]),
                                           np.zeros((n_inside, 0)), self.n_jobs)
-            self._n_outside += X.shape[0] - n_inside
-            self.n_samples_seen_ += X.shape[0]
-            self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
-        return self
-
-    def forget(self, X):
-        """Remove training points, exactly: the forest then has the law of one fitted
-        without them (docs/algorithms.md §13).
-
-        Each row removes one stored copy of itself (matched bit for bit in the unit cube of
-        the domain ``B_0``, which stays fixed); a row outside ``B_0`` lowers the weight of the
-        background density instead. A cell left without points becomes an unexpanded leaf,
-        as a fit on the remaining points leaves it. The lifetime and concentration stay as
-        they were chosen. A row that is not stored raises a ``ValueError`` and nothing
-        changes.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to forget, as they were learnt.
-
-        Returns
-        -------
-        self : object
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from mondrian import MondrianForestDensity
-        >>> X = np.random.default_rng(0).normal(size=(200, 2))
-        >>> density = MondrianForestDensity(n_estimators=5, lifetime=2.0, random_state=0).fit(X)
-        >>> density.forget(X[:50]).n_samples_seen_
-        150
-        """
-        if "_ensemble" not in self.__dict__:
-            check_is_fitted(self, "_trees")
-        self._check_writable()
-        with online_update(self, X):
-            X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-            U, inside = self._to_unit(X)
-            n_outside = X.shape[0] - int(inside.sum())
-            if n_outside > self._n_outside:
-                raise ValueError(f"cannot forget {n_outside} rows outside the domain: the "
-                                 f"model learnt {self._n_outside} such rows")
-            if inside.any():
-                rows = np.flatnonzero(inside)
-                store = self._ensemble.store
-                plan = plan_forget(store.X, store.rows, np.ascontiguousarray(U[inside]),
-                                   describe=lambda r: f"row {rows[r]} of X", stamps=store.stamps)
-                self._ensemble.forget(*plan)
-            self._n_outside -= n_outside
-            self.n_samples_seen_ -= X.shape[0]
-            self.outside_weight_ = (self._n_outside + 0.5) / (self.n_samples_seen_ + 1.0)
+            self._set_seen(self.n_samples_seen_ + X.shape[0])
+            self._trim_window()
         return self
 
     def _fit_weights(self, X):

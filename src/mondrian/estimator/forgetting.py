@@ -212,6 +212,18 @@ class ForgetMixin:
         if ensemble.store.n_samples < n + len(X):
             self._after_window()
 
+    def _feed_weights_window(self, X, y, sample_weight=None):
+        super()._feed_weights_window(X, y, sample_weight)
+        ensemble = self.__dict__.get("_ensemble")
+        window = getattr(self, "window", None)
+        if ("_weights_window" not in self.__dict__ and ensemble is not None
+                and ensemble.window is None and window is not None and _valid_window(window)):
+            # The stream window of feature_weights="auto" closed in this update: the window
+            # applies from now on, also on the one-row path (which reads it from the ensemble).
+            ensemble.window = window
+            if ensemble.trim_window():
+                self._after_window()
+
     def forget(self, X, y=None, sample_weight=None):
         """Remove training points, exactly: the model then has the law of one fitted
         without them.
