@@ -65,6 +65,10 @@ SYNTH = {"synth20k": 20_000, "synth100k": 100_000, "synth400k": 400_000}
 REGRESSION = ("power_plant", "kin8nm", "naval", "concrete", "energy", "wine_red", "yacht",
               "protein")
 CALIBRATION_SIZES = (30, 100, 1000)
+# Row labels of the report, oldest build first: ``before`` the build before label-aware
+# defaults, ``main`` the defaults of main 76f394f (before the 25-tree relevance of the
+# classifiers), ``after`` this build.
+LABELS = ("before", "main", "after")
 
 
 def _timed(function):
@@ -319,7 +323,7 @@ def report(args):
                   "| dataset | label | model | accuracy | target (best of RF, ET - 1 pt) | "
                   "fit CPU s | fit / ET | power (map) |", "|---|---|---|---|---|---|---|---|"]
         for name in (*REAL, *SYNTH):
-            for label in ("before", "after"):
+            for label in LABELS:
                 sel = [r for r in rows if r["dataset"] == name and r["label"] == label]
                 if not sel:
                     continue
