@@ -164,3 +164,25 @@ def test_the_search_does_not_depend_on_n_jobs_or_n_estimators(name, monkeypatch)
     other, classification = _make(name, n_estimators=4)
     other.set_params(random_state=1).fit(X, _target(classification, y_cls, y_reg))
     assert not np.array_equal(other.feature_weights_, weights[0])
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_only_the_regressors_probe_the_quantile_map(name, monkeypatch):
+    seen = _count_search_rows(monkeypatch)
+    model, classification = _make(name)
+    X, y_cls, y_reg = _data(300)
+    model.fit(X, _target(classification, y_cls, y_reg))
+    info = model.feature_weights_info_
+    if classification:
+        # the powers only: no quantile probe, the min-max map
+        assert info["quantile_score"] is None and info["map"] == "minmax"
+        assert len(seen["probe"]) == len(relevance.POWERS)
+        monkeypatch.setattr(weights_module, "CLASSIFIER_QUANTILE_PROBE", True)
+        seen["probe"].clear()
+        again, _ = _make(name)
+        again.fit(X, y_cls)
+        assert len(seen["probe"]) == len(relevance.POWERS) + 1
+        assert again.feature_weights_info_["quantile_score"] is not None
+        assert_array_equal(again.feature_weights_, model.feature_weights_)
+    else:
+        assert info["quantile_score"] is not None  # probed with every power (joint map)
