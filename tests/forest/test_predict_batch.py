@@ -61,7 +61,7 @@ def _moments(model, S, plain, hierarchical=True):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
     rng = np.random.default_rng(k)
-    X = rng.normal(size=(300, 6))
+    X = rng.normal(size=(300, 36))  # the classifier batches from 32 features
     y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int) + (X[:, 2] > 1.0)
     weight = rng.uniform(0.2, 3.0, size=300) if weighted else None
     with box_min_samples(k):
@@ -80,7 +80,7 @@ def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
 
 def test_classifier_paused_leaves_online(portable):
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(400, 4))
+    X = rng.normal(size=(400, 34))
     y = (X[:, 0] > 0).astype(int)
     with box_min_samples(8):
         model = MondrianForestClassifier(n_estimators=2, random_state=3)
@@ -96,21 +96,27 @@ def test_deep_paths_and_far_rows_take_the_reference_walk(portable):
     # Geometric values: each cut splits off a few points, so the paths are long; a constant
     # column (never cut) puts rows with another value in it outside every box.
     x0 = 0.8 ** np.arange(200)
-    X = np.c_[x0, np.zeros(200)]
+    X = np.c_[x0, np.zeros((200, 33))]
     y = np.arange(200) % 3
     with box_min_samples(4):
         model = MondrianForestClassifier(n_estimators=2, random_state=7, lifetime=1e30)
         model.fit(X, y)
     S = np.ascontiguousarray(model._validate_X_predict(
-        np.vstack([np.c_[x0, np.full(200, 5.0)], X])))
+        np.vstack([np.c_[x0, np.full((200, 33), 5.0)], X])))
     depth = max(len(walk_path(tree, s)["eta"]) for tree in model._trees for s in S)
     assert depth > 33
     assert _proba(model, S, False).tobytes() == _proba(model, S, True).tobytes()
+    reg = MondrianForestRegressor(n_estimators=2, random_state=7, lifetime=1e30)
+    with box_min_samples(4):
+        reg.fit(X, x0)
+    R = np.ascontiguousarray(reg._validate_X_predict(np.vstack([np.c_[x0, np.full((200, 33),
+                                                                                   5.0)], X])))
+    assert _moments(reg, R, False).tobytes() == _moments(reg, R, True).tobytes()
 
 
 def test_more_rows_than_a_batch(portable):
     rng = np.random.default_rng(11)
-    X = rng.normal(size=(200, 3))
+    X = rng.normal(size=(200, 40))
     y = (X[:, 0] > 0).astype(int)
     with box_min_samples(16):
         model = MondrianForestClassifier(n_estimators=2, random_state=11).fit(X, y)

@@ -126,6 +126,11 @@ cdef extern from *:
 # usps (lean rows of 256 points).
 cdef intp_t TABLE_ROWS_PER_NODE = 32
 
+# Features from which a call of many rows finds their etas node by node (_batch_walk): with
+# fewer, a box distance is a few operations and the partition of the rows costs more than the
+# rows' own walks over every box rebuilt once (letter, pendigits: 16 features).
+cdef intp_t BATCH_MIN_FEATURES = 32
+
 
 cdef inline float64_t _table(float64_t count) noexcept nogil:
     """IKN tables of a class with ``count`` customers: ``min(count, 1)``.
@@ -504,18 +509,24 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
                               bint strict, float64_t lifetime, const float64_t* counts,
                               const float64_t* n_cust, const float64_t* n_tab,
                               const float64_t* g, const BatchEtas* batch, intp_t r,
-                              bint plain, float64_t* box, float64_t* out) noexcept nogil:
+                              const float64_t* boxes, bint plain, float64_t* box,
+                              float64_t* out) noexcept nogil:
     """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
     computes what depends on ``x`` (the branch-off terms), from the first node of the path
     with eta > 0 (the tables hold the posteriors above it), with the etas that the batch's
-    node-major pass found for ``x`` (its row ``r``), unless ``plain`` or its path is too deep
-    for them (then every eta on the way down, from the root)."""
+    node-major pass found for ``x`` (its row ``r``), or if ``batch`` is NULL ``walk_etas``'s
+    (``boxes``: every node's, or NULL; ``box``: 2 D floats), unless ``plain`` or its path is
+    too deep for them (then every eta on the way down, from the root)."""
     cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = -1
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef WalkStep step
-    if not plain:
+    if plain:
+        pass
+    elif batch != NULL:
         top = batch_row(batch, tree, r, x, lifetime, box, path, etas, False)
+    elif walk_etas(tree, x, lifetime, boxes, box, path, etas, &top) == 0:
+        top = -1
     if top >= 0:
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
         if top > 0:
@@ -566,12 +577,13 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
     cdef float64_t* values = NULL
+    cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
     cdef float64_t* box = NULL
-    cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0
+    cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef bint tabled, lean_rows
+    cdef bint tabled, lean_rows, batched, every
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -588,11 +600,17 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # (reads never write the tree); few rows: along each path, O(depth) per row.
             tabled = n * TABLE_ROWS_PER_NODE >= m
             lean_rows = tree.box_min_samples > 0 and tree.lean_values
+            # The etas node by node (the rows of a batch share the boxes, built and read
+            # once), from two rows on where a box is long enough for that to pay; else each
+            # row finds its own, from every box rebuilt once per call (a tabulated call of a
+            # lean tree), or from the stored boxes and points.
+            batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
+            every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
                     reserve(<void**> &buf, &buf_size, (3 * K + 3 * S) * sizeof(float64_t))
-                    if n == 1 or plain_walk:
+                    if not batched:
                         for i in range(n):
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, plain_walk, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, NULL, 0,
@@ -607,20 +625,23 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                         tree._all_values(values, queue)
                     _node_tables(tree, gamma, lam, values if lean_rows else tree.value, buf,
                                  buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
-                # The etas of a batch of rows node by node (each box built and read once
-                # per batch: the rows share them), then each row's terms: the branch-offs
-                # (tabled), or its posteriors along its path too.
+                    if every:
+                        reserve(<void**> &boxes, &boxes_size,
+                                2 * m * tree.n_features * sizeof(float64_t))
+                        tree._all_boxes(boxes, queue)
                 start = 0
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
-                    if not plain_walk:
+                    if batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
                     for i in range(start, stop):
                         if tabled:
                             _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf,
                                                 buf + m * K, buf + m * K + m,
-                                                buf + m * K + 2 * m, &batch, i - start,
-                                                plain_walk, box, &out[i, 0])
+                                                buf + m * K + 2 * m,
+                                                &batch if batched else NULL, i - start,
+                                                boxes if every else NULL, plain_walk, box,
+                                                &out[i, 0])
                         else:
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
@@ -630,6 +651,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         free(box)
         free(buf)
         free(values)
+        free(boxes)
         free(queue)
         batch_free(&batch)
 
