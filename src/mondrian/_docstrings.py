@@ -77,10 +77,9 @@ FOREST_FEATURE_WEIGHTS = f"""\
         0, 0.5, 1 or 2 that a 20-tree probe scores best on ``validation_fraction`` of the
         batch, all on a quarter of its rows, at least 2000 and at most 8000,
         ``mondrian.estimator.relevance.search_size``; batches of fewer than 50 rows keep uniform
-        weights; a stream keeps uniform weights until 256 rows, then chooses and re-samples its
-        trees once; a regressor's stream that starts below 256 rows keeps them uniform). Every
-        Mondrian law holds for the frozen map. ``None``: no weights (all 1),
-        the label-blind Mondrian process.
+        weights; a stream keeps uniform weights until 256 rows, 512 for the regressors, then
+        chooses and re-samples its trees once). Every Mondrian law holds for the frozen map.
+        ``None``: no weights (all 1), the label-blind Mondrian process.
 {FEATURE_WEIGHT_METHODS}"""
 
 # The fitted lifetime of the models whose ``lifetime="auto"`` sweeps a lifetime path.

@@ -333,7 +333,7 @@ def test_online_regressor_chooses_its_hyperparameters_like_a_batch_fit():
     order = np.r_[np.argmin(y), np.argmax(y), np.setdiff1d(np.arange(400),
                                                            [np.argmin(y), np.argmax(y)])]
     P, y = P[order], y[order]
-    # (Uniform weights: a regressor's stream that starts small keeps them.)
+    # (Uniform weights on both sides: the stream's window, 512 rows, stays open here.)
     kw = dict(n_estimators=30, feature_scaling=None, feature_weights=None, random_state=0)
     batch = MondrianForestRegressor(**kw).fit(P, y)
     online = MondrianForestRegressor(**kw)
@@ -391,27 +391,25 @@ def test_a_quantile_map_is_the_map_then_a_plain_fit():
     assert_array_equal(loaded.predict(X), mapped.predict(X))
 
 
-def test_regressor_stream_keeps_uniform_weights_and_fails_atomically():
-    """A regressor's stream that starts below the window's rows opens no window and keeps
-    uniform weights (``_stream_weights_window``); a rejected update leaves it as it was; a
-    first batch of the window's size chooses at once, like fit."""
-    P, y_reg, _ = _toy(AUTO_WARM_UP + 40)
+def test_regressor_stream_window_and_atomic_failure():
+    window = MondrianForestRegressor._auto_warm_up()  # the regressors' window: 512 rows
+    assert window == 2 * AUTO_WARM_UP
+    P, y_reg, _ = _toy(window + 40)
     model = MondrianForestRegressor(8, feature_weights="auto", random_state=0)
     model.partial_fit(P[:200], y_reg[:200])
-    assert "_weights_window" not in model.__dict__
+    model.partial_fit(P[200:window - 100], y_reg[200:window - 100])
+    assert_array_equal(model.feature_weights_, np.ones(5))  # still open at 412 rows
     before = pickle.dumps(model)
-    bad = P[200:].copy()
+    bad = P[window - 100:].copy()
     bad[-1, 0] = np.nan
     with pytest.raises(ValueError):
-        model.partial_fit(bad, y_reg[200:])
+        model.partial_fit(bad, y_reg[window - 100:])  # would have closed the window
     assert pickle.dumps(model) == before
-    model.partial_fit(P[200:], y_reg[200:])
-    assert_array_equal(model.feature_weights_, np.ones(5))
-    assert model._scaler.weights is None
-    assert_array_equal(model._store.X, model._scaler.transform(P))
-    batch = MondrianForestRegressor(8, feature_weights="auto", random_state=0)
-    w = batch.partial_fit(P, y_reg).feature_weights_
+    model.partial_fit(P[window - 100:], y_reg[window - 100:])
+    w = model.feature_weights_
     assert w[2:].max() < w[:2].min(), w
+    assert_array_equal(model._store.X, model._scaler.transform(P))
+    assert model._hyper_n == len(P)  # the hyperparameters were chosen again on the new map
 
 
 def test_weights_must_beat_uniform_by_more_than_the_paired_noise():

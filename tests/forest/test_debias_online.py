@@ -103,7 +103,7 @@ def test_short_refresh_work_does_not_grow_with_the_stream():
 
 
 def test_failure_during_the_short_refresh_leaves_the_model(monkeypatch):
-    model, X, y = _streamed(300, seed=2, trees=3)
+    model, X, y = _streamed(300, seed=3, trees=3)  # (a stream that keeps a combination)
     i = 0
     while i + 1 >= online.HYPER_PARAMS_GROWTH * model._hyper_params[-1]:
         model.predict_one(X[i])

@@ -32,7 +32,8 @@ def test_the_fast_path_is_the_route_bit_for_bit(monkeypatch):
     targets = [float(v) if i % 3 else int(round(10 * v)) for i, v in enumerate(y)]
 
     def run():
-        model = MondrianForestRegressor(4, random_state=0)
+        # (Uniform weights: no stream window, whose 512 rows this stream never reaches.)
+        model = MondrianForestRegressor(4, feature_weights=None, random_state=0)
         preds = []
         for i in range(len(y)):
             if i:
@@ -54,7 +55,7 @@ def test_the_fast_path_is_the_route_bit_for_bit(monkeypatch):
 
 def test_a_failure_in_the_fast_path_leaves_the_model(monkeypatch):
     X, y = _stream(200, seed=5)
-    model = MondrianForestRegressor(3, random_state=0)
+    model = MondrianForestRegressor(3, feature_weights=None, random_state=0)
     for i in range(150):
         model.learn_one(X[i], y[i])
     i = 150
@@ -86,7 +87,7 @@ def test_a_failure_in_the_fast_path_leaves_the_model(monkeypatch):
 @pytest.mark.parametrize("target", [np.nan, "1.0", None, 1e300])
 def test_what_the_fast_path_refuses_takes_the_route(target):
     X, y = _stream(120, seed=2)
-    model = MondrianForestRegressor(2, random_state=0)
+    model = MondrianForestRegressor(2, feature_weights=None, random_state=0)
     for i in range(100):
         model.learn_one(X[i], y[i])
     saved = _state(model)

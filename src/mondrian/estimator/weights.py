@@ -24,20 +24,14 @@ class FeatureWeightsMixin:
     """``feature_weights`` of a :class:`~mondrian.estimator.ensemble.BaseMondrianEnsemble`:
     the search, its probes and the stream window of ``feature_weights="auto"``."""
 
-    # Whether a stream that starts with fewer than ``auto_warm_up`` rows opens the window that
-    # chooses the weights on its first rows (False: it keeps uniform weights).
-    _stream_weights_window = True
-
     def _choose_feature_weights(self, X, y, stream=False, sample_weight=None):
         """Set the weights of the feature map for a first batch ``(X, y)`` (original units).
 
         ``None``: no weights. An array: checked and used. A method name (``"auto"``): chosen
         by :func:`~mondrian.estimator.relevance.choose_weights` with probes of this model; with
         ``stream=True`` and fewer than ``auto_warm_up`` rows the weights stay uniform and the
-        rows open the stream window (:meth:`_feed_weights_window`), for models whose
-        ``_stream_weights_window`` is True (else the weights stay uniform for good). Sets
-        ``_map_weights`` (None or an array), ``feature_weights_`` and, for a search,
-        ``feature_weights_info_``.
+        rows open the stream window (:meth:`_feed_weights_window`). Sets ``_map_weights``
+        (None or an array), ``feature_weights_`` and, for a search, ``feature_weights_info_``.
         ``sample_weight`` (positive counts of the rows, or None) reaches every step of the
         search: a row of integer weight ``k`` counts as ``k`` rows, also for the thresholds
         ``MIN_SAMPLES`` and ``auto_warm_up``.
@@ -63,10 +57,9 @@ class FeatureWeightsMixin:
                 )
             n_rows = weighted_rows(y, sample_weight)
             if stream and n_rows < self._auto_warm_up():
-                if self._stream_weights_window:
-                    self._weights_window = (X.copy(), np.asarray(y).copy(),
-                                            None if sample_weight is None
-                                            else np.asarray(sample_weight, np.float64).copy())
+                self._weights_window = (X.copy(), np.asarray(y).copy(),
+                                        None if sample_weight is None
+                                        else np.asarray(sample_weight, np.float64).copy())
             elif n_rows >= MIN_SAMPLES:
                 weights, knots, self.feature_weights_info_ = self._search_weights(
                     X, y, method, quantile=self._quantile_probe(), sample_weight=sample_weight)

@@ -7,8 +7,9 @@ into statistics rows and *add* the points to the trees. ``fit`` is the batch on 
 dict or a 1-D sample. The one-row fast path of a model in its steady state is an optimisation
 of that route behind one gate (:meth:`_fast_one`, taken by ``learn_one`` and by a one-row
 ``partial_fit`` alike): it does what the route would do, through the trees' undo logs. (The
-classifier has one; every update of the regressor refreshes its posteriors, so it takes the
-route.)
+classifier has one, for ``learn_one`` and a one-row ``partial_fit``; the regressor has one for
+``learn_one``, which refreshes the posteriors inside the logged update when neither the
+held-out choice nor the hyperparameters are due: ``OnlinePosteriorMixin._fast_one``.)
 
 The families supply the target checks (``_check_raw_targets`` on the input as given,
 ``_check_targets`` on the validated array, ``_fast_targets`` for the fast gate,

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW, fill_doc
+from mondrian.estimator import relevance
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import (
     ConventionsMixin,
@@ -71,13 +72,6 @@ class _BaseMondrianRegressor(
     }
 
     _mutable_state = ("_posterior_cache",)
-    # A stream that starts below the window's 256 rows keeps uniform feature weights: chosen
-    # on the window (squared errors of probes on 256 rows, a noisy score) they raised the
-    # prequential MAE of every stream measured, TrumpApproval 0.534 -> 0.570, ChickWeights
-    # 23.9 -> 24.7, kin8nm 0.126 -> 0.146 (8000 rows; weights chosen on the first 2000 rows
-    # instead: 0.127, and that search alone costs a third of the loop). benchmarks/results/
-    # online_regression.md.
-    _stream_weights_window = False
     _count_columns = 1  # min_samples_split counts the (weighted) first statistics column
     # Set on the probes of the feature-weight search (see _weights_probe).
     _weights_probe_model = False
@@ -177,6 +171,17 @@ class _BaseMondrianRegressor(
         choice = getattr(self, "_hyper_choice", None)
         if choice is not None and len(choice) > 4:  # the noise floor, in standardised units
             self._hyper_choice = (*choice[:4], float(np.ldexp(choice[4], -2 * k)))
+
+    @staticmethod
+    def _auto_warm_up():
+        # The regressors' stream window of feature_weights="auto" holds twice the
+        # classifiers' rows (512): chosen on 256 rows (squared errors of probes, a noisy
+        # score) the weights raised the prequential MAE of every stream measured, and on 512
+        # they lowered it (5 seeds, 10 trees: TrumpApproval 0.533 -> 0.524, ChickWeights
+        # 25.4 -> 22.7; kin8nm, 8000 rows, 0.146 -> 0.130; benchmarks/results/
+        # online_regression.md); uniform weights for good lose where a feature is irrelevant
+        # (tests/forest/test_regressor.py: RMSE 0.031 -> 0.072 online).
+        return 2 * relevance.AUTO_WARM_UP  # read at call time (tests may lower it)
 
     def _search_weights(self, X, y, method, quantile=False, sample_weight=None):
         """``feature_weights="auto"``: the joint search of the regressors (see
