@@ -36,7 +36,7 @@ from mondrian.core._tree cimport (
     stored_row,
     subtree_points,
 )
-from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
+from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["attach_trees", "forget_trees", "leaf_matches", "relocate_trees"]
 
@@ -186,6 +186,31 @@ cdef intp_t _close_bounds(const float64_t* lo, const float64_t* hi, intp_t D,
     return n_open
 
 
+cdef intp_t _close_by_points(MondrianTree t, intp_t node, const float64_t* X,
+                             const float64_t* box, Work* w, intp_t n_open) noexcept nogil:
+    """:func:`_close_bounds` with the stored points below ``node`` (the walk of
+    ``subtree_points``), stopping as soon as no bound is open."""
+    cdef intp_t D = t.n_features, j = node, i, up
+    while True:
+        while t.nodes[j].left_child != TREE_LEAF:
+            j = t.nodes[j].left_child
+        i = t.nodes[j].first_sample
+        while i != TREE_LEAF:
+            n_open = _close_bounds(X + i * D, X + i * D, D, box, w.open_bounds, n_open,
+                                   w.extreme)
+            if n_open == 0:
+                return 0
+            i = t.sample_next[i]
+        while j != node:
+            up = t.nodes[j].parent
+            if t.nodes[up].left_child == j:
+                j = t.nodes[up].right_child
+                break
+            j = up
+        else:
+            return n_open
+
+
 cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """The stored box of ``j`` after the call's one dropped point (``w.single``) left: only the
     bounds that point attained can move, and one stays while a remaining point below ``j``
@@ -195,13 +220,11 @@ cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) exc
     exact like a recount. Marks ``j`` CHANGED if the box changed; returns False (nothing
     written) when the new bound would be a zero, whose sign a recount takes from the order of
     the points (the caller recomputes the box then)."""
-    cdef intp_t D = t.n_features, d, n_open = 0, k, n, e, c, side
-    cdef intp_t points[BOX_POINTS_MAX]
+    cdef intp_t D = t.n_features, d, n_open = 0, k, e, c
     cdef float64_t* box = t.bounds + 2 * D * t.box_slot[j]
     cdef const float64_t* x = w.single
     cdef const float64_t* cb
-    cdef const float64_t* p
-    cdef intp_t i
+    cdef bint stored
     for d in range(D):
         if _same_bits(x[d], box[d]):
             w.open_bounds[n_open] = d
@@ -214,24 +237,18 @@ cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) exc
     if n_open == 0:
         return True
     if t.nodes[j].left_child == TREE_LEAF:
-        i = t.nodes[j].first_sample
-        while i != TREE_LEAF and n_open > 0:
-            p = X + i * D
-            n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
-            i = t.sample_next[i]
+        n_open = _close_by_points(t, j, X, box, w, n_open)
     else:
-        for side in range(2):
-            c = t.nodes[j].left_child if side == 0 else t.nodes[j].right_child
-            if t.box_min_samples == 0 or t.box_slot[c] >= 0:
+        # The children's stored boxes first, then the points of the one on the path (just
+        # read: in the cache), then those of the other.
+        for k in range(6):
+            c = t.nodes[j].left_child if k % 2 == 0 else t.nodes[j].right_child
+            stored = t.box_min_samples == 0 or t.box_slot[c] >= 0
+            if k < 2 and stored:
                 cb = t.bounds + 2 * D * (t.box_slot[c] if t.box_min_samples > 0 else c)
                 n_open = _close_bounds(cb, cb + D, D, box, w.open_bounds, n_open, w.extreme)
-            else:
-                n = subtree_points(t, c, points, BOX_POINTS_MAX)
-                for k in range(n):
-                    if n_open == 0:
-                        break
-                    p = X + points[k] * D
-                    n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
+            elif k >= 2 and not stored and (w.mark[c] & ON_PATH != 0) == (k < 4):
+                n_open = _close_by_points(t, c, X, box, w, n_open)
             if n_open == 0:
                 break
     if n_open == 0:
@@ -382,6 +399,13 @@ cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
     return 0
 
 
+cdef inline bint _unchanged_cut(MondrianTree t, Work* w, intp_t c) noexcept nogil:
+    """Whether ``c`` is an internal node off every path of the call: it keeps its points, which
+    fail the pause rule (it was cut), so its parent's fail it too (the rule is monotone) and
+    its statistics row need not be rebuilt to know it."""
+    return t.nodes[c].left_child != TREE_LEAF and not w.mark[c] & ON_PATH
+
+
 cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """An internal node whose children both keep points: its stored box is the union of
     theirs (recomputed when one of them may have changed); it pauses, dropping its subtree,
@@ -412,7 +436,8 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
                     w.mark[j] |= CHANGED
         else:
             w.mark[j] |= CHANGED
-    if (w.mark[left] | w.mark[right]) & FAILED:
+    if (w.mark[left] | w.mark[right]) & FAILED or _unchanged_cut(t, w, left) \
+            or _unchanged_cut(t, w, right):
         w.mark[j] |= FAILED
         return 0
     row = node_row(t, j, t.row_scratch)
@@ -540,12 +565,13 @@ cdef int _fill_slot_holes(MondrianTree t, Work* w) except -1 nogil:
     return 0
 
 
-cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                 const unsigned char* drop, intp_t n, const float64_t* X,
-                 bint full_cells) except -1 nogil:
+cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                    const unsigned char* drop, intp_t n, const float64_t* X,
+                    bint full_cells) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
-    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``."""
-    cdef intp_t D = t.n_features, S = t.value_stride
+    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``.
+    Returns the number of path nodes and leaf-list entries visited (a measure of the work)."""
+    cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
     cdef intp_t k, i, j, c, prev, nxt, top, n_order = 0, n_drop = 0, removed = 0
     cdef const float64_t* x
     cdef float64_t* row
@@ -619,6 +645,7 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
             prev = TREE_LEAF
             i = t.nodes[j].first_sample
             while i != TREE_LEAF:
+                steps += 1
                 nxt = t.sample_next[i]
                 if _contains(dropped, n_drop, i):
                     if prev == TREE_LEAF:
@@ -695,12 +722,13 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         # 4. Dense ids and slots again.
         _fill_node_holes(t, &w)
         _fill_slot_holes(t, &w)
+        steps += w.n_marked
     finally:
         _free_work(&w)
         free(leaves)
         free(dropped)
         free(nonzero)
-    return 0
+    return steps
 
 
 def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -723,19 +751,25 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     drop : ndarray of uint8, shape (n,)
         Whether each point leaves the trees (else only its statistics lower).
 
+    Returns
+    -------
+    int
+        The path nodes and leaf-list entries visited, over all trees (the work: for one
+        point, O(depth + leaf size) per tree, whatever the number of stored points).
+
     Notes
     -----
     Every write goes through the trees' undo logs when they are open
     (:meth:`MondrianTree.begin_undo`), so a failure part-way can be rolled back.
     """
     cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0]
+    cdef intp_t n = indices.shape[0], steps = 0
     cdef const float64_t* rows_ptr = NULL
     cdef const float64_t* delta_ptr = NULL
     if deltas.shape[0] != n or drop.shape[0] != n:
         raise ValueError("indices, deltas and drop must have the same length")
     if n == 0:
-        return
+        return 0
     for tree in trees:
         if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
                 or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
@@ -751,24 +785,29 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
         check_points(tree)
         with nogil:
-            _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
+            steps += _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
+    return steps
 
 
-cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) except -1 nogil:
+cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
+                      const float64_t* X) except -1 nogil:
     """The stored point ``old`` moves to the free store index ``new``: its leaf's list now
-    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged)."""
-    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF
+    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged).
+    Returns the number of nodes and leaf-list entries visited."""
+    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF, steps = 1
     cdef const float64_t* x = X + old * D
     if t.node_count == 0:
         with gil:
             raise ValueError(f"store index {old} is not held by the tree")
     while t.nodes[j].left_child != TREE_LEAF:
+        steps += 1
         if x[t.nodes[j].feature] <= t.nodes[j].threshold:
             j = t.nodes[j].left_child
         else:
             j = t.nodes[j].right_child
     i = t.nodes[j].first_sample
     while i != TREE_LEAF and i != old:
+        steps += 1
         prev = i
         i = t.sample_next[i]
     if i == TREE_LEAF:
@@ -784,7 +823,7 @@ cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) e
     else:
         t._log_sample(prev)
         t.sample_next[prev] = new
-    return 0
+    return steps
 
 
 def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] movers,
@@ -794,9 +833,10 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
     dense: O(depth + leaf size) per point and tree), and make ``n_kept`` the trees' number of
     store indices. Logged in the trees' undo logs when they are open.
 
-    ``X`` is the store before the move (the movers' rows at their old indices)."""
+    ``X`` is the store before the move (the movers' rows at their old indices). Returns the
+    number of nodes and leaf-list entries visited, over all trees."""
     cdef MondrianTree tree
-    cdef intp_t n = movers.shape[0], k
+    cdef intp_t n = movers.shape[0], k, steps = 0
     if holes.shape[0] != n:
         raise ValueError("movers and holes must have the same length")
     for tree in trees:
@@ -805,9 +845,10 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
     for tree in trees:
         with nogil:
             for k in range(n):
-                _relocate(tree, movers[k], holes[k], &X[0, 0])
+                steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
             if tree.n_samples_seen > n_kept:
                 tree.n_samples_seen = n_kept
+    return steps
 
 
 def leaf_matches(MondrianTree tree, const float64_t[:, ::1] X, const float64_t[:, ::1] U):

@@ -49,6 +49,11 @@ def stored_matches(X_store, U, tree=None):
     """
     if tree is not None:
         return leaf_matches(tree, X_store, np.ascontiguousarray(U, dtype=np.float64))
+    return _scan_matches(X_store, U)
+
+
+def _scan_matches(X_store, U):
+    """:func:`stored_matches` by a pass over the store (no tree to route the rows)."""
     if U.shape[0] <= _DIRECT_ROWS:
         return [np.flatnonzero((X_store == u).all(axis=1)) for u in U]
     keys = _row_keys(X_store)
