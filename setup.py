@@ -36,6 +36,7 @@ MODULES = [
     "core._walk",
     "core._online",
     "core._forget",
+    "core._forget_store",
     "forest._hnsp",
     "forest._gaussian",
     "forest._gaussian_predict",
