@@ -320,7 +320,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--rows", type=int, default=20)
-    parser.add_argument("--stream", type=int, default=400_000)
+    parser.add_argument("--stream", type=int, default=2_000_000)
     parser.add_argument("--stream-trees", type=int, default=10)
     parser.add_argument("--window", type=int, default=50_000)
     parser.add_argument("--drift-rows", type=int, default=100_000)

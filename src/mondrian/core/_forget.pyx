@@ -13,8 +13,9 @@ bounding boxes of ``D``. Restricting the same process to ``D' ⊂ D`` gives the 
 
 :func:`forget_trees` does this in place for a batch of store indices (with the GIL released),
 every write going through the tree's undo log when one is open, so an update that fails
-part-way rolls back bit for bit. :func:`relocate_trees` then moves the store's last points into
-the places of the forgotten ones (O(depth) per point and tree), so that the store stays dense.
+part-way rolls back bit for bit. :func:`relocate_trees` (:mod:`mondrian.core._forget_store`,
+re-exported here) then moves the store's last points into the places of the forgotten ones
+(O(depth) per point and tree), so that the store stays dense.
 """
 
 from libc.math cimport INFINITY, isfinite, signbit
@@ -22,7 +23,7 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
-import numpy as np
+from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
@@ -36,9 +37,9 @@ from mondrian.core._tree cimport (
     stored_row,
     subtree_points,
 )
-from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
+from mondrian.core._typedefs cimport float64_t, intp_t
 
-__all__ = ["attach_trees", "forget_trees", "leaf_matches", "relocate_trees"]
+__all__ = ["forget_trees", "relocate_trees"]
 
 # Bits of the per-node marks of one call.
 cdef enum:
@@ -186,22 +187,38 @@ cdef intp_t _close_bounds(const float64_t* lo, const float64_t* hi, intp_t D,
     return n_open
 
 
+cdef intp_t _close_by_points(MondrianTree t, intp_t node, const float64_t* X,
+                             const float64_t* box, Work* w, intp_t n_open) noexcept nogil:
+    """:func:`_close_bounds` with the stored points below ``node`` (a leaf, or a node holding
+    fewer than ``box_min_samples`` points: a shallow recursion), stopping as soon as no bound
+    is open."""
+    cdef intp_t i
+    if t.nodes[node].left_child != TREE_LEAF:
+        n_open = _close_by_points(t, t.nodes[node].left_child, X, box, w, n_open)
+        if n_open > 0:
+            n_open = _close_by_points(t, t.nodes[node].right_child, X, box, w, n_open)
+        return n_open
+    i = t.nodes[node].first_sample
+    while i != TREE_LEAF and n_open > 0:
+        n_open = _close_bounds(X + i * t.n_features, X + i * t.n_features, t.n_features, box,
+                               w.open_bounds, n_open, w.extreme)
+        i = t.sample_next[i]
+    return n_open
+
+
 cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """The stored box of ``j`` after the call's one dropped point (``w.single``) left: only the
-    bounds that point attained can move, and one stays while a remaining point below ``j``
-    attains it too (read from the children's stored boxes, or the few points of a child
-    without one, stopping at the first such point), so a shrink costs a few reads, not a pass
-    over the subtree. A bound no point attains any more becomes the extreme of what remains,
-    exact like a recount. Marks ``j`` CHANGED if the box changed; returns False (nothing
-    written) when the new bound would be a zero, whose sign a recount takes from the order of
-    the points (the caller recomputes the box then)."""
-    cdef intp_t D = t.n_features, d, n_open = 0, k, n, e, c, side
-    cdef intp_t points[BOX_POINTS_MAX]
+    bounds it attained can move, and one stays while a remaining point below ``j`` attains it
+    (read in the children's stored boxes, or the few points of a child without one, stopping
+    at the first): a few reads, not a pass over the subtree. A bound no point attains becomes
+    the extreme of what remains, exact like a recount. Marks ``j`` CHANGED if the box changed;
+    returns False (nothing written) when a new bound would be a zero, whose sign a recount
+    takes from the order of the points (the caller recomputes the box then)."""
+    cdef intp_t D = t.n_features, d, n_open = 0, k, e, c
     cdef float64_t* box = t.bounds + 2 * D * t.box_slot[j]
     cdef const float64_t* x = w.single
     cdef const float64_t* cb
-    cdef const float64_t* p
-    cdef intp_t i
+    cdef bint stored
     for d in range(D):
         if _same_bits(x[d], box[d]):
             w.open_bounds[n_open] = d
@@ -214,24 +231,18 @@ cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) exc
     if n_open == 0:
         return True
     if t.nodes[j].left_child == TREE_LEAF:
-        i = t.nodes[j].first_sample
-        while i != TREE_LEAF and n_open > 0:
-            p = X + i * D
-            n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
-            i = t.sample_next[i]
+        n_open = _close_by_points(t, j, X, box, w, n_open)
     else:
-        for side in range(2):
-            c = t.nodes[j].left_child if side == 0 else t.nodes[j].right_child
-            if t.box_min_samples == 0 or t.box_slot[c] >= 0:
+        # The children's stored boxes first, then the points of the one on the path (just
+        # read: in the cache), then those of the other.
+        for k in range(6):
+            c = t.nodes[j].left_child if k % 2 == 0 else t.nodes[j].right_child
+            stored = t.box_min_samples == 0 or t.box_slot[c] >= 0
+            if k < 2 and stored:
                 cb = t.bounds + 2 * D * (t.box_slot[c] if t.box_min_samples > 0 else c)
                 n_open = _close_bounds(cb, cb + D, D, box, w.open_bounds, n_open, w.extreme)
-            else:
-                n = subtree_points(t, c, points, BOX_POINTS_MAX)
-                for k in range(n):
-                    if n_open == 0:
-                        break
-                    p = X + points[k] * D
-                    n_open = _close_bounds(p, p, D, box, w.open_bounds, n_open, w.extreme)
+            elif k >= 2 and not stored and (w.mark[c] & ON_PATH != 0) == (k < 4):
+                n_open = _close_by_points(t, c, X, box, w, n_open)
             if n_open == 0:
                 break
     if n_open == 0:
@@ -382,6 +393,13 @@ cdef int _splice(MondrianTree t, Work* w, intp_t j, intp_t c) except -1 nogil:
     return 0
 
 
+cdef inline bint _unchanged_cut(MondrianTree t, Work* w, intp_t c) noexcept nogil:
+    """Whether ``c`` is an internal node off every path of the call: it keeps its points, which
+    fail the pause rule (it was cut), so its parent's fail it too (the rule is monotone) and
+    its statistics row need not be rebuilt to know it."""
+    return t.nodes[c].left_child != TREE_LEAF and not w.mark[c] & ON_PATH
+
+
 cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """An internal node whose children both keep points: its stored box is the union of
     theirs (recomputed when one of them may have changed); it pauses, dropping its subtree,
@@ -412,7 +430,8 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
                     w.mark[j] |= CHANGED
         else:
             w.mark[j] |= CHANGED
-    if (w.mark[left] | w.mark[right]) & FAILED:
+    if (w.mark[left] | w.mark[right]) & FAILED or _unchanged_cut(t, w, left) \
+            or _unchanged_cut(t, w, right):
         w.mark[j] |= FAILED
         return 0
     row = node_row(t, j, t.row_scratch)
@@ -540,13 +559,50 @@ cdef int _fill_slot_holes(MondrianTree t, Work* w) except -1 nogil:
     return 0
 
 
-cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                 const unsigned char* drop, intp_t n, const float64_t* X,
-                 bint full_cells) except -1 nogil:
+cdef intp_t _unlink_dropped(MondrianTree t, Work* w, const intp_t* leaves,
+                            const unsigned char* drop, intp_t n, const intp_t* dropped,
+                            intp_t n_drop, intp_t* removed) except -1 nogil:
+    """Unlink the dropped points (``dropped``, sorted) from the lists of their leaves
+    (``leaves[k]`` for ``drop[k]``), each list once, stopping once all are found; count them
+    in ``removed``. Returns the number of list entries visited."""
+    cdef intp_t k, j, i, prev, nxt, steps = 0
+    for k in range(n):
+        j = leaves[k]
+        if not drop[k] or w.mark[j] & DEAD:
+            continue
+        w.mark[j] |= DEAD  # (borrowed as "list filtered"; cleared below)
+        prev = TREE_LEAF
+        i = t.nodes[j].first_sample
+        while i != TREE_LEAF:
+            steps += 1
+            nxt = t.sample_next[i]
+            if _contains(dropped, n_drop, i):
+                if prev == TREE_LEAF:
+                    t.nodes[j].first_sample = nxt
+                else:
+                    t._log_sample(prev)
+                    t.sample_next[prev] = nxt
+                t._log_sample(i)
+                t.sample_next[i] = TREE_LEAF
+                removed[0] += 1
+                if removed[0] == n_drop:
+                    break  # (every dropped point found)
+            else:
+                prev = i
+            i = nxt
+    for k in range(n):
+        w.mark[leaves[k]] &= ~DEAD
+    return steps
+
+
+cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                    const unsigned char* drop, intp_t n, const float64_t* X,
+                    bint full_cells) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
-    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``."""
-    cdef intp_t D = t.n_features, S = t.value_stride
-    cdef intp_t k, i, j, c, prev, nxt, top, n_order = 0, n_drop = 0, removed = 0
+    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``.
+    Returns the number of path nodes and leaf-list entries visited (a measure of the work)."""
+    cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
+    cdef intp_t k, i, j, c, top, n_order = 0, n_drop = 0, removed = 0
     cdef const float64_t* x
     cdef float64_t* row
     cdef intp_t* leaves = NULL
@@ -611,31 +667,7 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 n_drop += 1
         # 2. The leaves' lists lose the dropped points.
         qsort(dropped, n_drop, sizeof(intp_t), _cmp_intp)
-        for k in range(n):
-            j = leaves[k]
-            if not drop[k] or w.mark[j] & DEAD:
-                continue
-            w.mark[j] |= DEAD  # (borrowed as "list filtered"; cleared below)
-            prev = TREE_LEAF
-            i = t.nodes[j].first_sample
-            while i != TREE_LEAF:
-                nxt = t.sample_next[i]
-                if _contains(dropped, n_drop, i):
-                    if prev == TREE_LEAF:
-                        t.nodes[j].first_sample = nxt
-                    else:
-                        t._log_sample(prev)
-                        t.sample_next[prev] = nxt
-                    t._log_sample(i)
-                    t.sample_next[i] = TREE_LEAF
-                    removed += 1
-                    if removed == n_drop:
-                        break  # (every dropped point found)
-                else:
-                    prev = i
-                i = nxt
-        for k in range(n):
-            w.mark[leaves[k]] &= ~DEAD
+        steps += _unlink_dropped(t, &w, leaves, drop, n, dropped, n_drop, &removed)
         if removed != n_drop:
             with gil:
                 raise ValueError(
@@ -695,12 +727,13 @@ cdef int _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         # 4. Dense ids and slots again.
         _fill_node_holes(t, &w)
         _fill_slot_holes(t, &w)
+        steps += w.n_marked
     finally:
         _free_work(&w)
         free(leaves)
         free(dropped)
         free(nonzero)
-    return 0
+    return steps
 
 
 def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -723,19 +756,25 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     drop : ndarray of uint8, shape (n,)
         Whether each point leaves the trees (else only its statistics lower).
 
+    Returns
+    -------
+    int
+        The path nodes and leaf-list entries visited, over all trees (the work: for one
+        point, O(depth + leaf size) per tree, whatever the number of stored points).
+
     Notes
     -----
     Every write goes through the trees' undo logs when they are open
     (:meth:`MondrianTree.begin_undo`), so a failure part-way can be rolled back.
     """
     cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0]
+    cdef intp_t n = indices.shape[0], steps = 0
     cdef const float64_t* rows_ptr = NULL
     cdef const float64_t* delta_ptr = NULL
     if deltas.shape[0] != n or drop.shape[0] != n:
         raise ValueError("indices, deltas and drop must have the same length")
     if n == 0:
-        return
+        return 0
     for tree in trees:
         if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
                 or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
@@ -751,127 +790,5 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
         check_points(tree)
         with nogil:
-            _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
-
-
-cdef int _relocate(MondrianTree t, intp_t old, intp_t new, const float64_t* X) except -1 nogil:
-    """The stored point ``old`` moves to the free store index ``new``: its leaf's list now
-    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged)."""
-    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF
-    cdef const float64_t* x = X + old * D
-    if t.node_count == 0:
-        with gil:
-            raise ValueError(f"store index {old} is not held by the tree")
-    while t.nodes[j].left_child != TREE_LEAF:
-        if x[t.nodes[j].feature] <= t.nodes[j].threshold:
-            j = t.nodes[j].left_child
-        else:
-            j = t.nodes[j].right_child
-    i = t.nodes[j].first_sample
-    while i != TREE_LEAF and i != old:
-        prev = i
-        i = t.sample_next[i]
-    if i == TREE_LEAF:
-        with gil:
-            raise ValueError(f"store index {old} is not in the leaf it routes to")
-    t._log_sample(new)
-    t.sample_next[new] = t.sample_next[old]
-    t._log_sample(old)
-    t.sample_next[old] = TREE_LEAF
-    if prev == TREE_LEAF:
-        t._log_node(j)
-        t.nodes[j].first_sample = new
-    else:
-        t._log_sample(prev)
-        t.sample_next[prev] = new
-    return 0
-
-
-def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] movers,
-                   const intp_t[::1] holes, intp_t n_kept):
-    """Move the stored points ``movers[k]`` to the free store indices ``holes[k]`` in every
-    tree (the store's last points into the places of forgotten ones, so that the store stays
-    dense: O(depth + leaf size) per point and tree), and make ``n_kept`` the trees' number of
-    store indices. Logged in the trees' undo logs when they are open.
-
-    ``X`` is the store before the move (the movers' rows at their old indices)."""
-    cdef MondrianTree tree
-    cdef intp_t n = movers.shape[0], k
-    if holes.shape[0] != n:
-        raise ValueError("movers and holes must have the same length")
-    for tree in trees:
-        if tree.n_features != X.shape[1]:
-            raise ValueError("the store does not match the trees")
-    for tree in trees:
-        with nogil:
-            for k in range(n):
-                _relocate(tree, movers[k], holes[k], &X[0, 0])
-            if tree.n_samples_seen > n_kept:
-                tree.n_samples_seen = n_kept
-
-
-def leaf_matches(MondrianTree tree, const float64_t[:, ::1] X, const float64_t[:, ::1] U):
-    """Store indices of the points of ``X`` equal to each row of ``U`` (``==`` on every
-    feature, sorted), found in the leaf each row routes to: O(depth + leaf size) per row
-    instead of a scan of the store. Equal points route alike, so a tree that holds every
-    stored point (each in the list of the leaf it routes to, the invariant of the trees)
-    holds all the copies of a row in one leaf.
-
-    Returns
-    -------
-    list of ndarray of intp
-    """
-    cdef intp_t D = X.shape[1], r, i, j, d, count
-    cdef const float64_t* u
-    cdef const float64_t* x
-    if U.shape[1] != D or D != tree.n_features:
-        raise ValueError("the rows do not match the tree")
-    if tree.node_count == 0 or tree.n_samples_seen > X.shape[0]:
-        raise ValueError("the tree does not hold these points")
-    cdef intp_t[::1] found
-    cdef list out = []
-    buffer = np.empty(16, dtype=np.intp)
-    found = buffer
-    for r in range(U.shape[0]):
-        u = &U[r, 0]
-        count = 0
-        with nogil:
-            j = 0
-            while tree.nodes[j].left_child != TREE_LEAF:
-                if u[tree.nodes[j].feature] <= tree.nodes[j].threshold:
-                    j = tree.nodes[j].left_child
-                else:
-                    j = tree.nodes[j].right_child
-            i = tree.nodes[j].first_sample
-            while i != TREE_LEAF:
-                x = &X[i, 0]
-                for d in range(D):
-                    if x[d] != u[d]:
-                        break
-                else:
-                    if count == found.shape[0]:
-                        with gil:
-                            buffer = np.resize(buffer, 2 * count)
-                            found = buffer
-                    found[count] = i
-                    count += 1
-                i = tree.sample_next[i]
-        out.append(np.sort(buffer[:count]))
-    return out
-
-
-def attach_trees(list trees, X, rows):
-    """``tree.attach_points(X, rows)`` for every tree of ``trees``, with one check of the
-    arrays (after a forget: one call per tree would cost more than the forget of a row)."""
-    cdef const float64_t[:, ::1] view = X
-    cdef const float64_t[:, ::1] rview = rows
-    cdef MondrianTree tree
-    if rview.shape[0] != view.shape[0]:
-        raise ValueError("rows must have one row per stored point")
-    for tree in trees:
-        if view.shape[1] != tree.n_features:
-            raise ValueError(f"X has {view.shape[1]} features, the tree expects "
-                             f"{tree.n_features}")
-        tree._attach_rows(rview.base, &rview[0, 0] if rview.shape[0] and rview.shape[1]
-                          else NULL, rview.shape[0], rview.shape[1])
-        tree._attach(view.base, &view[0, 0] if view.shape[0] else NULL, view.shape[0])
+            steps += _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
+    return steps

@@ -14,7 +14,8 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
-from mondrian.core._forget import attach_trees, forget_trees, relocate_trees
+from mondrian.core._forget import forget_trees
+from mondrian.core._forget_store import attach_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler

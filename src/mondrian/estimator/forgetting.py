@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mondrian.core._forget import leaf_matches
+from mondrian.core._forget_store import leaf_matches
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.estimator.atomic import online_update
@@ -40,7 +40,7 @@ def stored_matches(X_store, U, tree=None):
     """Store indices of the rows of ``X_store`` equal to each row of ``U`` (in store order).
 
     With ``tree``, a tree holding every stored point, each row is looked for in the leaf it
-    routes to (:func:`mondrian.core._forget.leaf_matches`: O(depth + leaf size) per row, not
+    routes to (:func:`mondrian.core._forget_store.leaf_matches`: O(depth + leaf size) per row, not
     a pass over the store).
 
     Returns
@@ -49,6 +49,11 @@ def stored_matches(X_store, U, tree=None):
     """
     if tree is not None:
         return leaf_matches(tree, X_store, np.ascontiguousarray(U, dtype=np.float64))
+    return _scan_matches(X_store, U)
+
+
+def _scan_matches(X_store, U):
+    """:func:`stored_matches` by a pass over the store (no tree to route the rows)."""
     if U.shape[0] <= _DIRECT_ROWS:
         return [np.flatnonzero((X_store == u).all(axis=1)) for u in U]
     keys = _row_keys(X_store)

@@ -1,0 +1,140 @@
+"""The store's side of exact forgetting (:mod:`mondrian.core._forget`): finding the stored
+copies of a row in the leaf it routes to, moving the store's last points into the places of
+forgotten ones in every tree, and attaching the trees to the store in one call.
+"""
+
+import numpy as np
+
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree
+from mondrian.core._typedefs cimport float64_t, intp_t
+
+__all__ = ["attach_trees", "leaf_matches", "relocate_trees"]
+
+
+cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
+                      const float64_t* X) except -1 nogil:
+    """The stored point ``old`` moves to the free store index ``new``: its leaf's list now
+    refers to it as ``new`` (route to its leaf, find it in the list, relink; logged).
+    Returns the number of nodes and leaf-list entries visited."""
+    cdef intp_t D = t.n_features, j = 0, i, prev = TREE_LEAF, steps = 1
+    cdef const float64_t* x = X + old * D
+    if t.node_count == 0:
+        with gil:
+            raise ValueError(f"store index {old} is not held by the tree")
+    while t.nodes[j].left_child != TREE_LEAF:
+        steps += 1
+        if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+            j = t.nodes[j].left_child
+        else:
+            j = t.nodes[j].right_child
+    i = t.nodes[j].first_sample
+    while i != TREE_LEAF and i != old:
+        steps += 1
+        prev = i
+        i = t.sample_next[i]
+    if i == TREE_LEAF:
+        with gil:
+            raise ValueError(f"store index {old} is not in the leaf it routes to")
+    t._log_sample(new)
+    t.sample_next[new] = t.sample_next[old]
+    t._log_sample(old)
+    t.sample_next[old] = TREE_LEAF
+    if prev == TREE_LEAF:
+        t._log_node(j)
+        t.nodes[j].first_sample = new
+    else:
+        t._log_sample(prev)
+        t.sample_next[prev] = new
+    return steps
+
+
+def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] movers,
+                   const intp_t[::1] holes, intp_t n_kept):
+    """Move the stored points ``movers[k]`` to the free store indices ``holes[k]`` in every
+    tree (the store's last points into the places of forgotten ones, so that the store stays
+    dense: O(depth + leaf size) per point and tree), and make ``n_kept`` the trees' number of
+    store indices. Logged in the trees' undo logs when they are open.
+
+    ``X`` is the store before the move (the movers' rows at their old indices). Returns the
+    number of nodes and leaf-list entries visited, over all trees."""
+    cdef MondrianTree tree
+    cdef intp_t n = movers.shape[0], k, steps = 0
+    if holes.shape[0] != n:
+        raise ValueError("movers and holes must have the same length")
+    for tree in trees:
+        if tree.n_features != X.shape[1]:
+            raise ValueError("the store does not match the trees")
+    for tree in trees:
+        with nogil:
+            for k in range(n):
+                steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
+            if tree.n_samples_seen > n_kept:
+                tree.n_samples_seen = n_kept
+    return steps
+
+
+def leaf_matches(MondrianTree tree, const float64_t[:, ::1] X, const float64_t[:, ::1] U):
+    """Store indices of the points of ``X`` equal to each row of ``U`` (``==`` on every
+    feature, sorted), found in the leaf each row routes to: O(depth + leaf size) per row
+    instead of a scan of the store. Equal points route alike, so a tree that holds every
+    stored point (each in the list of the leaf it routes to, the invariant of the trees)
+    holds all the copies of a row in one leaf.
+
+    Returns
+    -------
+    list of ndarray of intp
+    """
+    cdef intp_t D = X.shape[1], r, i, j, d, count
+    cdef const float64_t* u
+    cdef const float64_t* x
+    if U.shape[1] != D or D != tree.n_features:
+        raise ValueError("the rows do not match the tree")
+    if tree.node_count == 0 or tree.n_samples_seen > X.shape[0]:
+        raise ValueError("the tree does not hold these points")
+    cdef intp_t[::1] found
+    cdef list out = []
+    buffer = np.empty(16, dtype=np.intp)
+    found = buffer
+    for r in range(U.shape[0]):
+        u = &U[r, 0]
+        count = 0
+        with nogil:
+            j = 0
+            while tree.nodes[j].left_child != TREE_LEAF:
+                if u[tree.nodes[j].feature] <= tree.nodes[j].threshold:
+                    j = tree.nodes[j].left_child
+                else:
+                    j = tree.nodes[j].right_child
+            i = tree.nodes[j].first_sample
+            while i != TREE_LEAF:
+                x = &X[i, 0]
+                for d in range(D):
+                    if x[d] != u[d]:
+                        break
+                else:
+                    if count == found.shape[0]:
+                        with gil:
+                            buffer = np.resize(buffer, 2 * count)
+                            found = buffer
+                    found[count] = i
+                    count += 1
+                i = tree.sample_next[i]
+        out.append(np.sort(buffer[:count]))
+    return out
+
+
+def attach_trees(list trees, X, rows):
+    """``tree.attach_points(X, rows)`` for every tree of ``trees``, with one check of the
+    arrays (after a forget: one call per tree would cost more than the forget of a row)."""
+    cdef const float64_t[:, ::1] view = X
+    cdef const float64_t[:, ::1] rview = rows
+    cdef MondrianTree tree
+    if rview.shape[0] != view.shape[0]:
+        raise ValueError("rows must have one row per stored point")
+    for tree in trees:
+        if view.shape[1] != tree.n_features:
+            raise ValueError(f"X has {view.shape[1]} features, the tree expects "
+                             f"{tree.n_features}")
+        tree._attach_rows(rview.base, &rview[0, 0] if rview.shape[0] and rview.shape[1]
+                          else NULL, rview.shape[0], rview.shape[1])
+        tree._attach(view.base, &view[0, 0] if view.shape[0] else NULL, view.shape[0])
