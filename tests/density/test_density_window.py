@@ -259,3 +259,39 @@ def test_a_model_without_window_pickles_as_before_the_parameter():
     loaded.set_params(window=30).partial_fit(X[:5])
     again = pickle.loads(pickle.dumps(loaded))
     assert again.window == 30 and again.n_samples_seen_ == 30
+
+
+def test_windowed_updates_and_reads_from_threads():
+    """Reads from other threads during windowed updates see whole updates only (finite
+    densities, no error), and the model ends as the same updates run alone leave it."""
+    import threading
+
+    X, _ = _stream(8, n=600)
+    kw = dict(n_estimators=4, lifetime=4.0, window=120, random_state=0)
+    model = MondrianForestDensity(**kw).fit(X[:100])
+    alone = MondrianForestDensity(**kw).fit(X[:100])
+    stop, errors = threading.Event(), []
+
+    def reader():
+        Q = np.random.default_rng(1).normal(size=(100, 2))
+        while not stop.is_set():
+            try:
+                assert np.isfinite(model.score_samples(Q)).all()
+                assert model.n_samples_seen_ <= 120
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+                return
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for start in range(100, 600, 25):
+            model.partial_fit(X[start:start + 25])
+            alone.partial_fit(X[start:start + 25])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors
+    assert _state(model) == _state(alone)
