@@ -8,9 +8,9 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 from mondrian import MondrianForestRegressor, merge_forests
-from mondrian.merging import forest_parts
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 from mondrian.forest.debias import richardson_weights
+from mondrian.merging import forest_parts
 
 
 def _smooth(seed, n=1000, d=4, noise=0.05):
