@@ -63,7 +63,7 @@ cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
     """``MondrianTree.extend``: check the store and indices, attach the store, and extend
     ``tree`` (with its builder: ``tree.builder``) with a copy of ``indices`` (the builders
     partition it in place)."""
-    tree._check_store(X, rows, indices)
+    tree._store_checks(X, rows, indices)
     cdef intp_t n = indices.shape[0]
     if n == 0:
         return 0
@@ -87,7 +87,7 @@ cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t
     cdef const float64_t* rows_ptr = NULL
     if n == 0 or not trees:
         return 0
-    (<MondrianTree>trees[0])._check_store(X, rows, indices)
+    (<MondrianTree>trees[0])._store_checks(X, rows, indices)
     for tree in trees:
         if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
             raise ValueError("the trees do not match the store")
