@@ -63,7 +63,7 @@ cdef int extend_checked(MondrianTree tree, const float64_t[:, ::1] X,
     """``MondrianTree.extend``: check the store and indices, attach the store, and extend
     ``tree`` (with its builder: ``tree.builder``) with a copy of ``indices`` (the builders
     partition it in place)."""
-    tree._check_store(X, rows, indices)
+    tree._store_checks(X, rows, indices)
     cdef intp_t n = indices.shape[0]
     if n == 0:
         return 0
@@ -83,11 +83,16 @@ cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t
     """``extend_trees``: every tree of ``trees`` extended with the points ``indices``."""
     cdef MondrianTree tree
     cdef intp_t n = indices.shape[0], k
-    cdef intp_t[::1] work = np.empty(n, dtype=np.intp)
+    cdef intp_t one[1]  # one point (the online path): no array to allocate
+    cdef intp_t[::1] work_array
+    cdef intp_t* work = one
     cdef const float64_t* rows_ptr = NULL
     if n == 0 or not trees:
         return 0
-    (<MondrianTree>trees[0])._check_store(X, rows, indices)
+    if n > 1:
+        work_array = np.empty(n, dtype=np.intp)
+        work = &work_array[0]
+    (<MondrianTree>trees[0])._store_checks(X, rows, indices)
     for tree in trees:
         if tree.n_features != X.shape[1] or tree.value_stride != rows.shape[1]:
             raise ValueError("the trees do not match the store")
@@ -101,7 +106,7 @@ cdef int extend_tree_list(list trees, const float64_t[:, ::1] X, const float64_t
         for k in range(n):
             work[k] = indices[k]
         with nogil:
-            _build(tree, &work[0], n, &X[0, 0], rows_ptr)
+            _build(tree, work, n, &X[0, 0], rows_ptr)
     return 0
 
 

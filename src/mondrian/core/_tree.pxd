@@ -169,6 +169,8 @@ cdef class MondrianTree:
     cdef const float64_t* _node_box(self, intp_t node, const float64_t* X,
                                     float64_t* scratch) noexcept nogil
     cdef int _attach(self, object owner, const float64_t* ptr, intp_t rows) except -1
+    cdef int _store_checks(self, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
+                           const intp_t[::1] indices) except -1
     cdef int _attach_rows(self, object owner, const float64_t* ptr, intp_t n,
                           intp_t stride) except -1
     cdef float64_t* _value_target(self, intp_t node, float64_t* scratch) noexcept nogil
