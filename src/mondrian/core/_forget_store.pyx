@@ -3,12 +3,118 @@ copies of a row in the leaf it routes to, moving the store's last points into th
 forgotten ones in every tree, and attaching the trees to the store in one call.
 """
 
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, malloc
+
 import numpy as np
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 
-__all__ = ["attach_trees", "leaf_matches", "relocate_trees"]
+__all__ = ["attach_trees", "leaf_matches", "relocate_trees", "warm_paths"]
+
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil
+
+
+cdef struct Cursor:
+    # One tree's view for :func:`warm_paths` (raw pointers: the walk runs without the GIL).
+    const Node* nodes
+    const int32_t* box_slot
+    const float64_t* bounds
+    const float64_t* value
+    const intp_t* sample_next
+    intp_t row_width        # value_stride floats, 0: no rows
+    bint lean_values
+    intp_t at               # current node or list entry (TREE_LEAF: done)
+
+
+cdef void _prefetch_span(const void* start, intp_t n_bytes) noexcept nogil:
+    cdef intp_t b
+    for b in range(0, n_bytes, 64):
+        __builtin_prefetch(<const char*>start + b)
+
+
+cdef void _prefetch_stored(Cursor* c, intp_t j, intp_t D) noexcept nogil:
+    """Prefetch node ``j``'s stored box and statistics row (its slot read now: it was
+    prefetched one step before)."""
+    cdef intp_t s = c.box_slot[j]
+    if s >= 0:
+        _prefetch_span(c.bounds + 2 * D * s, 2 * D * sizeof(float64_t))
+    if c.row_width > 0 and (s >= 0 or not c.lean_values):
+        _prefetch_span(c.value + c.row_width * (s if c.lean_values else j),
+                       c.row_width * sizeof(float64_t))
+
+
+cdef void _warm(Cursor* cursors, intp_t n_trees, const float64_t* x, const float64_t* X,
+                intp_t D) noexcept nogil:
+    """Walk every tree's path of ``x`` and its leaf's list one step per tree in turn: the
+    cache misses of different trees overlap instead of following one another."""
+    cdef intp_t k, j, active = n_trees
+    cdef Cursor* c
+    for k in range(n_trees):
+        cursors[k].at = 0
+    while active > 0:  # down the paths
+        active = 0
+        for k in range(n_trees):
+            c = &cursors[k]
+            j = c.at
+            if j < 0:
+                continue  # (at its leaf)
+            __builtin_prefetch(&c.box_slot[j])
+            if c.nodes[j].left_child == TREE_LEAF:
+                c.at = -2 - j  # (its leaf, encoded below 0)
+                continue
+            c.at = c.nodes[j].left_child if x[c.nodes[j].feature] <= c.nodes[j].threshold \
+                else c.nodes[j].right_child
+            _prefetch_stored(c, j, D)
+            active += 1
+    for k in range(n_trees):
+        c = &cursors[k]
+        j = -2 - c.at
+        _prefetch_stored(c, j, D)
+        c.at = c.nodes[j].first_sample
+    active = n_trees
+    while active > 0:  # along the leaves' lists
+        active = 0
+        for k in range(n_trees):
+            c = &cursors[k]
+            if c.at == TREE_LEAF:
+                continue
+            _prefetch_span(X + c.at * D, D * sizeof(float64_t))
+            c.at = c.sample_next[c.at]
+            active += 1
+
+
+def warm_paths(list trees, const float64_t[:, ::1] X, const intp_t[::1] points):
+    """Bring what forgetting the stored points ``points`` (and moving the store's last one)
+    reads into the cache: each point's path in every tree, the stored boxes and rows on it,
+    its leaf's list and the listed points, walked in all the trees at once (a tree is cold
+    and its reads are cache misses; overlapping those of the trees cuts the wait). Reads
+    only: the trees are unchanged. Points the trees do not hold are skipped."""
+    cdef MondrianTree tree
+    cdef intp_t n_trees = 0, k, D = X.shape[1]
+    cdef Cursor* cursors = <Cursor*>malloc(max(1, len(trees)) * sizeof(Cursor))
+    if cursors == NULL:
+        raise MemoryError("out of memory while forgetting points")
+    try:
+        for tree in trees:
+            if tree.node_count == 0 or tree.n_features != D:
+                continue
+            cursors[n_trees].nodes = tree.nodes
+            cursors[n_trees].box_slot = tree.box_slot
+            cursors[n_trees].bounds = tree.bounds
+            cursors[n_trees].value = tree.value
+            cursors[n_trees].sample_next = tree.sample_next
+            cursors[n_trees].row_width = tree.value_stride if tree.value != NULL else 0
+            cursors[n_trees].lean_values = tree.lean_values
+            n_trees += 1
+        for k in range(points.shape[0]):
+            if 0 <= points[k] < X.shape[0] and n_trees:
+                with nogil:
+                    _warm(cursors, n_trees, &X[points[k], 0], &X[0, 0], D)
+    finally:
+        free(cursors)
 
 
 cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
