@@ -1,10 +1,12 @@
 """The store's side of exact forgetting (:mod:`mondrian.core._forget`): finding the stored
 copies of a row in the leaf it routes to, moving the store's last points into the places of
-forgotten ones in every tree, and attaching the trees to the store in one call.
+forgotten ones in every tree, attaching the trees to the store in one call, warming the
+paths of a row before it is forgotten, and keeping a tree's box slots dense.
 """
 
 from libc.stdint cimport int32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -12,6 +14,60 @@ from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["attach_trees", "leaf_matches", "relocate_trees", "warm_paths"]
+
+
+cdef int cmp_intp(const void* a, const void* b) noexcept nogil:
+    cdef intp_t x = (<const intp_t*>a)[0], y = (<const intp_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free) except -1 nogil:
+    """Lean boxes: move the boxes (and lean rows) of the highest slots into the freed ones, so
+    that slots stay dense (``box_count`` shrinks; ``free_slots``: the ``n_free`` freed slots,
+    sorted here). Returns the node slots read to find the owners of the highest slots: from
+    the highest node down, stopping once all are found (the newest slots mostly belong to
+    the newest nodes: a few reads, not a pass over the tree)."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t used = t.box_count - n_free, j, s, k = 0, to_find = n_free, steps = 0
+    cdef intp_t* owner
+    if t.box_min_samples == 0 or n_free == 0:
+        return 0
+    owner = <intp_t*>malloc(n_free * sizeof(intp_t))
+    if owner == NULL:
+        with gil:
+            raise MemoryError("out of memory while forgetting points")
+    for s in range(n_free):
+        owner[s] = -1
+    for k in range(n_free):
+        if free_slots[k] >= used:
+            to_find -= 1  # (a freed slot among the highest: nothing to move from it)
+    k = 0
+    j = t.node_count - 1
+    while to_find > 0 and j >= 0:  # (each slot has one owner: the same owners as a full pass)
+        steps += 1
+        s = t.box_slot[j]
+        if s >= used:
+            owner[s - used] = j
+            to_find -= 1
+        j -= 1
+    qsort(free_slots, n_free, sizeof(intp_t), cmp_intp)
+    for s in range(used, t.box_count):
+        j = owner[s - used]
+        if j < 0:
+            continue  # a freed slot itself
+        while free_slots[k] >= used:
+            k += 1  # (sorted: never past the end while a survivor is left above `used`)
+        t._log_node(j)
+        memcpy(t.bounds + 2 * D * free_slots[k], t.bounds + 2 * D * s,
+               2 * D * sizeof(float64_t))
+        if S > 0 and t.lean_values:
+            memcpy(t.value + S * free_slots[k], t.value + S * s, S * sizeof(float64_t))
+        t.box_slot[j] = <int32_t>free_slots[k]
+        k += 1
+    free(owner)
+    t.box_count = used
+    return steps
+
 
 cdef extern from *:
     void __builtin_prefetch(const void* address) noexcept nogil
