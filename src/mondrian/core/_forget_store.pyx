@@ -10,7 +10,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["attach_trees", "leaf_matches", "relocate_trees", "warm_paths"]
@@ -71,6 +71,7 @@ cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free) e
 
 cdef extern from *:
     void __builtin_prefetch(const void* address) noexcept nogil
+    void _prefetch_write "__builtin_prefetch"(const void* address, int rw) noexcept nogil
 
 
 cdef struct Cursor:
@@ -100,6 +101,33 @@ cdef void _prefetch_stored(Cursor* c, intp_t j, intp_t D) noexcept nogil:
     if c.row_width > 0 and (s >= 0 or not c.lean_values):
         _prefetch_span(c.value + c.row_width * (s if c.lean_values else j),
                        c.row_width * sizeof(float64_t))
+
+
+cdef void _prefetch_log(MondrianTree t) noexcept nogil:
+    """Prefetch for writing the first entries of ``t``'s open undo log (kept from the last
+    call, cold by now): a one-row forget logs its path's nodes there, the boxes and rows of
+    the upper ones (those keeping a box) first."""
+    cdef UndoLog* log = &t.undo
+    cdef intp_t e, D = t.n_features, S = t.value_stride
+    if not log.on:
+        return
+    for e in range(min(log.cap, 32)):
+        _prefetch_write(&log.nodes[e], 1)
+        if e % 8 == 0:
+            _prefetch_write(&log.ids[e], 1)
+            _prefetch_write(&log.slots[e], 1)
+            if e < log.scap:
+                _prefetch_write(&log.samples[2 * e], 1)
+        if e < 8:
+            _prefetch_write_span(log.bounds + 2 * D * e, 2 * D * sizeof(float64_t))
+            if S > 0 and (e + 1) * S <= log.vcap:
+                _prefetch_write_span(log.values + S * e, S * sizeof(float64_t))
+
+
+cdef void _prefetch_write_span(void* start, intp_t n_bytes) noexcept nogil:
+    cdef intp_t b
+    for b in range(0, n_bytes, 64):
+        _prefetch_write(<char*>start + b, 1)
 
 
 cdef void _warm(Cursor* cursors, intp_t n_trees, const float64_t* x, const float64_t* X,
@@ -147,7 +175,8 @@ def warm_paths(list trees, const float64_t[:, ::1] X, const intp_t[::1] points):
     reads into the cache: each point's path in every tree, the stored boxes and rows on it,
     its leaf's list and the listed points, walked in all the trees at once (a tree is cold
     and its reads are cache misses; overlapping those of the trees cuts the wait). Reads
-    only: the trees are unchanged. Points the trees do not hold are skipped."""
+    only: the trees are unchanged. Points the trees do not hold are skipped. The first
+    entries of the trees' open undo logs (written next) are prefetched too."""
     cdef MondrianTree tree
     cdef intp_t n_trees = 0, k, D = X.shape[1]
     cdef Cursor* cursors = <Cursor*>malloc(max(1, len(trees)) * sizeof(Cursor))
@@ -165,6 +194,7 @@ def warm_paths(list trees, const float64_t[:, ::1] X, const intp_t[::1] points):
             cursors[n_trees].row_width = tree.value_stride if tree.value != NULL else 0
             cursors[n_trees].lean_values = tree.lean_values
             n_trees += 1
+            _prefetch_log(tree)
         for k in range(points.shape[0]):
             if 0 <= points[k] < X.shape[0] and n_trees:
                 with nogil:
