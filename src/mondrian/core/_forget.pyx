@@ -25,7 +25,7 @@ from libc.string cimport memcpy, memset
 
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
 
-from mondrian.core._forget_store cimport cmp_intp, fill_slot_holes
+from mondrian.core._forget_store cimport WARM_CHUNK, cmp_intp, fill_slot_holes, warm_trees
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
@@ -761,8 +761,11 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
     if mark == NULL:
         raise MemoryError("out of memory while forgetting points")
+    cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
     try:
-        for tree in trees:
+        for t_index, tree in enumerate(trees):
+            if warm and t_index % WARM_CHUNK == 0:  # (one point: its paths, a chunk at once)
+                warm_trees(trees, t_index, &X[indices[0], 0], &X[0, 0], X.shape[1], True)
             # The density's full-cell trees (a class flag: this module cannot import them).
             full_cells = getattr(tree, "_full_cells", False)
             tree._attach(X.base, &X[0, 0], X.shape[0])

@@ -170,37 +170,45 @@ cdef void _warm(Cursor* cursors, intp_t n_trees, const float64_t* x, const float
             active += 1
 
 
-def warm_paths(list trees, const float64_t[:, ::1] X, const intp_t[::1] points):
-    """Bring what forgetting the stored points ``points`` (and moving the store's last one)
-    reads into the cache: each point's path in every tree, the stored boxes and rows on it,
-    its leaf's list and the listed points, walked in all the trees at once (a tree is cold
-    and its reads are cache misses; overlapping those of the trees cuts the wait). Reads
-    only: the trees are unchanged. Points the trees do not hold are skipped. The first
-    entries of the trees' open undo logs (written next) are prefetched too."""
+cdef int warm_trees(list trees, intp_t start, const float64_t* x, const float64_t* X,
+                    intp_t D, bint log) except -1:
+    """Bring what forgetting (or moving) the stored point ``x`` reads in the trees
+    ``trees[start:start + WARM_CHUNK]`` into the cache: its path, the stored boxes and rows
+    on it, its leaf's list and the listed points, walked in those trees at once (a tree is
+    cold, its reads cache misses: overlapping those of several trees cuts the wait; a chunk's
+    reads fit in the core's cache until it is used). ``log``: prefetch the first entries of
+    the trees' open undo logs too. Reads only."""
+    cdef Cursor cursors[WARM_CHUNK]
     cdef MondrianTree tree
-    cdef intp_t n_trees = 0, k, D = X.shape[1]
-    cdef Cursor* cursors = <Cursor*>malloc(max(1, len(trees)) * sizeof(Cursor))
-    if cursors == NULL:
-        raise MemoryError("out of memory while forgetting points")
-    try:
-        for tree in trees:
-            if tree.node_count == 0 or tree.n_features != D:
-                continue
-            cursors[n_trees].nodes = tree.nodes
-            cursors[n_trees].box_slot = tree.box_slot
-            cursors[n_trees].bounds = tree.bounds
-            cursors[n_trees].value = tree.value
-            cursors[n_trees].sample_next = tree.sample_next
-            cursors[n_trees].row_width = tree.value_stride if tree.value != NULL else 0
-            cursors[n_trees].lean_values = tree.lean_values
-            n_trees += 1
+    cdef intp_t n_trees = 0, k
+    for k in range(start, min(start + WARM_CHUNK, len(trees))):
+        tree = trees[k]
+        if tree.node_count == 0 or tree.n_features != D:
+            continue
+        cursors[n_trees].nodes = tree.nodes
+        cursors[n_trees].box_slot = tree.box_slot
+        cursors[n_trees].bounds = tree.bounds
+        cursors[n_trees].value = tree.value
+        cursors[n_trees].sample_next = tree.sample_next
+        cursors[n_trees].row_width = tree.value_stride if tree.value != NULL else 0
+        cursors[n_trees].lean_values = tree.lean_values
+        n_trees += 1
+        if log:
             _prefetch_log(tree)
-        for k in range(points.shape[0]):
-            if 0 <= points[k] < X.shape[0] and n_trees:
-                with nogil:
-                    _warm(cursors, n_trees, &X[points[k], 0], &X[0, 0], D)
-    finally:
-        free(cursors)
+    if n_trees:
+        with nogil:
+            _warm(cursors, n_trees, x, X, D)
+    return 0
+
+
+def warm_paths(list trees, const float64_t[:, ::1] X, const intp_t[::1] points):
+    """:func:`warm_trees` for the stored points ``points`` in every tree (points the trees
+    do not hold are skipped). Reads only: the trees are unchanged."""
+    cdef intp_t k, start
+    for k in range(points.shape[0]):
+        if 0 <= points[k] < X.shape[0]:
+            for start in range(0, len(trees), WARM_CHUNK):
+                warm_trees(trees, start, &X[points[k], 0], &X[0, 0], X.shape[1], True)
 
 
 cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
@@ -256,7 +264,10 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
     for tree in trees:
         if tree.n_features != X.shape[1]:
             raise ValueError("the store does not match the trees")
-    for tree in trees:
+    cdef bint warm = n == 1 and 0 <= movers[0] < X.shape[0]
+    for t_index, tree in enumerate(trees):
+        if warm and t_index % WARM_CHUNK == 0:  # (one point moves: its paths, a chunk at once)
+            warm_trees(trees, t_index, &X[movers[0], 0], &X[0, 0], X.shape[1], False)
         with nogil:
             for k in range(n):
                 steps += _relocate(tree, movers[k], holes[k], &X[0, 0])

@@ -15,7 +15,7 @@ from joblib import Parallel, cpu_count, delayed
 from sklearn.utils import check_random_state
 
 from mondrian.core._forget import forget_trees
-from mondrian.core._forget_store import attach_trees, relocate_trees, warm_paths
+from mondrian.core._forget_store import attach_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler
@@ -402,10 +402,6 @@ class TreeEnsemble:
         store = self.store
         if rows is not None:
             store._rows = np.ascontiguousarray(rows)
-        if indices.size == 1:
-            # One row: its paths (and the store's last point's, moved into its place) in
-            # the cold trees are read in all the trees at once first (warm_paths).
-            warm_paths(self.trees, store.X, np.array([indices[0], store.n_samples - 1]))
         forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
         gone = indices[np.asarray(drop, dtype=bool)]
         if gone.size == 0:
