@@ -15,7 +15,9 @@ bounding boxes of ``D``. Restricting the same process to ``D' ⊂ D`` gives the 
 every write going through the tree's undo log when one is open, so an update that fails
 part-way rolls back bit for bit. :func:`relocate_trees` (:mod:`mondrian.core._forget_store`,
 re-exported here) then moves the store's last points into the places of the forgotten ones
-(O(depth) per point and tree), so that the store stays dense.
+(O(depth) per point and tree), so that the store stays dense. For one point, both first walk
+its paths in a chunk of trees at once (:func:`mondrian.core._forget_store.warm_trees`): the
+trees are cold, and the cache misses of several trees overlap.
 """
 
 from libc.math cimport INFINITY, isfinite, signbit
