@@ -15,15 +15,19 @@ bounding boxes of ``D``. Restricting the same process to ``D' ⊂ D`` gives the 
 every write going through the tree's undo log when one is open, so an update that fails
 part-way rolls back bit for bit. :func:`relocate_trees` (:mod:`mondrian.core._forget_store`,
 re-exported here) then moves the store's last points into the places of the forgotten ones
-(O(depth) per point and tree), so that the store stays dense.
+(O(depth) per point and tree), so that the store stays dense. For one point, both first walk
+its paths in a chunk of trees at once (:func:`mondrian.core._forget_store.warm_trees`): the
+trees are cold, and the cache misses of several trees overlap.
 """
 
 from libc.math cimport INFINITY, isfinite, signbit
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
+
+from mondrian.core._forget_store cimport WARM_CHUNK, cmp_intp, fill_slot_holes, warm_trees
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
@@ -49,11 +53,6 @@ cdef enum:
     FAILED = 8   # its points fail the pause rule (so do its ancestors': it is monotone)
 
 
-cdef int _cmp_intp(const void* a, const void* b) noexcept nogil:
-    cdef intp_t x = (<const intp_t*>a)[0], y = (<const intp_t*>b)[0]
-    return (x > y) - (x < y)
-
-
 cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
     """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
     cdef intp_t lo = 0, hi = n, mid
@@ -68,7 +67,7 @@ cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil
 
 cdef struct Work:
     # Scratch of one call on one tree.
-    unsigned char* mark    # (node_count,) ON_PATH / DEAD bits
+    unsigned char* mark    # (node_count,) ON_PATH / DEAD bits (shared by the trees of a call)
     intp_t* order          # (node_count,) marked nodes in pre-order
     intp_t* stack          # (node_count,) scratch of the pre-order walk
     intp_t* free_slots     # box slots given back
@@ -86,7 +85,6 @@ cdef struct Work:
 
 
 cdef void _free_work(Work* w) noexcept nogil:
-    free(w.mark)
     free(w.order)
     free(w.stack)
     free(w.free_slots)
@@ -471,7 +469,7 @@ cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
         free(moved_to)
         _oom()
     # Pair every hole below `alive` (the sorted dead ids) with a surviving node above it.
-    qsort(w.dead, w.n_dead, sizeof(intp_t), _cmp_intp)
+    qsort(w.dead, w.n_dead, sizeof(intp_t), cmp_intp)
     for m in range(alive, n):
         where[m - alive] = -1
         if w.mark[m] & DEAD:
@@ -523,42 +521,6 @@ cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
     return 0
 
 
-cdef int _fill_slot_holes(MondrianTree t, Work* w) except -1 nogil:
-    """Lean boxes: move the boxes (and lean rows) of the highest slots into the freed ones, so
-    that slots stay dense (``box_count`` shrinks)."""
-    cdef intp_t D = t.n_features, S = t.value_stride
-    cdef intp_t used = t.box_count - w.n_free, j, s, k = 0
-    cdef intp_t* owner
-    if t.box_min_samples == 0 or w.n_free == 0:
-        return 0
-    owner = <intp_t*>malloc(w.n_free * sizeof(intp_t))
-    if owner == NULL:
-        _oom()
-    for s in range(w.n_free):
-        owner[s] = -1
-    for j in range(t.node_count):
-        s = t.box_slot[j]
-        if s >= used:
-            owner[s - used] = j
-    qsort(w.free_slots, w.n_free, sizeof(intp_t), _cmp_intp)
-    for s in range(used, t.box_count):
-        j = owner[s - used]
-        if j < 0:
-            continue  # a freed slot itself
-        while w.free_slots[k] >= used:
-            k += 1  # (sorted: never past the end while a survivor is left above `used`)
-        t._log_node(j)
-        memcpy(t.bounds + 2 * D * w.free_slots[k], t.bounds + 2 * D * s,
-               2 * D * sizeof(float64_t))
-        if S > 0 and t.lean_values:
-            memcpy(t.value + S * w.free_slots[k], t.value + S * s, S * sizeof(float64_t))
-        t.box_slot[j] = <int32_t>w.free_slots[k]
-        k += 1
-    free(owner)
-    t.box_count = used
-    return 0
-
-
 cdef intp_t _unlink_dropped(MondrianTree t, Work* w, const intp_t* leaves,
                             const unsigned char* drop, intp_t n, const intp_t* dropped,
                             intp_t n_drop, intp_t* removed) except -1 nogil:
@@ -597,12 +559,13 @@ cdef intp_t _unlink_dropped(MondrianTree t, Work* w, const intp_t* leaves,
 
 cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const unsigned char* drop, intp_t n, const float64_t* X,
-                    bint full_cells) except -1 nogil:
+                    bint full_cells, unsigned char* mark) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
     ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``.
-    Returns the number of path nodes and leaf-list entries visited (a measure of the work)."""
+    Returns the number of path nodes, leaf-list entries and node slots visited (a measure
+    of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return."""
     cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
-    cdef intp_t k, i, j, c, top, n_order = 0, n_drop = 0, removed = 0
+    cdef intp_t k, i, j, c, top, n_order = 0, n_drop = 0, removed = 0, n_path = -1
     cdef const float64_t* x
     cdef float64_t* row
     cdef intp_t* leaves = NULL
@@ -610,7 +573,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     cdef intp_t* nonzero = NULL
     cdef intp_t n_nonzero
     cdef Work w
-    w.mark = NULL
+    w.mark = mark
     w.order = NULL
     w.stack = NULL
     w.free_slots = NULL
@@ -623,11 +586,10 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     if n == 0:
         return 0
     try:
-        w.mark = <unsigned char*>calloc(t.node_count + 1, 1)
         leaves = <intp_t*>malloc(n * sizeof(intp_t))
         dropped = <intp_t*>malloc(n * sizeof(intp_t))
         nonzero = <intp_t*>malloc((S + 1) * sizeof(intp_t))
-        if w.mark == NULL or leaves == NULL or dropped == NULL or nonzero == NULL:
+        if leaves == NULL or dropped == NULL or nonzero == NULL:
             _oom()
         # 1. Down every path: counts and stored rows lose the points' contributions.
         for k in range(n):
@@ -666,7 +628,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 dropped[n_drop] = i
                 n_drop += 1
         # 2. The leaves' lists lose the dropped points.
-        qsort(dropped, n_drop, sizeof(intp_t), _cmp_intp)
+        qsort(dropped, n_drop, sizeof(intp_t), cmp_intp)
         steps += _unlink_dropped(t, &w, leaves, drop, n, dropped, n_drop, &removed)
         if removed != n_drop:
             with gil:
@@ -702,6 +664,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 if w.mark[c] & ON_PATH:
                     w.stack[top] = c
                     top += 1
+        n_path = n_order
         if full_cells:
             # Cells do not shrink: only a cell left empty changes, top-down (its subtree goes).
             for k in range(n_order):
@@ -726,9 +689,18 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 _fix_internal(t, &w, j, X)
         # 4. Dense ids and slots again.
         _fill_node_holes(t, &w)
-        _fill_slot_holes(t, &w)
+        steps += fill_slot_holes(t, w.free_slots, w.n_free)
         steps += w.n_marked
     finally:
+        # Marks were set on the paths' nodes and the removed ones only: clear those (not a
+        # pass over every node), or everything if the call stopped before listing them.
+        if n_path < 0:
+            memset(mark, 0, t.node_count + 1)
+        else:
+            for k in range(n_path):
+                mark[w.order[k]] = 0
+            for k in range(w.n_dead):
+                mark[w.dead[k]] = 0
         _free_work(&w)
         free(leaves)
         free(dropped)
@@ -759,8 +731,9 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     Returns
     -------
     int
-        The path nodes and leaf-list entries visited, over all trees (the work: for one
-        point, O(depth + leaf size) per tree, whatever the number of stored points).
+        The path nodes, leaf-list entries and node slots visited, over all trees (the
+        work: for one point, O(depth + leaf size) per tree, whatever the number of stored
+        points).
 
     Notes
     -----
@@ -783,12 +756,26 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         rows_ptr = &rows[0, 0]
         delta_ptr = &deltas[0, 0]
     cdef bint full_cells
+    cdef intp_t most_nodes = 0
     for tree in trees:
-        # The density's full-cell trees (a class flag: this module cannot import them).
-        full_cells = getattr(tree, "_full_cells", False)
-        tree._attach(X.base, &X[0, 0], X.shape[0])
-        tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
-        check_points(tree)
-        with nogil:
-            steps += _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0], full_cells)
+        most_nodes = max(most_nodes, tree.node_count)
+    # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
+    cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
+    if mark == NULL:
+        raise MemoryError("out of memory while forgetting points")
+    cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
+    try:
+        for t_index, tree in enumerate(trees):
+            if warm and t_index % WARM_CHUNK == 0:  # (one point: its paths, a chunk at once)
+                warm_trees(trees, t_index, &X[indices[0], 0], &X[0, 0], X.shape[1], True)
+            # The density's full-cell trees (a class flag: this module cannot import them).
+            full_cells = getattr(tree, "_full_cells", False)
+            tree._attach(X.base, &X[0, 0], X.shape[0])
+            tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
+            check_points(tree)
+            with nogil:
+                steps += _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0],
+                                 full_cells, mark)
+    finally:
+        free(mark)
     return steps
