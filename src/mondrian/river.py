@@ -112,6 +112,8 @@ class _MondrianAdapter:
     """Dict handling, weights and the trained clone shared by the three adapters."""
 
     _default_model = None
+    # Adapters pickled before ``window`` existed load with the class default.
+    window = None
 
     def __init__(self, model=None, fill_value=None, unknown_features="raise", seed=None,
                  window=None):

@@ -331,6 +331,23 @@ def test_window_passes_to_the_clone(cls, template):
     assert pickle.loads(pickle.dumps(adapter)).model_.n_samples_seen_ == 40
 
 
+
+@pytest.mark.parametrize("cls", [MondrianClassifier, RiverClassifier])
+def test_adapter_pickled_without_window_loads_and_clones(cls):
+    # An adapter pickled before the window option: its state has no ``window``.
+    adapter = cls()
+    adapter.learn_one({"a": 1.0}, 0)
+    adapter.learn_one({"a": 2.0}, 1)
+    state = adapter.__dict__.copy()
+    del state["window"]
+    old = cls.__new__(cls)
+    old.__dict__.update(state)
+    loaded = pickle.loads(pickle.dumps(old))
+    assert loaded._get_params()["window"] is None
+    assert loaded.clone().window is None
+    assert loaded.predict_one({"a": 1.5}) == adapter.predict_one({"a": 1.5})
+    loaded.learn_one({"a": 3.0}, 1)
+
 def clone_of(template):
     from sklearn.base import clone
 
