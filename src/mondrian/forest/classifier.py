@@ -432,18 +432,11 @@ class _BaseMondrianClassifier(
         return dict(zip(self._codes_cache[2], proba.tolist(), strict=True))
 
     def _proba_one(self, x):
-        """Class probabilities of one sample (1-D), by the one-row fast path when it applies.
-
-        The one-row branch of :meth:`_proba_scaled`, inlined (the same kernel call and the same
-        division: the same bits) to save two calls per streamed prediction."""
+        """Class probabilities of one sample (1-D), by the one-row fast path when it applies."""
         row = self._fast_scaled_row(x, clip=True)
         if row is None:
             row = self._scaler.transform(self._one_row(x), clip=True)
-        trees = self._trees
-        out = np.zeros((1, len(self.classes_)))
-        self._proba_trees(trees, row, out)
-        out /= len(trees)
-        return out[0]
+        return self._proba_scaled(row)[0]
 
     def predict_one(self, x):
         """Most probable class of one sample (``None`` before any training).
