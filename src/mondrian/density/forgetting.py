@@ -138,7 +138,8 @@ class DensityForgetMixin:
                 rows = np.flatnonzero(inside)
                 store = self._ensemble.store
                 plan = plan_forget(store.X, store.rows, np.ascontiguousarray(U[inside]),
-                                   describe=lambda r: f"row {rows[r]} of X", stamps=store.stamps)
+                                   describe=lambda r: f"row {rows[r]} of X", stamps=store.stamps,
+                                   tree=self._ensemble.matching_tree())
                 self._ensemble.forget(*plan)
             self._set_outside(self._outside_arrivals()[n_outside:])
             self._set_seen(self.n_samples_seen_ - X.shape[0])
