@@ -37,6 +37,7 @@ MODULES = [
     "core._batch_walk",
     "core._online",
     "core._forget",
+    "core._forget_bulk",
     "core._forget_store",
     "forest._hnsp",
     "forest._gaussian",

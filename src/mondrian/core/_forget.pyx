@@ -27,6 +27,12 @@ from libc.string cimport memcpy, memset
 
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
 
+from mondrian.core._forget_bulk cimport (
+    bulk_min_points,
+    nonzero_columns,
+    route_batch,
+    warm_tree,
+)
 from mondrian.core._forget_store cimport WARM_CHUNK, cmp_intp, fill_slot_holes, warm_trees
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
@@ -557,21 +563,59 @@ cdef intp_t _unlink_dropped(MondrianTree t, Work* w, const intp_t* leaves,
     return steps
 
 
+cdef int _walk_paths(MondrianTree t, Work* w, const intp_t* idx, const float64_t* delta,
+                     const unsigned char* drop, intp_t n, const float64_t* X, intp_t* leaves,
+                     intp_t* nonzero) except -1 nogil:
+    """Step 1 of :func:`_forget` for a few points, one path at a time (``nonzero``:
+    ``value_stride`` scratch entries)."""
+    cdef intp_t D = t.n_features, S = t.value_stride, k, c, j, n_nonzero
+    cdef const float64_t* x
+    cdef float64_t* row
+    for k in range(n):
+        x = X + idx[k] * D
+        # Only the non-zero entries of the delta (one class of a one-hot row): a statistics
+        # row spans several cache lines, and the paths are cache misses.
+        n_nonzero = 0
+        for c in range(S):
+            if delta[k * S + c] != 0.0:
+                nonzero[n_nonzero] = c
+                n_nonzero += 1
+        j = 0
+        while True:
+            if not w.mark[j] & ON_PATH:
+                t._log_node(j)
+                w.mark[j] |= ON_PATH
+                w.n_marked += 1
+            row = <float64_t*>stored_row(t, j)
+            if row != NULL:
+                for c in range(n_nonzero):
+                    row[nonzero[c]] -= delta[k * S + nonzero[c]]
+            if drop[k]:
+                t.nodes[j].n_node_samples -= 1
+            if t.nodes[j].left_child == TREE_LEAF:
+                break
+            if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+                j = t.nodes[j].left_child
+            else:
+                j = t.nodes[j].right_child
+        leaves[k] = j
+    return 0
+
+
 cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                    const intp_t* nz_start, const intp_t* nz_columns,
                     const unsigned char* drop, intp_t n, const float64_t* X,
                     bint full_cells, unsigned char* mark) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
-    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``.
-    Returns the number of path nodes, leaf-list entries and node slots visited (a measure
-    of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return."""
+    ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``
+    (``nz_start`` / ``nz_columns``: its non-zero entries, for ``bulk_min_points`` points or
+    more). Returns the number of path nodes, leaf-list entries and node slots visited (a
+    measure of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return."""
     cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
-    cdef intp_t k, i, j, c, top, n_order = 0, n_drop = 0, removed = 0, n_path = -1
-    cdef const float64_t* x
-    cdef float64_t* row
+    cdef intp_t k, j, c, top, n_order = 0, n_drop = 0, removed = 0, n_path = -1
     cdef intp_t* leaves = NULL
     cdef intp_t* dropped = NULL
     cdef intp_t* nonzero = NULL
-    cdef intp_t n_nonzero
     cdef Work w
     w.mark = mark
     w.order = NULL
@@ -591,42 +635,21 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         nonzero = <intp_t*>malloc((S + 1) * sizeof(intp_t))
         if leaves == NULL or dropped == NULL or nonzero == NULL:
             _oom()
-        # 1. Down every path: counts and stored rows lose the points' contributions.
+        # 1. Down every path: counts and stored rows lose the points' contributions (many
+        # points: walked together, level by level, each node read once).
         for k in range(n):
-            i = idx[k]
-            if t.node_count == 0 or i >= t.n_samples_seen:
+            if t.node_count == 0 or idx[k] >= t.n_samples_seen:
                 with gil:
-                    raise ValueError(f"store index {i} is not held by the tree")
-            x = X + i * D
-            # Only the non-zero entries of the delta (one class of a one-hot row): a
-            # statistics row spans several cache lines, and the paths are cache misses.
-            n_nonzero = 0
-            for c in range(S):
-                if delta[k * S + c] != 0.0:
-                    nonzero[n_nonzero] = c
-                    n_nonzero += 1
-            j = 0
-            while True:
-                if not w.mark[j] & ON_PATH:
-                    t._log_node(j)
-                    w.mark[j] |= ON_PATH
-                    w.n_marked += 1
-                row = <float64_t*>stored_row(t, j)
-                if row != NULL:
-                    for c in range(n_nonzero):
-                        row[nonzero[c]] -= delta[k * S + nonzero[c]]
-                if drop[k]:
-                    t.nodes[j].n_node_samples -= 1
-                if t.nodes[j].left_child == TREE_LEAF:
-                    break
-                if x[t.nodes[j].feature] <= t.nodes[j].threshold:
-                    j = t.nodes[j].left_child
-                else:
-                    j = t.nodes[j].right_child
-            leaves[k] = j
+                    raise ValueError(f"store index {idx[k]} is not held by the tree")
             if drop[k]:
-                dropped[n_drop] = i
+                dropped[n_drop] = idx[k]
                 n_drop += 1
+        if nz_start != NULL:
+            warm_tree(t)
+            route_batch(t, idx, delta, nz_start, nz_columns, drop, n, X, w.mark, ON_PATH,
+                        leaves, &w.n_marked)
+        else:
+            _walk_paths(t, &w, idx, delta, drop, n, X, leaves, nonzero)
         # 2. The leaves' lists lose the dropped points.
         qsort(dropped, n_drop, sizeof(intp_t), cmp_intp)
         steps += _unlink_dropped(t, &w, leaves, drop, n, dropped, n_drop, &removed)
@@ -761,8 +784,18 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         most_nodes = max(most_nodes, tree.node_count)
     # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
     cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
-    if mark == NULL:
+    cdef intp_t* nz_start = NULL
+    cdef intp_t* nz_columns = NULL
+    if n >= bulk_min_points:  # (the non-zero entries of the deltas, once for every tree)
+        nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
+        nz_columns = <intp_t*>malloc((n * tree.value_stride + 1) * sizeof(intp_t))
+    if mark == NULL or (n >= bulk_min_points and (nz_start == NULL or nz_columns == NULL)):
+        free(mark)
+        free(nz_start)
+        free(nz_columns)
         raise MemoryError("out of memory while forgetting points")
+    if nz_start != NULL:
+        nonzero_columns(delta_ptr, n, tree.value_stride, nz_start, nz_columns)
     cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
     try:
         for t_index, tree in enumerate(trees):
@@ -774,8 +807,10 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
             check_points(tree)
             with nogil:
-                steps += _forget(tree, &indices[0], delta_ptr, &drop[0], n, &X[0, 0],
-                                 full_cells, mark)
+                steps += _forget(tree, &indices[0], delta_ptr, nz_start, nz_columns, &drop[0], n,
+                                 &X[0, 0], full_cells, mark)
     finally:
         free(mark)
+        free(nz_start)
+        free(nz_columns)
     return steps

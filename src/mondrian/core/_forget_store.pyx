@@ -10,6 +10,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
+from mondrian.core._forget_bulk cimport bulk_min_points, relocate_batch
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
 from mondrian.core._typedefs cimport float64_t, intp_t
 
@@ -269,8 +270,11 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
         if warm and t_index % WARM_CHUNK == 0:  # (one point moves: its paths, a chunk at once)
             warm_trees(trees, t_index, &X[movers[0], 0], &X[0, 0], X.shape[1], False)
         with nogil:
-            for k in range(n):
-                steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
+            if n >= bulk_min_points:  # (many points: routed together, each list walked once)
+                steps += relocate_batch(tree, &movers[0], &holes[0], n, n_kept, &X[0, 0])
+            else:
+                for k in range(n):
+                    steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
             if tree.n_samples_seen > n_kept:
                 tree.n_samples_seen = n_kept
     return steps

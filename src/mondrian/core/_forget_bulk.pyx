@@ -1,0 +1,330 @@
+"""Forgetting many points at once (:mod:`mondrian.core._forget`, docs/algorithms.md §13).
+
+Forgetting walks the path of every removed point (statistics and counts lower on it) and
+moves the store's last points into the freed places (each found from its leaf). One walk
+per point and tree reads the upper nodes again and again and waits for one cache miss after
+another; for many points the walks are done together here, level by level:
+
+* the points of a node (in the order of the call) are split by its cut into those of its
+  children, so every node on a path is read once, however many points pass through it;
+* a level's nodes are known before they are read: their records, box slots and statistics
+  rows are prefetched together, and the misses overlap.
+
+Each node's statistics row loses the contributions of its points in the order of the call,
+and counts, marks and leaves end as the point-by-point walks leave them: the result, and
+everything after it, is the same bit for bit.
+"""
+
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from libc.stdint cimport int32_t
+
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, stored_row
+from mondrian.core._typedefs cimport float64_t, intp_t
+
+__all__ = ["set_bulk_min_points"]
+
+bulk_min_points = 8
+
+
+def set_bulk_min_points(intp_t n):
+    """Walk the points of a forget (and of the store's moves after it) together from ``n``
+    points per call on, one path at a time below (tests compare the two); returns the
+    previous value."""
+    global bulk_min_points
+    cdef intp_t old = bulk_min_points
+    bulk_min_points = max(n, 1)
+    return old
+
+
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil
+
+
+cdef struct Entry:
+    # A node of the current level and its points: order[start:end] of the level's buffer.
+    intp_t node
+    intp_t start
+    intp_t end
+
+
+cdef struct Levels:
+    # Scratch of one walk (n points): two levels of entries and of point orders.
+    Entry* here
+    Entry* below
+    intp_t* order
+    intp_t* next_order
+    intp_t* spill          # a node's right points, while its left ones are written
+
+
+cdef int _oom() except -1 nogil:
+    with gil:
+        raise MemoryError("out of memory while forgetting points")
+
+
+cdef int _levels_alloc(Levels* lv, intp_t n) except -1 nogil:
+    lv.here = <Entry*>malloc(n * sizeof(Entry))
+    lv.below = <Entry*>malloc(n * sizeof(Entry))
+    lv.order = <intp_t*>malloc(n * sizeof(intp_t))
+    lv.next_order = <intp_t*>malloc(n * sizeof(intp_t))
+    lv.spill = <intp_t*>malloc(n * sizeof(intp_t))
+    if lv.here == NULL or lv.below == NULL or lv.order == NULL or lv.next_order == NULL \
+            or lv.spill == NULL:
+        _levels_free(lv)
+        _oom()
+    return 0
+
+
+cdef void _levels_free(Levels* lv) noexcept nogil:
+    free(lv.here)
+    free(lv.below)
+    free(lv.order)
+    free(lv.next_order)
+    free(lv.spill)
+    lv.here = lv.below = NULL
+    lv.order = lv.next_order = lv.spill = NULL
+
+
+cdef intp_t _split_level(MondrianTree t, Levels* lv, intp_t n_here, const float64_t* X,
+                         const intp_t* idx) noexcept nogil:
+    """Split the points of every internal node of the level between its children (stably:
+    each keeps the order of the call), into the next level; prefetch the children's records
+    and box slots. Returns the number of entries of the next level."""
+    cdef intp_t D = t.n_features, e, p, k, feature, n_below = 0, out = 0, right_start
+    cdef intp_t j, left, right, n_left, n_right, go_left
+    cdef float64_t threshold
+    cdef Entry* entry
+    for e in range(n_here):
+        entry = &lv.here[e]
+        j = entry.node
+        if t.nodes[j].left_child == TREE_LEAF:
+            continue
+        feature = t.nodes[j].feature
+        threshold = t.nodes[j].threshold
+        left = t.nodes[j].left_child
+        right = t.nodes[j].right_child
+        # Left points at `out` on, right ones in `spill` then after them; branch-free (the
+        # side of a point is unpredictable): both places are written, one count advances.
+        n_left = 0
+        n_right = 0
+        for p in range(entry.start, entry.end):
+            k = lv.order[p]
+            go_left = X[idx[k] * D + feature] <= threshold
+            lv.next_order[out + n_left] = k
+            lv.spill[n_right] = k
+            n_left += go_left
+            n_right += 1 - go_left
+        memcpy(lv.next_order + out + n_left, lv.spill, n_right * sizeof(intp_t))
+        right_start = out + n_left + n_right
+        if n_left > 0:
+            lv.below[n_below].node = left
+            lv.below[n_below].start = out
+            lv.below[n_below].end = out + n_left
+            n_below += 1
+            __builtin_prefetch(&t.nodes[left])
+            __builtin_prefetch(&t.box_slot[left])
+        if right_start > out + n_left:
+            lv.below[n_below].node = right
+            lv.below[n_below].start = out + n_left
+            lv.below[n_below].end = right_start
+            n_below += 1
+            __builtin_prefetch(&t.nodes[right])
+            __builtin_prefetch(&t.box_slot[right])
+        out = right_start
+    return n_below
+
+
+cdef inline void _swap_levels(Levels* lv) noexcept nogil:
+    cdef Entry* entries = lv.here
+    cdef intp_t* order = lv.order
+    lv.here = lv.below
+    lv.below = entries
+    lv.order = lv.next_order
+    lv.next_order = order
+
+
+cdef void _prefetch_span(const void* start, intp_t n_bytes) noexcept nogil:
+    cdef intp_t b
+    for b in range(0, n_bytes, 64):
+        __builtin_prefetch(<const char*>start + b)
+
+
+cdef void warm_tree(MondrianTree t) noexcept nogil:
+    """Prefetch the whole of ``t`` (node records, box slots, boxes, statistics rows, leaf
+    lists) in one streaming pass: a forget of many points reads a large share of it, and
+    streamed lines arrive much faster than the scattered misses of the walks."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    _prefetch_span(t.nodes, t.node_count * sizeof(Node))
+    _prefetch_span(t.box_slot, t.node_count * sizeof(int32_t))
+    _prefetch_span(t.bounds, t.box_count * 2 * D * sizeof(float64_t))
+    if S > 0:
+        _prefetch_span(t.value, (t.box_count if t.lean_values else t.node_count) * S
+                       * sizeof(float64_t))
+    _prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
+
+
+cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* start,
+                         intp_t* columns) noexcept nogil:
+    """The non-zero entries of each row ``delta[k]`` (``S`` floats): ``columns[start[k]:
+    start[k + 1]]`` (``start``: ``n + 1`` entries, ``columns``: up to ``n S``). A one-hot
+    row has one: the rows of the forest's trees are updated from this list."""
+    cdef intp_t k, c, m = 0
+    for k in range(n):
+        start[k] = m
+        for c in range(S):
+            if delta[k * S + c] != 0.0:
+                columns[m] = c
+                m += 1
+    start[n] = m
+    return 0
+
+
+cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                        const intp_t* nz_start, const intp_t* nz_columns,
+                        const unsigned char* drop, intp_t n, const float64_t* X,
+                        unsigned char* mark, unsigned char bit, intp_t* leaves,
+                        intp_t* n_marked) except -1 nogil:
+    """Step 1 of a forget for ``n`` points at once: every node on the path of a point
+    ``idx[k]`` is logged (undo log) and marked with ``bit`` (``n_marked`` counts them), its
+    count lowers by the dropped points (``drop[k]``) through it and its stored statistics
+    row by their rows ``delta[k]`` (``value_stride`` floats; its non-zero entries, listed by
+    :func:`nonzero_columns` in ``nz_start`` / ``nz_columns``), in the order of ``k``;
+    ``leaves[k]`` is the leaf of point ``k``. The same writes as one walk per point, in the
+    order of the points, but each node is read once. Returns the number of nodes visited."""
+    cdef intp_t S = t.value_stride, e, p, k, c, j, n_here, n_gone, visited = 0
+    cdef bint leaf
+    cdef float64_t* row
+    cdef const float64_t* dk
+    cdef Levels lv
+    lv.here = lv.below = NULL
+    lv.order = lv.next_order = lv.spill = NULL
+    if n == 0:
+        return 0
+    _levels_alloc(&lv, n)
+    try:
+        for k in range(n):
+            lv.order[k] = k
+        lv.here[0].node = 0
+        lv.here[0].start = 0
+        lv.here[0].end = n
+        n_here = 1
+        while n_here > 0:
+            # The level's statistics rows (their box slots were prefetched with the records).
+            if S > 0:
+                for e in range(n_here):
+                    row = <float64_t*>stored_row(t, lv.here[e].node)
+                    if row != NULL:
+                        for c in range(0, S, 8):
+                            __builtin_prefetch(row + c)
+            for e in range(n_here):
+                j = lv.here[e].node
+                visited += 1
+                t._log_node(j)
+                mark[j] |= bit
+                n_marked[0] += 1
+                row = <float64_t*>stored_row(t, j)
+                leaf = t.nodes[j].left_child == TREE_LEAF
+                n_gone = 0
+                for p in range(lv.here[e].start, lv.here[e].end):
+                    k = lv.order[p]
+                    n_gone += drop[k] != 0
+                    if row != NULL:
+                        dk = delta + k * S
+                        for c in range(nz_start[k], nz_start[k + 1]):
+                            row[nz_columns[c]] -= dk[nz_columns[c]]
+                    if leaf:
+                        leaves[k] = j
+                t.nodes[j].n_node_samples -= n_gone
+            n_here = _split_level(t, &lv, n_here, X, idx)
+            _swap_levels(&lv)
+    finally:
+        _levels_free(&lv)
+    return visited
+
+
+cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
+                           intp_t n, intp_t n_kept, const float64_t* X) except -1 nogil:
+    """Move the stored points ``movers[k]`` (all at or past ``n_kept``) to the free store
+    indices ``holes[k]`` in ``t``: the movers are routed together to their leaves, and each
+    leaf's list is walked once, every mover renamed where it stands (the list and the undo
+    log as :func:`mondrian.core._forget_store.relocate_trees` leaves them for one point at a
+    time). Returns the number of nodes and list entries visited."""
+    cdef intp_t e, p, k, j, i, prev, nxt, new, found = 0, steps = 0
+    cdef intp_t n_here, span = 0, n_leaves = 0
+    cdef intp_t* slot_of = NULL
+    cdef intp_t* leaf_list = NULL
+    cdef Levels lv
+    lv.here = lv.below = NULL
+    lv.order = lv.next_order = lv.spill = NULL
+    if n == 0:
+        return 0
+    if t.node_count == 0:
+        with gil:
+            raise ValueError(f"store index {movers[0]} is not held by the tree")
+    for k in range(n):
+        if movers[k] - n_kept + 1 > span:
+            span = movers[k] - n_kept + 1
+    try:
+        _levels_alloc(&lv, n)
+        slot_of = <intp_t*>malloc(span * sizeof(intp_t))
+        leaf_list = <intp_t*>malloc(n * sizeof(intp_t))
+        if slot_of == NULL or leaf_list == NULL:
+            _oom()
+        for p in range(span):
+            slot_of[p] = -1
+        for k in range(n):
+            if movers[k] < n_kept:
+                with gil:
+                    raise ValueError(f"store index {movers[k]} does not move past {n_kept}")
+            slot_of[movers[k] - n_kept] = k
+            lv.order[k] = k
+        lv.here[0].node = 0
+        lv.here[0].start = 0
+        lv.here[0].end = n
+        n_here = 1
+        while n_here > 0:
+            for e in range(n_here):
+                j = lv.here[e].node
+                steps += 1
+                if t.nodes[j].left_child == TREE_LEAF:
+                    leaf_list[n_leaves] = j
+                    n_leaves += 1
+                    if t.nodes[j].first_sample != TREE_LEAF:
+                        __builtin_prefetch(&t.sample_next[t.nodes[j].first_sample])
+            n_here = _split_level(t, &lv, n_here, X, movers)
+            _swap_levels(&lv)
+        # Each reached leaf's list once: a listed mover takes its new name where it stands.
+        for e in range(n_leaves):
+            j = leaf_list[e]
+            prev = TREE_LEAF
+            i = t.nodes[j].first_sample
+            while i != TREE_LEAF:
+                steps += 1
+                nxt = t.sample_next[i]
+                k = slot_of[i - n_kept] if n_kept <= i < n_kept + span else -1
+                if k >= 0:
+                    new = holes[k]
+                    t._log_sample(new)
+                    t.sample_next[new] = nxt
+                    t._log_sample(i)
+                    t.sample_next[i] = TREE_LEAF
+                    if prev == TREE_LEAF:
+                        t._log_node(j)
+                        t.nodes[j].first_sample = new
+                    else:
+                        t._log_sample(prev)
+                        t.sample_next[prev] = new
+                    found += 1
+                    i = new
+                prev = i
+                i = nxt
+        if found != n:
+            with gil:
+                raise ValueError(f"{n - found} of the store indices to move are not in the "
+                                 "leaves they route to")
+    finally:
+        _levels_free(&lv)
+        free(slot_of)
+        free(leaf_list)
+    return steps
