@@ -28,9 +28,13 @@ from libc.string cimport memcpy, memset
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
 
 from mondrian.core._forget_bulk cimport (
+    BulkCall,
     bulk_min_points,
+    gather_columns,
     nonzero_columns,
     route_batch,
+    unlink_dropped,
+    walk_paths,
     warm_tree,
 )
 from mondrian.core._forget_store cimport WARM_CHUNK, cmp_intp, fill_slot_holes, warm_trees
@@ -44,7 +48,6 @@ from mondrian.core._tree cimport (
     check_points,
     node_paused,
     node_row,
-    stored_row,
     subtree_points,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -57,18 +60,6 @@ cdef enum:
     DEAD = 2     # removed from the tree (its record and box slot are free)
     CHANGED = 4  # its box may have changed (its parent's stored box is recomputed)
     FAILED = 8   # its points fail the pause rule (so do its ancestors': it is monotone)
-
-
-cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
-    """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
-    cdef intp_t lo = 0, hi = n, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if sorted_idx[mid] < i:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < n and sorted_idx[lo] == i
 
 
 cdef struct Work:
@@ -527,89 +518,13 @@ cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
     return 0
 
 
-cdef intp_t _unlink_dropped(MondrianTree t, Work* w, const intp_t* leaves,
-                            const unsigned char* drop, intp_t n, const intp_t* dropped,
-                            intp_t n_drop, intp_t* removed) except -1 nogil:
-    """Unlink the dropped points (``dropped``, sorted) from the lists of their leaves
-    (``leaves[k]`` for ``drop[k]``), each list once, stopping once all are found; count them
-    in ``removed``. Returns the number of list entries visited."""
-    cdef intp_t k, j, i, prev, nxt, steps = 0
-    for k in range(n):
-        j = leaves[k]
-        if not drop[k] or w.mark[j] & DEAD:
-            continue
-        w.mark[j] |= DEAD  # (borrowed as "list filtered"; cleared below)
-        prev = TREE_LEAF
-        i = t.nodes[j].first_sample
-        while i != TREE_LEAF:
-            steps += 1
-            nxt = t.sample_next[i]
-            if _contains(dropped, n_drop, i):
-                if prev == TREE_LEAF:
-                    t.nodes[j].first_sample = nxt
-                else:
-                    t._log_sample(prev)
-                    t.sample_next[prev] = nxt
-                t._log_sample(i)
-                t.sample_next[i] = TREE_LEAF
-                removed[0] += 1
-                if removed[0] == n_drop:
-                    break  # (every dropped point found)
-            else:
-                prev = i
-            i = nxt
-    for k in range(n):
-        w.mark[leaves[k]] &= ~DEAD
-    return steps
-
-
-cdef int _walk_paths(MondrianTree t, Work* w, const intp_t* idx, const float64_t* delta,
-                     const unsigned char* drop, intp_t n, const float64_t* X, intp_t* leaves,
-                     intp_t* nonzero) except -1 nogil:
-    """Step 1 of :func:`_forget` for a few points, one path at a time (``nonzero``:
-    ``value_stride`` scratch entries)."""
-    cdef intp_t D = t.n_features, S = t.value_stride, k, c, j, n_nonzero
-    cdef const float64_t* x
-    cdef float64_t* row
-    for k in range(n):
-        x = X + idx[k] * D
-        # Only the non-zero entries of the delta (one class of a one-hot row): a statistics
-        # row spans several cache lines, and the paths are cache misses.
-        n_nonzero = 0
-        for c in range(S):
-            if delta[k * S + c] != 0.0:
-                nonzero[n_nonzero] = c
-                n_nonzero += 1
-        j = 0
-        while True:
-            if not w.mark[j] & ON_PATH:
-                t._log_node(j)
-                w.mark[j] |= ON_PATH
-                w.n_marked += 1
-            row = <float64_t*>stored_row(t, j)
-            if row != NULL:
-                for c in range(n_nonzero):
-                    row[nonzero[c]] -= delta[k * S + nonzero[c]]
-            if drop[k]:
-                t.nodes[j].n_node_samples -= 1
-            if t.nodes[j].left_child == TREE_LEAF:
-                break
-            if x[t.nodes[j].feature] <= t.nodes[j].threshold:
-                j = t.nodes[j].left_child
-            else:
-                j = t.nodes[j].right_child
-        leaves[k] = j
-    return 0
-
-
 cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                    const intp_t* nz_start, const intp_t* nz_columns,
-                    const unsigned char* drop, intp_t n, const float64_t* X,
-                    bint full_cells, unsigned char* mark) except -1 nogil:
+                    const BulkCall* bulk, const unsigned char* drop, intp_t n,
+                    const float64_t* X, bint full_cells, unsigned char* mark) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
     ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``
-    (``nz_start`` / ``nz_columns``: its non-zero entries, for ``bulk_min_points`` points or
-    more). Returns the number of path nodes, leaf-list entries and node slots visited (a
+    (``bulk``: what a call of ``bulk_min_points`` points or more shares between the trees,
+    else NULL). Returns the number of path nodes, leaf-list entries and node slots visited (a
     measure of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return."""
     cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
     cdef intp_t k, j, c, top, n_order = 0, n_drop = 0, removed = 0, n_path = -1
@@ -644,15 +559,16 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
             if drop[k]:
                 dropped[n_drop] = idx[k]
                 n_drop += 1
-        if nz_start != NULL:
+        if bulk != NULL:
             warm_tree(t)
-            route_batch(t, idx, delta, nz_start, nz_columns, drop, n, X, w.mark, ON_PATH,
-                        leaves, &w.n_marked)
+            route_batch(t, idx, delta, bulk, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked)
         else:
-            _walk_paths(t, &w, idx, delta, drop, n, X, leaves, nonzero)
+            walk_paths(t, idx, delta, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked,
+                       nonzero)
         # 2. The leaves' lists lose the dropped points.
         qsort(dropped, n_drop, sizeof(intp_t), cmp_intp)
-        steps += _unlink_dropped(t, &w, leaves, drop, n, dropped, n_drop, &removed)
+        steps += unlink_dropped(t, w.mark, DEAD, leaves, drop, n, dropped, n_drop,
+                                bulk.gone if bulk != NULL else NULL, &removed)
         if removed != n_drop:
             with gil:
                 raise ValueError(
@@ -731,6 +647,14 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     return steps
 
 
+cdef void _free_bulk(BulkCall* bulk, unsigned char* mark) noexcept:
+    free(bulk.nz_start)
+    free(bulk.nz_columns)
+    free(bulk.gone)
+    free(bulk.xt)
+    free(mark)
+
+
 def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
                  const intp_t[::1] indices, const float64_t[:, ::1] deltas,
                  const unsigned char[::1] drop):
@@ -764,7 +688,7 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     (:meth:`MondrianTree.begin_undo`), so a failure part-way can be rolled back.
     """
     cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0], steps = 0
+    cdef intp_t n = indices.shape[0], steps = 0, k
     cdef const float64_t* rows_ptr = NULL
     cdef const float64_t* delta_ptr = NULL
     if deltas.shape[0] != n or drop.shape[0] != n:
@@ -784,18 +708,30 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         most_nodes = max(most_nodes, tree.node_count)
     # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
     cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
-    cdef intp_t* nz_start = NULL
-    cdef intp_t* nz_columns = NULL
-    if n >= bulk_min_points:  # (the non-zero entries of the deltas, once for every tree)
-        nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
-        nz_columns = <intp_t*>malloc((n * tree.value_stride + 1) * sizeof(intp_t))
-    if mark == NULL or (n >= bulk_min_points and (nz_start == NULL or nz_columns == NULL)):
-        free(mark)
-        free(nz_start)
-        free(nz_columns)
+    cdef BulkCall bulk
+    cdef BulkCall* shared = NULL
+    bulk.nz_start = bulk.nz_columns = NULL
+    bulk.gone = NULL
+    bulk.xt = NULL
+    if n >= bulk_min_points:  # (shared by every tree: the deltas' non-zero entries, flags)
+        shared = &bulk
+        bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
+        bulk.nz_columns = <intp_t*>malloc((n * tree.value_stride + 1) * sizeof(intp_t))
+        bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
+        bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
+    if mark == NULL or (shared != NULL and (bulk.nz_start == NULL or bulk.nz_columns == NULL
+                                            or bulk.gone == NULL or bulk.xt == NULL)):
+        _free_bulk(&bulk, mark)
         raise MemoryError("out of memory while forgetting points")
-    if nz_start != NULL:
-        nonzero_columns(delta_ptr, n, tree.value_stride, nz_start, nz_columns)
+    if shared != NULL:
+        nonzero_columns(delta_ptr, n, tree.value_stride, bulk.nz_start, bulk.nz_columns)
+        for k in range(n):
+            if not 0 <= indices[k] < X.shape[0]:
+                _free_bulk(&bulk, mark)
+                raise ValueError(f"store index {indices[k]} is not held by the tree")
+            if drop[k]:
+                bulk.gone[indices[k]] = 1
+        gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
     cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
     try:
         for t_index, tree in enumerate(trees):
@@ -807,10 +743,8 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             tree._attach_rows(rows.base, rows_ptr, rows.shape[0], rows.shape[1])
             check_points(tree)
             with nogil:
-                steps += _forget(tree, &indices[0], delta_ptr, nz_start, nz_columns, &drop[0], n,
-                                 &X[0, 0], full_cells, mark)
+                steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
+                                 full_cells, mark)
     finally:
-        free(mark)
-        free(nz_start)
-        free(nz_columns)
+        _free_bulk(&bulk, mark)
     return steps

@@ -6,13 +6,31 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 cdef intp_t bulk_min_points
 
 
+cdef struct BulkCall:
+    # What a forget of many points computes once for every tree.
+    intp_t* nz_start       # (n + 1,) the non-zero entries of each delta row: columns of
+    intp_t* nz_columns     # nz_columns[nz_start[k]:nz_start[k + 1]] (nonzero_columns)
+    unsigned char* gone    # (n_stored,) 1 for the store indices that leave
+    float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
+
+
+cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
+                        float64_t* xt) noexcept nogil
 cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* start,
                          intp_t* columns) noexcept nogil
 cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                        const intp_t* nz_start, const intp_t* nz_columns,
+                        const BulkCall* bulk,
                         const unsigned char* drop, intp_t n, const float64_t* X,
                         unsigned char* mark, unsigned char bit, intp_t* leaves,
                         intp_t* n_marked) except -1 nogil
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
-                           intp_t n, intp_t n_kept, const float64_t* X) except -1 nogil
+                           intp_t n, intp_t n_kept, const float64_t* xt) except -1 nogil
 cdef void warm_tree(MondrianTree t) noexcept nogil
+cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                    const unsigned char* drop, intp_t n, const float64_t* X,
+                    unsigned char* mark, unsigned char bit, intp_t* leaves, intp_t* n_marked,
+                    intp_t* nonzero) except -1 nogil
+cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bit,
+                           const intp_t* leaves, const unsigned char* drop, intp_t n,
+                           const intp_t* dropped, intp_t n_drop, const unsigned char* gone,
+                           intp_t* removed) except -1 nogil

@@ -86,12 +86,15 @@ cdef void _levels_free(Levels* lv) noexcept nogil:
     lv.order = lv.next_order = lv.spill = NULL
 
 
-cdef intp_t _split_level(MondrianTree t, Levels* lv, intp_t n_here, const float64_t* X,
-                         const intp_t* idx) noexcept nogil:
+cdef intp_t _split_level(MondrianTree t, Levels* lv, intp_t n_here, const float64_t* xt,
+                         intp_t n) noexcept nogil:
     """Split the points of every internal node of the level between its children (stably:
     each keeps the order of the call), into the next level; prefetch the children's records
-    and box slots. Returns the number of entries of the next level."""
-    cdef intp_t D = t.n_features, e, p, k, feature, n_below = 0, out = 0, right_start
+    and box slots. ``xt``: the ``n`` points' coordinates by feature (``xt[d * n + k]``: a
+    cut reads one feature of its points, contiguous). Returns the number of entries of the
+    next level."""
+    cdef intp_t e, p, k, feature, n_below = 0, out = 0, right_start
+    cdef const float64_t* column
     cdef intp_t j, left, right, n_left, n_right, go_left
     cdef float64_t threshold
     cdef Entry* entry
@@ -104,13 +107,14 @@ cdef intp_t _split_level(MondrianTree t, Levels* lv, intp_t n_here, const float6
         threshold = t.nodes[j].threshold
         left = t.nodes[j].left_child
         right = t.nodes[j].right_child
+        column = xt + feature * n
         # Left points at `out` on, right ones in `spill` then after them; branch-free (the
         # side of a point is unpredictable): both places are written, one count advances.
         n_left = 0
         n_right = 0
         for p in range(entry.start, entry.end):
             k = lv.order[p]
-            go_left = X[idx[k] * D + feature] <= threshold
+            go_left = column[k] <= threshold
             lv.next_order[out + n_left] = k
             lv.spill[n_right] = k
             n_left += go_left
@@ -164,6 +168,16 @@ cdef void warm_tree(MondrianTree t) noexcept nogil:
     _prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
 
 
+cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
+                        float64_t* xt) noexcept nogil:
+    """The rows ``X[idx[k]]`` by feature: ``xt[d * n + k]`` (for :func:`_split_level`)."""
+    cdef intp_t k, d
+    for k in range(n):
+        for d in range(D):
+            xt[d * n + k] = X[idx[k] * D + d]
+    return 0
+
+
 cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* start,
                          intp_t* columns) noexcept nogil:
     """The non-zero entries of each row ``delta[k]`` (``S`` floats): ``columns[start[k]:
@@ -181,7 +195,7 @@ cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* sta
 
 
 cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delta,
-                        const intp_t* nz_start, const intp_t* nz_columns,
+                        const BulkCall* bulk,
                         const unsigned char* drop, intp_t n, const float64_t* X,
                         unsigned char* mark, unsigned char bit, intp_t* leaves,
                         intp_t* n_marked) except -1 nogil:
@@ -189,7 +203,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
     ``idx[k]`` is logged (undo log) and marked with ``bit`` (``n_marked`` counts them), its
     count lowers by the dropped points (``drop[k]``) through it and its stored statistics
     row by their rows ``delta[k]`` (``value_stride`` floats; its non-zero entries, listed by
-    :func:`nonzero_columns` in ``nz_start`` / ``nz_columns``), in the order of ``k``;
+    :func:`nonzero_columns` in ``bulk``), in the order of ``k``;
     ``leaves[k]`` is the leaf of point ``k``. The same writes as one walk per point, in the
     order of the points, but each node is read once. Returns the number of nodes visited."""
     cdef intp_t S = t.value_stride, e, p, k, c, j, n_here, n_gone, visited = 0
@@ -231,12 +245,14 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
                     n_gone += drop[k] != 0
                     if row != NULL:
                         dk = delta + k * S
-                        for c in range(nz_start[k], nz_start[k + 1]):
-                            row[nz_columns[c]] -= dk[nz_columns[c]]
+                        for c in range(bulk.nz_start[k], bulk.nz_start[k + 1]):
+                            row[bulk.nz_columns[c]] -= dk[bulk.nz_columns[c]]
                     if leaf:
                         leaves[k] = j
+                if leaf and t.nodes[j].first_sample != TREE_LEAF:
+                    __builtin_prefetch(&t.sample_next[t.nodes[j].first_sample])
                 t.nodes[j].n_node_samples -= n_gone
-            n_here = _split_level(t, &lv, n_here, X, idx)
+            n_here = _split_level(t, &lv, n_here, bulk.xt, n)
             _swap_levels(&lv)
     finally:
         _levels_free(&lv)
@@ -244,12 +260,13 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
 
 
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
-                           intp_t n, intp_t n_kept, const float64_t* X) except -1 nogil:
+                           intp_t n, intp_t n_kept, const float64_t* xt) except -1 nogil:
     """Move the stored points ``movers[k]`` (all at or past ``n_kept``) to the free store
     indices ``holes[k]`` in ``t``: the movers are routed together to their leaves, and each
     leaf's list is walked once, every mover renamed where it stands (the list and the undo
     log as :func:`mondrian.core._forget_store.relocate_trees` leaves them for one point at a
-    time). Returns the number of nodes and list entries visited."""
+    time). ``xt``: the movers' coordinates by feature (:func:`gather_columns`). Returns the
+    number of nodes and list entries visited."""
     cdef intp_t e, p, k, j, i, prev, nxt, new, found = 0, steps = 0
     cdef intp_t n_here, span = 0, n_leaves = 0
     cdef intp_t* slot_of = NULL
@@ -292,7 +309,7 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
                     n_leaves += 1
                     if t.nodes[j].first_sample != TREE_LEAF:
                         __builtin_prefetch(&t.sample_next[t.nodes[j].first_sample])
-            n_here = _split_level(t, &lv, n_here, X, movers)
+            n_here = _split_level(t, &lv, n_here, xt, n)
             _swap_levels(&lv)
         # Each reached leaf's list once: a listed mover takes its new name where it stands.
         for e in range(n_leaves):
@@ -327,4 +344,100 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
         _levels_free(&lv)
         free(slot_of)
         free(leaf_list)
+    return steps
+
+
+cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
+    """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
+    cdef intp_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_idx[mid] < i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < n and sorted_idx[lo] == i
+
+
+cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
+                    const unsigned char* drop, intp_t n, const float64_t* X,
+                    unsigned char* mark, unsigned char bit, intp_t* leaves, intp_t* n_marked,
+                    intp_t* nonzero) except -1 nogil:
+    """:func:`route_batch` for a few points, one path at a time (``nonzero``:
+    ``value_stride`` scratch entries)."""
+    cdef intp_t D = t.n_features, S = t.value_stride, k, c, j, n_nonzero
+    cdef const float64_t* x
+    cdef float64_t* row
+    for k in range(n):
+        x = X + idx[k] * D
+        # Only the non-zero entries of the delta (one class of a one-hot row): a statistics
+        # row spans several cache lines, and the paths are cache misses.
+        n_nonzero = 0
+        for c in range(S):
+            if delta[k * S + c] != 0.0:
+                nonzero[n_nonzero] = c
+                n_nonzero += 1
+        j = 0
+        while True:
+            if not mark[j] & bit:
+                t._log_node(j)
+                mark[j] |= bit
+                n_marked[0] += 1
+            row = <float64_t*>stored_row(t, j)
+            if row != NULL:
+                for c in range(n_nonzero):
+                    row[nonzero[c]] -= delta[k * S + nonzero[c]]
+            if drop[k]:
+                t.nodes[j].n_node_samples -= 1
+            if t.nodes[j].left_child == TREE_LEAF:
+                break
+            if x[t.nodes[j].feature] <= t.nodes[j].threshold:
+                j = t.nodes[j].left_child
+            else:
+                j = t.nodes[j].right_child
+        leaves[k] = j
+    return 0
+
+
+cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bit,
+                           const intp_t* leaves, const unsigned char* drop, intp_t n,
+                           const intp_t* dropped, intp_t n_drop, const unsigned char* gone,
+                           intp_t* removed) except -1 nogil:
+    """Step 2 of a forget: unlink the dropped points (``dropped``, sorted; ``gone``: their
+    flags by store index, or NULL) from the lists of their leaves (``leaves[k]`` for
+    ``drop[k]``), each list once (``bit`` of ``mark``, clear on entry, borrowed to say so),
+    stopping once all are found; count them in ``removed``. Returns the number of list
+    entries visited."""
+    cdef intp_t k, j, i, prev, nxt, steps = 0
+    cdef bint leaves_it
+    for k in range(n):
+        j = leaves[k]
+        if not drop[k] or mark[j] & bit:
+            continue
+        mark[j] |= bit
+        prev = TREE_LEAF
+        i = t.nodes[j].first_sample
+        while i != TREE_LEAF:
+            steps += 1
+            nxt = t.sample_next[i]
+            if gone != NULL:
+                leaves_it = gone[i] != 0
+            else:
+                leaves_it = _contains(dropped, n_drop, i)
+            if leaves_it:
+                if prev == TREE_LEAF:
+                    t.nodes[j].first_sample = nxt
+                else:
+                    t._log_sample(prev)
+                    t.sample_next[prev] = nxt
+                t._log_sample(i)
+                t.sample_next[i] = TREE_LEAF
+                removed[0] += 1
+                if removed[0] == n_drop:
+                    break  # (every dropped point found)
+            else:
+                prev = i
+            i = nxt
+    for k in range(n):
+        mark[leaves[k]] &= ~bit
     return steps

@@ -10,7 +10,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._forget_bulk cimport bulk_min_points, relocate_batch
+from mondrian.core._forget_bulk cimport bulk_min_points, gather_columns, relocate_batch
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
 from mondrian.core._typedefs cimport float64_t, intp_t
 
@@ -266,12 +266,20 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
         if tree.n_features != X.shape[1]:
             raise ValueError("the store does not match the trees")
     cdef bint warm = n == 1 and 0 <= movers[0] < X.shape[0]
+    cdef bint bulk = n >= bulk_min_points
+    cdef float64_t[::1] xt
+    if bulk:  # (many points: routed together, each list walked once)
+        for k in range(n):
+            if not 0 <= movers[k] < X.shape[0]:
+                raise ValueError(f"store index {movers[k]} is not held by the tree")
+        xt = np.empty(n * X.shape[1] + 1)
+        gather_columns(&X[0, 0], X.shape[1], &movers[0], n, &xt[0])
     for t_index, tree in enumerate(trees):
         if warm and t_index % WARM_CHUNK == 0:  # (one point moves: its paths, a chunk at once)
             warm_trees(trees, t_index, &X[movers[0], 0], &X[0, 0], X.shape[1], False)
         with nogil:
-            if n >= bulk_min_points:  # (many points: routed together, each list walked once)
-                steps += relocate_batch(tree, &movers[0], &holes[0], n, n_kept, &X[0, 0])
+            if bulk:
+                steps += relocate_batch(tree, &movers[0], &holes[0], n, n_kept, &xt[0])
             else:
                 for k in range(n):
                     steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
