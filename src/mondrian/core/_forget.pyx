@@ -28,6 +28,7 @@ from libc.string cimport memcpy, memset
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
 
 from mondrian.core._forget_bulk cimport (
+    WARM_SHARE,
     BulkCall,
     bulk_min_points,
     gather_columns,
@@ -560,7 +561,8 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 dropped[n_drop] = idx[k]
                 n_drop += 1
         if bulk != NULL:
-            warm_tree(t)
+            if n * WARM_SHARE >= t.n_samples_seen:  # (a large share of the tree is read)
+                warm_tree(t)
             route_batch(t, idx, delta, bulk, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked)
         else:
             walk_paths(t, idx, delta, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked,
@@ -710,6 +712,9 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
     cdef BulkCall bulk
     cdef BulkCall* shared = NULL
+    # Flags by store index (a pass over the store) only for a large share of it; else the
+    # unlinking looks the points up by binary search.
+    cdef bint flags = n * WARM_SHARE >= X.shape[0]
     bulk.nz_start = bulk.nz_columns = NULL
     bulk.gone = NULL
     bulk.xt = NULL
@@ -717,10 +722,11 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
         shared = &bulk
         bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
         bulk.nz_columns = <intp_t*>malloc((n * tree.value_stride + 1) * sizeof(intp_t))
-        bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
+        if flags:
+            bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
         bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
     if mark == NULL or (shared != NULL and (bulk.nz_start == NULL or bulk.nz_columns == NULL
-                                            or bulk.gone == NULL or bulk.xt == NULL)):
+                                            or bulk.xt == NULL or (flags and bulk.gone == NULL))):
         _free_bulk(&bulk, mark)
         raise MemoryError("out of memory while forgetting points")
     if shared != NULL:
@@ -729,7 +735,7 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             if not 0 <= indices[k] < X.shape[0]:
                 _free_bulk(&bulk, mark)
                 raise ValueError(f"store index {indices[k]} is not held by the tree")
-            if drop[k]:
+            if drop[k] and bulk.gone != NULL:
                 bulk.gone[indices[k]] = 1
         gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
     cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]

@@ -5,12 +5,18 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 # path at a time (set_bulk_min_points; measured: benchmarks/results/forget.md).
 cdef intp_t bulk_min_points
 
+# A bulk forget of at least 1/WARM_SHARE of the stored points streams the whole tree into the
+# cache first (warm_tree) and flags the leaving points in a byte per stored point: both cost
+# O(stored points), a bounded multiple of the call's own work then.
+cdef enum:
+    WARM_SHARE = 64
+
 
 cdef struct BulkCall:
     # What a forget of many points computes once for every tree.
     intp_t* nz_start       # (n + 1,) the non-zero entries of each delta row: columns of
     intp_t* nz_columns     # nz_columns[nz_start[k]:nz_start[k + 1]] (nonzero_columns)
-    unsigned char* gone    # (n_stored,) 1 for the store indices that leave
+    unsigned char* gone    # (n_stored,) 1 for the store indices that leave, or NULL (few)
     float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
 
 
