@@ -288,6 +288,8 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
         leaf_list = <intp_t*>malloc(n * sizeof(intp_t))
         if slot_of == NULL or leaf_list == NULL:
             _oom()
+        if n * WARM_SHARE >= t.n_samples_seen:  # (most lists are walked: stream them in)
+            _prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
         for p in range(span):
             slot_of[p] = -1
         for k in range(n):

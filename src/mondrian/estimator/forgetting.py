@@ -98,31 +98,23 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
     (:func:`stored_matches`), or None.
     """
     describe = describe or (lambda r: f"row {r} of X")
-    candidates = stored_matches(X_store, U, tree)
-    if stamps is not None:
-        # Oldest first: by arrival, not by place in the store (moved by earlier forgets;
-        # arrival numbers are distinct, so a store in arrival order keeps its order).
-        candidates = [c[np.argsort(stamps[c], kind="stable")] if len(c) > 1 else c
-                      for c in candidates]
+    flat, starts, fits = _candidates(stored_matches(X_store, U, tree), rows_store, units,
+                                     weight_columns, stamps)
     taken = {}  # index -> weight taken so far
     unit_of = {}  # index -> a request row whose unit it matched
     gone = set()
     for r in range(U.shape[0]):
         need = None if amounts is None else float(amounts[r])
         done = False
-        for i in candidates[r].tolist():
-            if i in gone:
+        for p in range(starts[r], starts[r + 1]):
+            i = flat[p]
+            if i in gone or not fits[p]:
                 continue
-            row = rows_store[i]
-            if units is not None:
-                w = row[weight_columns[r]]
-                if not (w > 0 and np.array_equal(row, units[r] * w)):
-                    continue
             if need is None:
                 gone.add(i)
                 done = True
                 break
-            w = row[weight_columns[r]]
+            w = rows_store[i, weight_columns[r]]
             have = w - taken.get(i, 0.0)
             if have <= 0:
                 continue
@@ -161,6 +153,28 @@ def plan_forget(X_store, rows_store, U, units=None, weight_columns=None, amounts
         raise ValueError(f"cannot forget all {len(gone)} stored points: a model needs at "
                          "least one; fit a new model on other data instead")
     return indices, deltas, drop, new_rows
+
+
+def _candidates(candidates, rows_store, units, weight_columns, stamps):
+    """The stored copies each request row may remove, flat: row ``r``'s are
+    ``flat[starts[r]:starts[r + 1]]``, oldest first (by arrival, not by place in the store:
+    earlier forgets moved points; arrival numbers are distinct, so a store in arrival order
+    keeps its order), and ``fits[p]`` says whether copy ``p``'s row is the request's unit
+    row times its (positive) weight. Array operations over all rows at once (a request of
+    many rows would otherwise compare them one by one)."""
+    lengths = np.array([len(c) for c in candidates], dtype=np.intp)
+    starts = np.zeros(len(candidates) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=starts[1:])
+    flat = np.concatenate(candidates) if candidates else np.zeros(0, dtype=np.intp)
+    owner = np.repeat(np.arange(len(candidates)), lengths)
+    if stamps is not None and len(flat):
+        flat = flat[np.lexsort((stamps[flat], owner))]  # (owner blocks stay in place)
+    fits = np.ones(len(flat), dtype=bool)
+    if units is not None and len(flat):
+        rows = rows_store[flat]
+        weights = rows[np.arange(len(flat)), np.asarray(weight_columns)[owner]]
+        fits = (weights > 0) & (rows == units[owner] * weights[:, None]).all(axis=1)
+    return flat.tolist(), starts.tolist(), fits.tolist()
 
 
 def _valid_window(window):
