@@ -17,7 +17,9 @@ part-way rolls back bit for bit. :func:`relocate_trees` (:mod:`mondrian.core._fo
 re-exported here) then moves the store's last points into the places of the forgotten ones
 (O(depth) per point and tree), so that the store stays dense. For one point, both first walk
 its paths in a chunk of trees at once (:func:`mondrian.core._forget_store.warm_trees`): the
-trees are cold, and the cache misses of several trees overlap.
+trees are cold, and the cache misses of several trees overlap. For many points (a call of
+``bulk_min_points`` or more), their paths are walked together, level by level, and so are
+the moves (:mod:`mondrian.core._forget_bulk`): the same writes, each node read once.
 """
 
 from libc.math cimport INFINITY, isfinite, signbit
