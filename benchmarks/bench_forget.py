@@ -69,6 +69,7 @@ def cost(args):
     def make():
         return MondrianForestClassifier(n_estimators=args.trees, random_state=0, n_jobs=1)
 
+    load_before = os.getloadavg()[0]
     fits, ones, tenths, refits_one, refits_tenth = [], [], [], [], []
     for _ in range(args.repeats):
         t_fit, model = _cpu(lambda: make().fit(X, y))
@@ -85,7 +86,9 @@ def cost(args):
     med = statistics.median
     lines = [
         f"letter, {n} rows, {args.trees} trees, n_jobs=1; CPU seconds, medians of "
-        f"{args.repeats} interleaved runs (one-row time: median over {args.rows} random rows).",
+        f"{args.repeats} interleaved runs (one-row time: median over {args.rows} random rows); "
+        f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
+        f"({os.cpu_count()} cores).",
         "",
         "| operation | CPU s | refit on the rest, CPU s | ratio (forget / refit) |",
         "|---|---|---|---|",

@@ -162,6 +162,18 @@ def _candidates(candidates, rows_store, units, weight_columns, stamps):
     keeps its order), and ``fits[p]`` says whether copy ``p``'s row is the request's unit
     row times its (positive) weight. Array operations over all rows at once (a request of
     many rows would otherwise compare them one by one)."""
+    if len(candidates) <= _DIRECT_ROWS:  # (a few rows: fewer array calls one by one)
+        flat, starts, fits = [], [0], []
+        for r, c in enumerate(candidates):
+            if stamps is not None and len(c) > 1:
+                c = c[np.argsort(stamps[c], kind="stable")]
+            for i in c.tolist():
+                flat.append(i)
+                w = None if units is None else rows_store[i, weight_columns[r]]
+                fits.append(units is None or bool(
+                    w > 0 and np.array_equal(rows_store[i], units[r] * w)))
+            starts.append(len(flat))
+        return flat, starts, fits
     lengths = np.array([len(c) for c in candidates], dtype=np.intp)
     starts = np.zeros(len(candidates) + 1, dtype=np.intp)
     np.cumsum(lengths, out=starts[1:])
