@@ -33,6 +33,7 @@ from mondrian.core._forget_bulk cimport (
     WARM_SHARE,
     BulkCall,
     bulk_min_points,
+    fails_pause_surely,
     gather_columns,
     nonzero_columns,
     route_batch,
@@ -51,6 +52,7 @@ from mondrian.core._tree cimport (
     check_points,
     node_paused,
     node_row,
+    stored_row,
     subtree_points,
 )
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -82,6 +84,7 @@ cdef struct Work:
     const float64_t* single  # the one point dropped by the call (its row of X), or NULL
     intp_t* open_bounds    # (2 D,) scratch of _shrink_box: bounds not attained yet
     float64_t* extreme     # (2 D,) scratch of _shrink_box: extremes of what remains
+    bint nonneg            # every contribution row is non-negative (fails_pause_surely)
 
 
 cdef void _free_work(Work* w) noexcept nogil:
@@ -432,6 +435,9 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
             or _unchanged_cut(t, w, right):
         w.mark[j] |= FAILED
         return 0
+    if w.nonneg and stored_row(t, j) == NULL and fails_pause_surely(t, j, t.rows_ptr):
+        w.mark[j] |= FAILED  # (two of its points prove it: no sum of every row)
+        return 0
     row = node_row(t, j, t.row_scratch)
     if should_pause(t, j, row):
         _to_paused_leaf(t, w, j)
@@ -545,6 +551,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     w.open_bounds = NULL
     w.extreme = NULL
     w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
+    w.nonneg = bulk != NULL and bulk.nonneg_rows
     if n == 0:
         return 0
     try:
@@ -720,6 +727,7 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     bulk.nz_start = bulk.nz_columns = NULL
     bulk.gone = NULL
     bulk.xt = NULL
+    bulk.nonneg_rows = False
     if n >= bulk_min_points:  # (shared by every tree: the deltas' non-zero entries, flags)
         shared = &bulk
         bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
@@ -740,6 +748,12 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             if drop[k] and bulk.gone != NULL:
                 bulk.gone[indices[k]] = 1
         gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
+        if flags and rows_ptr != NULL:  # (a large call: one pass over the rows is cheap)
+            bulk.nonneg_rows = True
+            for k in range(rows.shape[0] * rows.shape[1]):
+                if not rows_ptr[k] >= 0.0:
+                    bulk.nonneg_rows = False
+                    break
     cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
     try:
         for t_index, tree in enumerate(trees):

@@ -18,6 +18,7 @@ cdef struct BulkCall:
     intp_t* nz_columns     # nz_columns[nz_start[k]:nz_start[k + 1]] (nonzero_columns)
     unsigned char* gone    # (n_stored,) 1 for the store indices that leave, or NULL (few)
     float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
+    bint nonneg_rows       # every stored contribution row is >= 0 (checked for large calls)
 
 
 cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
@@ -40,3 +41,4 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
                            const intp_t* leaves, const unsigned char* drop, intp_t n,
                            const intp_t* dropped, intp_t n_drop, const unsigned char* gone,
                            intp_t* removed) except -1 nogil
+cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows) noexcept nogil
