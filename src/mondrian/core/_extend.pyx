@@ -19,7 +19,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows, mf_rows_box
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._undo cimport undo_log_node
@@ -211,8 +211,8 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
         # leaf's list (into its new slot, or the scratch row for the rule).
         val = tree._value_target(j, tree.row_scratch)
         if had_box:
-            for k in range(rec.start, rec.end):
-                _add_row(val, rows + idx[k] * S, S)
+            if S > 0:
+                mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
         else:
             rebuild_row(tree, j, rows, val)
     if not keeps_box:
@@ -250,15 +250,9 @@ cdef int _regrow_leaf(MondrianTree tree, intp_t j, float64_t tau_parent, const f
 cdef void _batch_box(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
                      const float64_t* X) noexcept nogil:
     """The box of the batch ``idx[rec.start:rec.end]`` into the scratch rows ``bmin`` and
-    ``bmax``."""
-    cdef intp_t D = tree.n_features, k
-    cdef float64_t* bmin = tree.scratch
-    cdef float64_t* bmax = tree.scratch + D
-    cdef const float64_t* x = X + idx[rec.start] * D
-    memcpy(bmin, x, D * sizeof(float64_t))
-    memcpy(bmax, x, D * sizeof(float64_t))
-    for k in range(rec.start + 1, rec.end):
-        _include(bmin, bmax, X + idx[k] * D, D)
+    ``bmax`` (``tree.scratch`` and ``tree.scratch + D``; vectorised, the bits of a box grown
+    point by point in that order)."""
+    mf_rows_box(X, tree.n_features, idx + rec.start, rec.end - rec.start, tree.scratch)
 
 
 cdef inline float64_t _extent(const float64_t* box, const float64_t* bmin,
@@ -622,7 +616,7 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
     row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
     the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
     ``new_count`` points."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, d, k
+    cdef intp_t D = tree.n_features, S = tree.value_stride, d
     cdef float64_t* hi = lo + D
     cdef const float64_t* bmin = tree.scratch
     cdef const float64_t* bmax = tree.scratch + D
@@ -630,7 +624,6 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
         for d in range(D):
             lo[d] = bmin[d] if bmin[d] < lo[d] else lo[d]
             hi[d] = bmax[d] if bmax[d] > hi[d] else hi[d]
-    if val != NULL:
-        for k in range(rec.start, rec.end):
-            _add_row(val, rows + idx[k] * S, S)
+    if val != NULL and S > 0:
+        mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
     tree.nodes[rec.node].n_node_samples = new_count
