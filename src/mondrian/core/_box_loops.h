@@ -168,4 +168,18 @@ static Py_ssize_t mf_partition_boxes(Py_ssize_t *restrict idx, Py_ssize_t start,
     return i;
 }
 
+MF_BOX_CLONES MF_MAYBE_UNUSED
+static void mf_add_rows(double *restrict val, const double *restrict rows, Py_ssize_t S,
+                        const Py_ssize_t *restrict idx, Py_ssize_t n) {
+    /* Add the rows idx[0..n) of rows (width S) to val, in that order: each column is the
+       same chain of additions as one row at a time (so the same bits at any vector
+       width). val does not overlap rows or idx. */
+    Py_ssize_t k, c;
+    for (k = 0; k < n; k++) {
+        const double *row = rows + idx[k] * S;
+        if (k + MF_AHEAD < n) MF_PREFETCH(rows + idx[k + MF_AHEAD] * S);
+        for (c = 0; c < S; c++) val[c] += row[c];
+    }
+}
+
 #endif /* MONDRIAN_CORE_BOX_LOOPS_H */

@@ -19,8 +19,10 @@ from libc.string cimport memcpy
 
 import numpy as np
 
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows, mf_rows_box
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
+from mondrian.core._undo cimport undo_log_node
 from mondrian.core._random cimport rng_uniform, rng_uniform_open, rng_weighted
 from mondrian.core._tree cimport (
     TREE_LEAF,
@@ -133,12 +135,41 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
         top -= 1
         rec = tree.extend_stack[top]
         tree.extend_work += 1
-        tree._log_node(rec.node)  # every write below to a node that existed goes through here
+        # Every write below to a node that existed goes through the log: its struct and row
+        # here, its stored box only before a write to it (most boxes take the batch as they
+        # are: _log_box).
+        _log_shape(tree, rec.node)
         if node_paused(&tree.nodes[rec.node]):
             _extend_paused(tree, &rec, idx, X, rows)
         else:
             top = _extend_node(tree, top, &rec, idx, X, rows, &near)
     return 0
+
+
+cdef inline int _log_shape(MondrianTree tree, intp_t node) except -1 nogil:
+    """``tree._log_node`` without the node's stored box."""
+    if tree.undo.on and node < tree.undo.node_count:
+        return undo_log_node(tree, node, False)
+    return 0
+
+
+cdef inline int _log_box(MondrianTree tree, intp_t node, const float64_t* bmin,
+                         const float64_t* bmax) except -1 nogil:
+    """Log node ``node`` with its stored box (see :func:`_log_shape`) unless that box holds
+    the batch box ``[bmin, bmax]`` already (then joining it writes the same bits), or
+    ``bmin`` is NULL (always)."""
+    cdef intp_t D = tree.n_features, d, slot = tree.box_slot[node]
+    cdef const float64_t* lo
+    if not tree.undo.on or node >= tree.undo.node_count or slot < 0:
+        return 0
+    if bmin != NULL:
+        lo = tree.bounds + 2 * D * slot
+        for d in range(D):
+            if bmin[d] < lo[d] or bmax[d] > lo[D + d]:
+                break
+        else:
+            return 0
+    return undo_log_node(tree, node, True)
 
 
 cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
@@ -153,6 +184,7 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
     cdef float64_t* hi
     cdef float64_t linear_dim
     cdef bint had_box, keeps_box
+    _log_box(tree, j, NULL, NULL)  # (its box grows, or the leaf regrows)
     for k in range(rec.start, rec.end):
         i = idx[k]
         if not tree.lean_values:
@@ -179,8 +211,8 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
         # leaf's list (into its new slot, or the scratch row for the rule).
         val = tree._value_target(j, tree.row_scratch)
         if had_box:
-            for k in range(rec.start, rec.end):
-                _add_row(val, rows + idx[k] * S, S)
+            if S > 0:
+                mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
         else:
             rebuild_row(tree, j, rows, val)
     if not keeps_box:
@@ -218,15 +250,9 @@ cdef int _regrow_leaf(MondrianTree tree, intp_t j, float64_t tau_parent, const f
 cdef void _batch_box(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
                      const float64_t* X) noexcept nogil:
     """The box of the batch ``idx[rec.start:rec.end]`` into the scratch rows ``bmin`` and
-    ``bmax``."""
-    cdef intp_t D = tree.n_features, k
-    cdef float64_t* bmin = tree.scratch
-    cdef float64_t* bmax = tree.scratch + D
-    cdef const float64_t* x = X + idx[rec.start] * D
-    memcpy(bmin, x, D * sizeof(float64_t))
-    memcpy(bmax, x, D * sizeof(float64_t))
-    for k in range(rec.start + 1, rec.end):
-        _include(bmin, bmax, X + idx[k] * D, D)
+    ``bmax`` (``tree.scratch`` and ``tree.scratch + D``; vectorised, the bits of a box grown
+    point by point in that order)."""
+    mf_rows_box(X, tree.n_features, idx + rec.start, rec.end - rec.start, tree.scratch)
 
 
 cdef inline float64_t _extent(const float64_t* box, const float64_t* bmin,
@@ -434,6 +460,7 @@ cdef intp_t _insert_parent(MondrianTree tree, intp_t top, const StackRecord* rec
         threshold = rng_uniform_open(&tree.rng, box[D + cut_dim], bmax[cut_dim])
         mid = _partition(idx, rec.start, rec.end, X, D, cut_dim, threshold)
         near_start, near_end, far_start, far_end = rec.start, mid, mid, rec.end
+    _log_box(tree, j, NULL, NULL)  # (with every box stored, j keeps its slot and writes it)
     copy = tree._new_node()  # (may move every buffer: box is not read again)
     fresh = tree._new_node()
     _move_to_copy(tree, rec, idx, rows, copy)
@@ -490,8 +517,8 @@ cdef int _move_to_copy(MondrianTree tree, const StackRecord* rec, const intp_t* 
     tree.nodes[copy].parent = j
     child = tree.nodes[copy].left_child
     if child != TREE_LEAF:
-        tree._log_node(child)
-        tree._log_node(tree.nodes[copy].right_child)
+        _log_shape(tree, child)  # (parent links only)
+        _log_shape(tree, tree.nodes[copy].right_child)
         tree.nodes[child].parent = copy
         tree.nodes[tree.nodes[copy].right_child].parent = copy
     if tree.lean_values:
@@ -522,6 +549,8 @@ cdef intp_t _absorb(MondrianTree tree, intp_t top, const StackRecord* rec, intp_
     # Its box grows where it is stored (or gets a slot, from the rebuilt one, if the node
     # now holds enough points); a small node's rebuilt box is just dropped.
     cdef bint had_box = tree.box_slot[j] >= 0
+    if had_box:
+        _log_box(tree, j, tree.scratch, tree.scratch + D)
     lo = tree._box_target(j, new_count, node_scratch)
     if not had_box and lo != node_scratch:
         memcpy(lo, node_scratch, 2 * D * sizeof(float64_t))
@@ -558,6 +587,10 @@ cdef intp_t descend(MondrianTree tree, intp_t top, intp_t node, intp_t start, in
     """Push the children of the internal ``node`` that receive points (``[start, mid)``
     go left, ``[mid, end)`` right) on the extension stack; returns its new size."""
     cdef Node* nd = &tree.nodes[node]
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[nd.left_child])
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[nd.right_child])
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[nd.left_child])
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[nd.right_child])
     if top + 2 > tree.extend_stack_capacity:
         _realloc(<void**>&tree.extend_stack, max(8, 2 * (top + 2)), sizeof(StackRecord))
         tree.extend_stack_capacity = max(8, 2 * (top + 2))
@@ -583,7 +616,7 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
     row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
     the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
     ``new_count`` points."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, d, k
+    cdef intp_t D = tree.n_features, S = tree.value_stride, d
     cdef float64_t* hi = lo + D
     cdef const float64_t* bmin = tree.scratch
     cdef const float64_t* bmax = tree.scratch + D
@@ -591,7 +624,6 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
         for d in range(D):
             lo[d] = bmin[d] if bmin[d] < lo[d] else lo[d]
             hi[d] = bmax[d] if bmax[d] > hi[d] else hi[d]
-    if val != NULL:
-        for k in range(rec.start, rec.end):
-            _add_row(val, rows + idx[k] * S, S)
+    if val != NULL and S > 0:
+        mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
     tree.nodes[rec.node].n_node_samples = new_count

@@ -391,7 +391,7 @@ cdef class MondrianTree:
         """Save node ``node`` before it is written, if an undo log is open and the node
         existed when it began (later nodes are dropped by truncation)."""
         if self.undo.on and node < self.undo.node_count:
-            return undo_log_node(self, node)
+            return undo_log_node(self, node, True)
         return 0
 
     cdef int _log_sample(self, intp_t i) except -1 nogil:

@@ -4,7 +4,7 @@ from mondrian.core._tree cimport MondrianTree, UndoLog
 from mondrian.core._typedefs cimport intp_t
 
 
-cdef int undo_log_node(MondrianTree tree, intp_t node) except -1 nogil
+cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 nogil
 cdef int undo_log_sample(MondrianTree tree, intp_t i) except -1 nogil
 cdef void undo_free(UndoLog* log) noexcept nogil
 cdef bint undo_begin(MondrianTree tree) noexcept

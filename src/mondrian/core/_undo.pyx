@@ -16,11 +16,18 @@ from mondrian.core._tree cimport Node, _realloc, stored_row
 from mondrian.core._typedefs cimport float64_t
 
 
-cdef int undo_log_node(MondrianTree tree, intp_t node) except -1 nogil:
-    """Save node ``node`` (struct, box slot and stored box, statistics) in the open log of
-    ``tree`` (the caller checked that one is open and that the node existed when it began)."""
+cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 nogil:
+    """Save node ``node`` (struct, box slot, statistics, and its stored box if ``with_box``)
+    in the open log of ``tree`` (the caller checked that one is open and that the node
+    existed when it began).
+
+    Without its box (the online extension: most visited nodes keep their box as it is), the
+    entry keeps the slot encoded as ``-2 - slot`` and the rollback leaves the box alone; a
+    writer of that box logs the node again, with it, before the write (the later entry is
+    undone first, then the earlier one puts back the rest)."""
     cdef UndoLog* log = &tree.undo
     cdef intp_t D = tree.n_features, S = tree.value_stride, n = log.n, cap
+    cdef intp_t slot = tree.box_slot[node]
     if n >= log.cap:
         cap = max(16, 2 * n)
         _realloc(<void**>&log.ids, cap, sizeof(intp_t))
@@ -34,10 +41,13 @@ cdef int undo_log_node(MondrianTree tree, intp_t node) except -1 nogil:
         log.vcap = cap
     log.ids[n] = node
     log.nodes[n] = tree.nodes[node]
-    log.slots[n] = tree.box_slot[node]
-    if tree.box_slot[node] >= 0:
-        memcpy(log.bounds + 2 * D * n, tree.bounds + 2 * D * tree.box_slot[node],
-               2 * D * sizeof(float64_t))
+    if slot >= 0 and not with_box:
+        log.slots[n] = <int32_t>(-2 - slot)
+    else:
+        log.slots[n] = <int32_t>slot
+        if slot >= 0:
+            memcpy(log.bounds + 2 * D * n, tree.bounds + 2 * D * slot,
+                   2 * D * sizeof(float64_t))
     if S > 0 and stored_row(tree, node) != NULL:
         memcpy(log.values + S * n, stored_row(tree, node), S * sizeof(float64_t))
     log.n = n + 1
@@ -96,16 +106,19 @@ cdef bint undo_begin(MondrianTree tree) noexcept:
 cdef int undo_rollback(MondrianTree tree) except -1:
     """``MondrianTree.rollback_undo``: undo every change since the log opened; close it."""
     cdef UndoLog* log = &tree.undo
-    cdef intp_t D = tree.n_features, S = tree.value_stride, e, j
+    cdef intp_t D = tree.n_features, S = tree.value_stride, e, j, slot
     if not log.on:
         return 0
     for e in range(log.n - 1, -1, -1):
         j = log.ids[e]
         tree.nodes[j] = log.nodes[e]
-        tree.box_slot[j] = log.slots[e]
-        if log.slots[e] >= 0:
-            memcpy(tree.bounds + 2 * D * log.slots[e], log.bounds + 2 * D * e,
+        slot = log.slots[e]
+        if slot >= 0:
+            memcpy(tree.bounds + 2 * D * slot, log.bounds + 2 * D * e,
                    2 * D * sizeof(float64_t))
+        elif slot <= -2:  # (logged without its box: unchanged by the update)
+            slot = -2 - slot
+        tree.box_slot[j] = <int32_t>slot
         if S > 0 and stored_row(tree, j) != NULL:  # (the slot restored just above)
             memcpy(<float64_t*>stored_row(tree, j), log.values + S * e, S * sizeof(float64_t))
     for e in range(log.sn - 1, -1, -1):
