@@ -43,7 +43,9 @@ class DataStore:
     def arrival_state(self):
         """What :meth:`set_arrival_state` needs to put the arrival numbers back (a snapshot;
         appends write past ``n_samples`` only, forgets record their in-place moves)."""
-        self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
+        stamps = self.__dict__.get("_stamps")
+        if stamps is None or stamps.shape[0] < self.n_samples:
+            self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
         return self._stamps, self.n_arrived
 
     def set_arrival_state(self, state):
