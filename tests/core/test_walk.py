@@ -108,6 +108,21 @@ def test_survival_is_the_exposure_law(seed, tree_lifetime):
         assert_allclose(got["reach"][1:], got["survival"][:-1], rtol=0)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_eta_has_the_bits_of_the_scalar_distance(seed):
+    """eta (``side_gap``: branch-free maxima, MAXSD) has the bits of the scalar sum of
+    ``max(lo - v, 0) + max(v - hi, 0)`` over the features, also for points on the faces of
+    the boxes (gaps of zero, either sign of zero) and far outside them."""
+    tree, X = _random_tree(seed, np.inf)
+    on_faces = X[:10].copy()
+    on_faces[:, 0] = -0.0 if seed else X[:, 0].min()
+    queries = np.ascontiguousarray(np.vstack([_queries(X, seed), on_faces, -X[:5]]))
+    for x in queries:
+        got = walk_path(tree, x)
+        want = _reference_walk(tree, x, tree.lifetime)
+        assert_array_equal(got["eta"], want["eta"])
+
+
 def test_infinite_edge_outside_the_box_cuts_off_for_sure():
     """With an infinite lifetime a leaf's edge is infinite: a point outside its box branches
     off with probability one (p = 1, exposure = inf), a point inside never does."""

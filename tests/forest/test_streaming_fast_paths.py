@@ -228,3 +228,17 @@ def test_regressor_predict_one_fast_row_equals_full_row(monkeypatch):
         _no_fast(patch)
         full = [model.predict_one(row, return_std=True) for row in rows]
     assert fast == full
+
+
+def test_one_point_appends_equal_one_batch_append():
+    """The store's one-point append (the streaming case, no slices) leaves the arrays, the
+    arrival numbers and the counts of one append of the same rows, across capacity growths."""
+    rows = np.column_stack([np.ones(len(X)), X[:, 0]])
+    one, batch = DataStore(4, 2), DataStore(4, 2)
+    got = [one.append(X[i : i + 1], rows[i : i + 1]) for i in range(len(X))]
+    want = batch.append(X, rows)
+    np.testing.assert_array_equal(np.concatenate(got), want)
+    for a, b in ((one.X, batch.X), (one.rows, batch.rows), (one.stamps, batch.stamps)):
+        np.testing.assert_array_equal(a, b)
+    assert (one.n_samples, one.n_arrived) == (batch.n_samples, batch.n_arrived)
+    assert one.arrival_state()[1] == batch.arrival_state()[1]

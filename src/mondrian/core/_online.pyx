@@ -16,6 +16,7 @@ from libc.math cimport fabs, isfinite
 
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._undo cimport undo_begin, undo_commit, undo_rollback
 
 import numpy as np
 
@@ -157,11 +158,12 @@ def begin_undo_trees(list trees, list opened):
     this call opened (a tree whose log was open already is left to its opener).
 
     ``opened`` is filled in place, so a caller that is interrupted as soon as this returns
-    still knows which logs to close.
+    still knows which logs to close. (The three functions call the trees' C functions
+    directly: what their methods ``begin_undo``, ``commit_undo`` and ``rollback_undo`` call.)
     """
     cdef MondrianTree tree
     for tree in trees:
-        if tree.begin_undo():
+        if undo_begin(tree):
             opened.append(tree)
 
 
@@ -169,11 +171,11 @@ def commit_undo_trees(list trees):
     """Keep the changes made since :func:`begin_undo_trees` and close the logs."""
     cdef MondrianTree tree
     for tree in trees:
-        tree.commit_undo()
+        undo_commit(tree)
 
 
 def rollback_undo_trees(list trees):
     """Put every tree back as it was at :func:`begin_undo_trees` and close the logs."""
     cdef MondrianTree tree
     for tree in trees:
-        tree.rollback_undo()
+        undo_rollback(tree)

@@ -43,7 +43,9 @@ class DataStore:
     def arrival_state(self):
         """What :meth:`set_arrival_state` needs to put the arrival numbers back (a snapshot;
         appends write past ``n_samples`` only, forgets record their in-place moves)."""
-        self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
+        stamps = self.__dict__.get("_stamps")
+        if stamps is None or stamps.shape[0] < self.n_samples:
+            self.stamps  # noqa: B018 (creates the stamps of a store pickled without them)
         return self._stamps, self.n_arrived
 
     def set_arrival_state(self, state):
@@ -121,7 +123,19 @@ class DataStore:
         ndarray of intp, shape (n,)
         """
         n = X.shape[0]
-        end = self.n_samples + n
+        start = self.n_samples
+        end = start + n
+        stamps = self.__dict__.get("_stamps")
+        if (n == 1 and end <= self._X.shape[0] and stamps is not None
+                and stamps.shape[0] >= self._X.shape[0] and "n_arrived" in self.__dict__):
+            # One point with room for it (the streaming case): the writes below, row by row.
+            self._X[start] = X[0]
+            self._rows[start] = rows[0]
+            arrived = self.n_arrived
+            stamps[start] = arrived
+            self.n_arrived = arrived + 1
+            self.n_samples = end
+            return np.arange(start, end, dtype=np.intp)
         if end > self._X.shape[0]:
             capacity = max(end, 2 * self._X.shape[0], 16)
             self._X = self._grow(self._X, capacity)

@@ -226,7 +226,8 @@ class ForgetMixin:
     def _frozen_stream(self):
         # An invalid window (set_params does not check, as scikit-learn's conventions ask)
         # takes the full path, which refuses the update.
-        return _valid_window(getattr(self, "window", None)) and super()._frozen_stream()
+        window = getattr(self, "window", None)
+        return (window is None or _valid_window(window)) and super()._frozen_stream()
 
     def _add_points(self, X, rows, n_jobs=None):
         # The window applies once the stream window of feature_weights="auto" (which
