@@ -1,5 +1,6 @@
 # Node-major eta pass of prediction (_batch_walk.pyx): the leaf-first etas of ``walk_etas``
 # (_walk.pxd) for a batch of rows at once, each box built and read once per batch.
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport walk_etas
@@ -56,6 +57,11 @@ cdef inline intp_t batch_row(const BatchEtas* b, MondrianTree tree, intp_t r,
     cdef intp_t t = b.top[r], d, j, leaf_depth = b.leaf_depth[r]
     cdef const float64_t* e = b.etas + r * BATCH_ETAS
     cdef const intp_t* nodes = b.nodes + r * BATCH_ETAS
+    # The slots a few rows on (readers take them in order; their first etas and nodes,
+    # from the leaf up, lead their rows of BATCH_ETAS): a hint, no effect on values.
+    if r + 4 < b.n_order:
+        MONDRIAN_TREE_PREFETCH(e + 4 * BATCH_ETAS)
+        MONDRIAN_TREE_PREFETCH(nodes + 4 * BATCH_ETAS)
     if t == -2:
         return t if walk_etas(tree, x, lifetime, NULL, box, path, etas, &t) > 0 else -1
     if t < 0:
@@ -63,6 +69,9 @@ cdef inline intp_t batch_row(const BatchEtas* b, MondrianTree tree, intp_t r,
     for d in range(t, leaf_depth + 1):
         path[d] = nodes[leaf_depth - d]
         etas[d] = e[leaf_depth - d]
+        # The walk down from top reads these nodes one after another, each address found in
+        # the one before: asked for now, their loads overlap (a hint, no effect on values).
+        MONDRIAN_TREE_PREFETCH(&tree.nodes[path[d]])
     j = path[t]
     d = t
     while d > 0 and (whole_path or d == t):
