@@ -57,11 +57,21 @@ def _moments(model, S, plain, hierarchical=True):
     return out
 
 
+def _proba_at(model, S, plain, lifetime):
+    out = np.zeros((S.shape[0], len(model.classes_)))
+    predict_proba_trees(model._trees, S, out, float(model.discount_factor),
+                        model.branch_off_counts == "tables", lifetime, plain)
+    return out
+
+
 @pytest.mark.parametrize("k", [0, 2, 32])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
+@pytest.mark.parametrize("n_features", [5, 16, 36])
+def test_classifier_batch_is_the_plain_walk(portable, k, weighted, n_features):
+    # The classifier batches from 8 features (16: letter, pendigits; 36: satimage); below,
+    # each row finds its own etas over every box rebuilt once. Both fill the tables lazily.
     rng = np.random.default_rng(k)
-    X = rng.normal(size=(300, 36))  # the classifier batches from 32 features
+    X = rng.normal(size=(300, n_features))
     y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int) + (X[:, 2] > 1.0)
     weight = rng.uniform(0.2, 3.0, size=300) if weighted else None
     with box_min_samples(k):
@@ -76,6 +86,13 @@ def test_classifier_batch_is_the_plain_walk(portable, k, weighted):
     assert _proba(model, S, False, step=3).tobytes() == reference.tobytes()
     pruned = model.prune(0.5 * model.lifetime_)
     assert _proba(pruned, S, False).tobytes() == _proba(pruned, S, True).tobytes()
+    # Pruned at the call (the tables' leaves are the pruned tree's).
+    lifetime = 0.3 * model.lifetime_
+    assert (_proba_at(model, S, False, lifetime).tobytes()
+            == _proba_at(model, S, True, lifetime).tobytes())
+    # Rows in another order: each row's bits are its own (the slots follow the leaves).
+    order = rng.permutation(S.shape[0])
+    assert _proba(model, S[order], False).tobytes() == reference[order].tobytes()
 
 
 def test_classifier_paused_leaves_online(portable):
@@ -121,8 +138,8 @@ def test_more_rows_than_a_batch(portable):
     with box_min_samples(16):
         model = MondrianForestClassifier(n_estimators=2, random_state=11).fit(X, y)
     S = np.ascontiguousarray(model._validate_X_predict(
-        np.vstack([_rows(X, 11)] * 12)))
-    assert S.shape[0] > 2048
+        np.vstack([_rows(X, 11)] * 76)))
+    assert S.shape[0] > 16384  # BATCH_ROWS
     fast = _proba(model, S, False)
     assert fast.tobytes() == _proba(model, S, True).tobytes()
     assert fast[:220].tobytes() == _proba(model, S[:220], False).tobytes()
@@ -139,6 +156,9 @@ def test_regressor_batch_is_the_plain_walk(portable, k, hierarchical):
     S = np.ascontiguousarray(model._validate_X_predict(_rows(X, k)))
     fast = _moments(model, S, False, hierarchical)
     assert fast.tobytes() == _moments(model, S, True, hierarchical).tobytes()
+    # Rows in another order: a row's records and path do not depend on the rows before it.
+    order = rng.permutation(S.shape[0])
+    assert _moments(model, S[order], False, hierarchical).tobytes() == fast[order].tobytes()
     mean, std = model.predict(S, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(std > 0.0)
 

@@ -68,9 +68,12 @@ cdef void batch_free(BatchEtas* b) noexcept nogil:
     """Free the scratch of ``b`` (zeroed before its first use)."""
     free(b.top)
     free(b.etas)
+    free(b.nodes)
     free(b.leaf)
     free(b.leaf_depth)
     free(b.idx)
+    free(b.order)
+    free(b.slot)
     free(b.dist)
     free(b.boxes)
 
@@ -85,13 +88,16 @@ cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t 
     reserve(<void**> &b.leaf, &b.leaf_size, n * sizeof(intp_t))
     reserve(<void**> &b.leaf_depth, &b.leaf_depth_size, n * sizeof(intp_t))
     reserve(<void**> &b.etas, &b.etas_size, n * BATCH_ETAS * sizeof(float64_t))
+    reserve(<void**> &b.nodes, &b.nodes_size, n * BATCH_ETAS * sizeof(intp_t))
     reserve(<void**> &b.idx, &b.idx_size, n * sizeof(intp_t))
+    reserve(<void**> &b.order, &b.order_size, n * sizeof(intp_t))
+    reserve(<void**> &b.slot, &b.slot_size, n * sizeof(intp_t))
+    b.n_order = 0
     reserve(<void**> &b.dist, &b.dist_size, n * sizeof(float64_t))
     reserve(<void**> &b.boxes, &b.boxes_size,
             (WALK_DEPTH_MAX + 1) * 4 * D * sizeof(float64_t))
     for i in range(n):
         b.idx[i] = i
-        b.top[i] = -1
     _visit(b, tree, X, x_step, lifetime, 0, b.idx, n, 0, b.boxes, &have)
     return 0
 
@@ -103,7 +109,7 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
     up to here, move those still outside this node's box (eta > 0: its parent's is needed) to
     the front of ``idx`` and return their number. A lean node that measured rows leaves its
     box in ``box_out`` (``have_box[0]`` True), for its parent's union."""
-    cdef intp_t D = tree.n_features, lc, rc, n_left = 0, k, a_left, a_right, active, t, i
+    cdef intp_t D = tree.n_features, lc, rc, n_left = 0, k, a_left, a_right, active, t, i, s
     cdef const float64_t* box
     cdef float64_t* left_box
     cdef float64_t* right_box
@@ -112,12 +118,12 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
     if m == 0:
         return 0
     if depth >= WALK_DEPTH_MAX:
-        return 0  # deeper than walk_etas records: these rows walk the plain way (top -1)
+        # Deeper than walk_etas records: these rows walk the plain way (top -1).
+        _take_slots(b, idx, m, node, depth)
+        return 0
     if is_leaf_at(tree, node, lifetime):
         active = m
-        for k in range(m):
-            b.leaf[idx[k]] = node
-            b.leaf_depth[idx[k]] = depth
+        _take_slots(b, idx, m, node, depth)
         if tree.box_slot[node] >= 0:
             box = tree.bounds + 2 * D * tree.box_slot[node]
         else:
@@ -168,16 +174,33 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
     t = 0
     for k in range(active):
         i = idx[k]
-        b.etas[i * BATCH_ETAS + b.leaf_depth[i] - depth] = b.dist[k]
-        b.top[i] = depth
-        if b.dist[k] != 0.0 and b.leaf_depth[i] - depth + 1 < BATCH_ETAS:
+        s = b.slot[i]
+        b.etas[s * BATCH_ETAS + b.leaf_depth[s] - depth] = b.dist[k]
+        b.nodes[s * BATCH_ETAS + b.leaf_depth[s] - depth] = node
+        b.top[s] = depth
+        if b.dist[k] != 0.0 and b.leaf_depth[s] - depth + 1 < BATCH_ETAS:
             # Still outside: keep for the parent.
             idx[k] = idx[t]
             idx[t] = i
             t += 1
         elif b.dist[k] != 0.0 and depth > 0:
-            b.top[i] = -2  # its parent's eta has no room: walk_etas
+            b.top[s] = -2  # its parent's eta has no room: walk_etas
     return 0 if depth == 0 else t
+
+
+cdef inline void _take_slots(BatchEtas* b, const intp_t* idx, intp_t m, intp_t node,
+                             intp_t depth) noexcept nogil:
+    """The rows ``idx[:m]`` reached their leaf ``node`` at ``depth`` (or the depth limit):
+    give them the next slots, in this order (``top`` -1 until an eta is found)."""
+    cdef intp_t k, s
+    for k in range(m):
+        s = b.n_order + k
+        b.order[s] = idx[k]
+        b.slot[idx[k]] = s
+        b.leaf[s] = node
+        b.leaf_depth[s] = depth
+        b.top[s] = -1
+    b.n_order += m
 
 
 cdef void _union_box(MondrianTree tree, intp_t lc, const float64_t* left_box, bint have_left,

@@ -119,7 +119,7 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``); ``o`` holds the call's scratch."""
-    cdef intp_t i, start = 0, stop
+    cdef intp_t i, k, start = 0, stop
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
     if plain or not _batched(tree, n):
@@ -130,9 +130,12 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     while start < n and not plain and _batched(tree, n):
         stop = min(n, start + <intp_t>BATCH_ROWS)
         batch_etas(&o.batch, tree, X + start * x_step, stop - start, x_step, hs[0].lifetime)
-        for i in range(start, stop):
+        for k in range(stop - start):
+            # In the order the rows reached their leaves: rows of one path one after another,
+            # its nodes and records still in cache (each row's bits do not depend on it).
+            i = start + o.batch.order[k]
             _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
-                              &o.batch, i - start, box, plain, o, sums,
+                              &o.batch, k, box, plain, o, sums,
                               moments + i * row_step, stride, squared_mean)
         start = stop
     _outer_end(o)
@@ -220,7 +223,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
 
     The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
     cannot branch off there and those nodes only pass their records down, read from ``o``."""
-    cdef intp_t j, q, k, i, top = 0, parent
+    cdef intp_t j, q, k, i, top = 0, parent, above = 0
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
     cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
@@ -237,7 +240,9 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     if plain:
         top = -1
     elif batch != NULL:
-        top = batch_row(batch, tree, row, x, lifetime, box, path, etas, True)
+        # (the path from top - 1 down; above, its nodes are found up to a known record)
+        top = batch_row(batch, tree, row, x, lifetime, box, path, etas, False)
+        above = top - 1
     elif walk_etas(tree, x, lifetime, NULL, box, path, etas, &top) == 0:
         top = -1
     if top >= 0:
@@ -245,6 +250,9 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
         i = top
         while i >= 0 and not _known(o, path[i]):
             i -= 1
+            if 0 <= i < above:
+                path[i] = tree.nodes[path[i + 1]].parent
+                above = i
         for i in range(i + 1, top + 1):
             _outer_fill(tree, hs, P, msg_means, msg_vars, o, path[i], i,
                         path[i - 1] if i > 0 else -1)
