@@ -10,7 +10,8 @@ stream
     ``AMFClassifier`` (dict rows, built before timing) and onelearn's ``AMFClassifier`` when it
     imports, and the Mondrian forest behind ``mondrian.river.RiverClassifier`` (dict rows). Every
     model is warmed up on a few rows first (onelearn compiles with numba); the timed runs are
-    interleaved (each repeat runs every model once) and the median of the repeats is reported.
+    interleaved (each repeat runs every model once) and the median of the repeats' CPU times
+    (``time.process_time``, the loop alone) is reported.
 batches
     100 growing mini-batches of 150 rows (batch b = rows ``[150 b, 150 (b + 1))``): mondrian
     ``partial_fit`` on each new batch vs refitting ``RandomForestClassifier`` on all rows seen so
@@ -50,6 +51,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -197,8 +199,6 @@ LOOP_INPUTS = {"learn_one": "learn_one(1-D array)", "partial_fit": "partial_fit(
 def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
     """Run one mondrian stream loop with the mondrian on ``sys.path``; print its time and
     predictions as JSON (the baseline learners' subprocess)."""
-    import time
-
     # The build under test first: importing ``shared`` put this checkout's src ahead of
     # PYTHONPATH, which would otherwise time this checkout instead of the baseline.
     src = os.environ.get(BASELINE_SRC)
@@ -217,9 +217,9 @@ def worker(loop: str, n: int, n_estimators: int, seed: int) -> None:
                                                  random_state=seed)
 
     MONDRIAN_LOOPS[loop](make(), stream.head(WARMUP_ROWS))
-    start = time.perf_counter()
+    start = time.process_time()
     preds = MONDRIAN_LOOPS[loop](make(), stream)
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     print(json.dumps({"seconds": seconds, "preds": preds.tolist()}))
 
 
@@ -355,7 +355,7 @@ def bench_stream(stream: Stream, learners: list[StreamLearner], repeats: int) ->
                 seconds, preds[id(learner)] = learner.timed(stream)
             else:
                 seconds, preds[id(learner)] = time_callable(
-                    lambda lr=learner: lr.run(lr.make(), stream), 1
+                    lambda lr=learner: lr.run(lr.make(), stream), 1, clock=time.process_time
                 )
             times[id(learner)].append(seconds)
     rows = []
