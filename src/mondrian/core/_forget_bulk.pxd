@@ -1,4 +1,4 @@
-from mondrian.core._tree cimport MondrianTree
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 # Points per call from which a forget walks them together (level by level) rather than one
@@ -42,3 +42,20 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
                            const intp_t* dropped, intp_t n_drop, const unsigned char* gone,
                            intp_t* removed) except -1 nogil
 cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows) noexcept nogil
+
+
+cdef inline int rename_listed(MondrianTree t, intp_t leaf, intp_t prev, intp_t old, intp_t new,
+                              intp_t nxt) except -1 nogil:
+    """The listed point ``old`` (after ``prev`` in the list of ``leaf``, or at its head when
+    ``prev`` is TREE_LEAF; followed by ``nxt``) becomes the store index ``new``; logged."""
+    t._log_sample(new)
+    t.sample_next[new] = nxt
+    t._log_sample(old)
+    t.sample_next[old] = TREE_LEAF
+    if prev == TREE_LEAF:
+        t._log_node(leaf)
+        t.nodes[leaf].first_sample = new
+    else:
+        t._log_sample(prev)
+        t.sample_next[prev] = new
+    return 0

@@ -139,6 +139,17 @@ cdef intp_t _split_level(MondrianTree t, Levels* lv, intp_t n_here, const float6
     return n_below
 
 
+cdef intp_t _start_levels(Levels* lv, intp_t n) noexcept nogil:
+    """The first level: the root with every point, in the order of the call. Returns 1."""
+    cdef intp_t k
+    for k in range(n):
+        lv.order[k] = k
+    lv.here[0].node = 0
+    lv.here[0].start = 0
+    lv.here[0].end = n
+    return 1
+
+
 cdef inline void _swap_levels(Levels* lv) noexcept nogil:
     cdef Entry* entries = lv.here
     cdef intp_t* order = lv.order
@@ -217,12 +228,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
         return 0
     _levels_alloc(&lv, n)
     try:
-        for k in range(n):
-            lv.order[k] = k
-        lv.here[0].node = 0
-        lv.here[0].start = 0
-        lv.here[0].end = n
-        n_here = 1
+        n_here = _start_levels(&lv, n)
         while n_here > 0:
             # The level's statistics rows (their box slots were prefetched with the records).
             if S > 0:
@@ -297,11 +303,7 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
                 with gil:
                     raise ValueError(f"store index {movers[k]} does not move past {n_kept}")
             slot_of[movers[k] - n_kept] = k
-            lv.order[k] = k
-        lv.here[0].node = 0
-        lv.here[0].start = 0
-        lv.here[0].end = n
-        n_here = 1
+        n_here = _start_levels(&lv, n)
         while n_here > 0:
             for e in range(n_here):
                 j = lv.here[e].node
@@ -324,16 +326,7 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
                 k = slot_of[i - n_kept] if n_kept <= i < n_kept + span else -1
                 if k >= 0:
                     new = holes[k]
-                    t._log_sample(new)
-                    t.sample_next[new] = nxt
-                    t._log_sample(i)
-                    t.sample_next[i] = TREE_LEAF
-                    if prev == TREE_LEAF:
-                        t._log_node(j)
-                        t.nodes[j].first_sample = new
-                    else:
-                        t._log_sample(prev)
-                        t.sample_next[prev] = new
+                    rename_listed(t, j, prev, i, new, nxt)
                     found += 1
                     i = new
                 prev = i

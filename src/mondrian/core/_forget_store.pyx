@@ -10,7 +10,12 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._forget_bulk cimport bulk_min_points, gather_columns, relocate_batch
+from mondrian.core._forget_bulk cimport (
+    bulk_min_points,
+    gather_columns,
+    relocate_batch,
+    rename_listed,
+)
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
 from mondrian.core._typedefs cimport float64_t, intp_t
 
@@ -236,16 +241,7 @@ cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
     if i == TREE_LEAF:
         with gil:
             raise ValueError(f"store index {old} is not in the leaf it routes to")
-    t._log_sample(new)
-    t.sample_next[new] = t.sample_next[old]
-    t._log_sample(old)
-    t.sample_next[old] = TREE_LEAF
-    if prev == TREE_LEAF:
-        t._log_node(j)
-        t.nodes[j].first_sample = new
-    else:
-        t._log_sample(prev)
-        t.sample_next[prev] = new
+    rename_listed(t, j, prev, old, new, t.sample_next[old])
     return steps
 
 
