@@ -29,6 +29,7 @@ from mondrian.core._batch_walk cimport (
     BatchEtas,
     batch_etas,
     batch_free,
+    batch_next,
     batch_row,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
@@ -129,10 +130,9 @@ cdef intp_t TABLE_ROWS_PER_NODE = 32
 
 # Features from which a call of many rows finds their etas node by node (_batch_walk): with
 # fewer, a box distance is a few operations and the partition of the rows costs more than the
-# rows' own walks over every box rebuilt once. Letter and pendigits (16 features) gain from
-# the batch since its rows are read in leaf order with their path's nodes at hand (they lost
-# 10% before, at 32).
-cdef intp_t BATCH_MIN_FEATURES = 8
+# rows' own walks over every box rebuilt once (letter, pendigits: 16 features; batched and read
+# in leaf order they were about as fast as this, at best, in the runs of results/predict.md).
+cdef intp_t BATCH_MIN_FEATURES = 32
 
 
 cdef inline float64_t _table(float64_t count) noexcept nogil:
@@ -557,7 +557,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S
+    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
@@ -635,18 +635,22 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     if batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
                     for k in range(stop - start):
-                        # Batched: in the order the rows reached their leaves (rows of one
-                        # path together, its nodes in cache); each row's bits are its own.
-                        i = start + (batch.order[k] if batched else k)
+                        # Batched: the rows in their own order (leaf order was 5-9% slower
+                        # here on pendigits and satimage: the rows' output and input rows
+                        # scattered); each row's bits are its own either way.
+                        i = start + k
+                        s = k
+                        if batched:
+                            i = start + batch_next(&batch, k, False, &s)
                         if tabled:
                             _predict_row_tabled(tree, &X[i, 0], strict, &tables,
-                                                &batch if batched else NULL, k,
+                                                &batch if batched else NULL, s,
                                                 boxes if every else NULL, plain_walk, box,
                                                 &out[i, 0])
                         else:
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
-                                         k, &out[i, 0])
+                                         s, &out[i, 0])
                     start = stop
     finally:
         free(box)
