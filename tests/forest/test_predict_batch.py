@@ -68,8 +68,9 @@ def _proba_at(model, S, plain, lifetime):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_features", [5, 16, 36])
 def test_classifier_batch_is_the_plain_walk(portable, k, weighted, n_features):
-    # The classifier batches from 8 features (16: letter, pendigits; 36: satimage); below,
-    # each row finds its own etas over every box rebuilt once. Both fill the tables lazily.
+    # The classifier batches from 32 features (36: satimage); below (5; 16: letter,
+    # pendigits), each row finds its own etas over every box rebuilt once. Both fill the
+    # node tables as the rows reach the nodes.
     rng = np.random.default_rng(k)
     X = rng.normal(size=(300, n_features))
     y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int) + (X[:, 2] > 1.0)
@@ -147,9 +148,11 @@ def test_more_rows_than_a_batch(portable):
 
 @pytest.mark.parametrize("k", [0, 2, 32])
 @pytest.mark.parametrize("hierarchical", [False, True])
-def test_regressor_batch_is_the_plain_walk(portable, k, hierarchical):
+@pytest.mark.parametrize("n_features", [5, 130])
+def test_regressor_batch_is_the_plain_walk(portable, k, hierarchical, n_features):
+    # The regressor reads a batch's rows in leaf order below 128 features, else in their own.
     rng = np.random.default_rng(k + 1)
-    X = rng.normal(size=(300, 5))
+    X = rng.normal(size=(300, n_features))
     target = X[:, 0] + np.sin(3 * X[:, 1])
     with box_min_samples(k):
         model = MondrianForestRegressor(n_estimators=2, random_state=k).fit(X, target)

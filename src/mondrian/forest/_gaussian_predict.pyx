@@ -11,7 +11,15 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 from libc.math cimport log1p
 from libc.stdlib cimport calloc, free
 
-from mondrian.core._batch_walk cimport BATCH_ROWS, BatchEtas, batch_etas, batch_free, batch_row
+from mondrian.core._batch_walk cimport (
+    BATCH_LEAF_ORDER_MAX_FEATURES,
+    BATCH_ROWS,
+    BatchEtas,
+    batch_etas,
+    batch_free,
+    batch_next,
+    batch_row,
+)
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -119,7 +127,7 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``); ``o`` holds the call's scratch."""
-    cdef intp_t i, k, start = 0, stop
+    cdef intp_t i, k, s, start = 0, stop
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
     if plain or not _batched(tree, n):
@@ -131,11 +139,12 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
         stop = min(n, start + <intp_t>BATCH_ROWS)
         batch_etas(&o.batch, tree, X + start * x_step, stop - start, x_step, hs[0].lifetime)
         for k in range(stop - start):
-            # In the order the rows reached their leaves: rows of one path one after another,
-            # its nodes and records still in cache (each row's bits do not depend on it).
-            i = start + o.batch.order[k]
+            # In the order the rows reached their leaves (unless wide): rows of one path one
+            # after another, its nodes and records in cache (a row's bits do not depend on it).
+            i = start + batch_next(&o.batch, k, tree.n_features < BATCH_LEAF_ORDER_MAX_FEATURES,
+                                   &s)
             _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
-                              &o.batch, k, box, plain, o, sums,
+                              &o.batch, s, box, plain, o, sums,
                               moments + i * row_step, stride, squared_mean)
         start = stop
     _outer_end(o)

@@ -29,6 +29,7 @@ from mondrian.core._batch_walk cimport (
     BatchEtas,
     batch_etas,
     batch_free,
+    batch_next,
     batch_row,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
@@ -139,19 +140,16 @@ cdef extern from *:
     """
     float64_t mf_table(float64_t count) noexcept nogil
 
-# Tabulate the node posteriors (those of the nodes the rows reach, each once per call) when the
-# call has at least one row per this many nodes (a row visits about depth nodes, summing lean
-# rows from points; a lean tree's table reads every node's row once, ``all_values``). The two
-# cost the same near 1 row per 40 nodes on letter (20 trees), 1 per 100 on usps (lean rows of
-# 256 points), measured when every node's posterior was tabulated.
+# Tabulate the node posteriors once per call when the call has at least one row per this many
+# nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
+# node once). The two cost the same near 1 row per 40 nodes on letter (20 trees), 1 per 100 on
+# usps (lean rows of 256 points).
 cdef intp_t TABLE_ROWS_PER_NODE = 32
 
 # Features from which a call of many rows finds their etas node by node (_batch_walk): with
 # fewer, a box distance is a few operations and the partition of the rows costs more than the
-# rows' own walks over every box rebuilt once. Letter and pendigits (16 features) gain from
-# the batch since its rows are read in leaf order with their path's nodes at hand (they lost
-# 10% before, at 32).
-cdef intp_t BATCH_MIN_FEATURES = 8
+# rows' own walks over every box rebuilt once (letter, pendigits: 16 features).
+cdef intp_t BATCH_MIN_FEATURES = 32
 
 
 cdef inline float64_t _table(float64_t count) noexcept nogil:
@@ -453,63 +451,87 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         walk_next(&step, tree, x, lifetime)
 
 
-cdef struct Tables:
-    # The test-point-independent quantities of the nodes that a call's rows reach in one
-    # tree (pruned at ``lifetime``), filled on demand, parents first (:func:`_tables_need`):
-    # row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``, with the
-    # arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
-    # ``node_count`` of ``g`` holds the uniform base measure (the root's parent). A call
-    # fills the nodes on its rows' paths only, not the whole tree.
-    const float64_t* values    # every node's statistics row (all_values, or the tree's own)
-    float64_t* counts
-    float64_t* n_cust
-    float64_t* n_tab
-    float64_t* g
-    unsigned char* known       # node_count flags: the node's rows are filled
-    intp_t* chain              # node_count scratch: the ancestors to fill
-    float64_t gamma
-    float64_t lifetime
+cdef int _node_tables(MondrianTree tree, float64_t gamma, float64_t lifetime,
+                      const float64_t* values, float64_t* counts, float64_t* n_cust,
+                      float64_t* n_tab, float64_t* g, intp_t* queue) except -1 nogil:
+    """Fill the test-point-independent quantities of every node of the tree pruned at
+    ``lifetime`` (row ``j`` of ``counts`` and ``g``, entry ``j`` of ``n_cust`` and ``n_tab``),
+    with the arithmetic of :func:`_predict_row`, so reading them gives the same bits. Row
+    ``node_count`` of ``g`` holds the uniform base measure (the root's parent). ``values``
+    holds every node's statistics row (``MondrianTree._all_values``, or the tree's own
+    buffer when it stores them all).
 
-
-cdef inline void _tables_need(MondrianTree tree, Tables* t, intp_t j) noexcept nogil:
-    """Fill the rows of node ``j`` and of its ancestors without them, parents first."""
-    cdef intp_t n = 0
-    while not t.known[j]:
-        t.chain[n] = j
-        n += 1
-        if j == 0:
+    A node needs only its parent's row: when every node is stored after its parent (a batch
+    fit grows depth first), the nodes are visited in storage order, the reads and writes of
+    the rows streaming through memory (``queue`` flags the nodes of the pruned tree);
+    otherwise (an online update put a new parent above older nodes) breadth first."""
+    cdef intp_t K = tree.n_columns, n = tree.node_count, head = 0, tail = 1, j, k, parent
+    cdef bint ordered = True
+    for k in range(K):
+        g[n * K + k] = 1.0 / K
+    for j in range(1, n):
+        parent = tree.nodes[j].parent
+        if parent < 0 or parent >= j:
+            ordered = False
             break
-        j = tree.nodes[j].parent
-    while n > 0:
-        n -= 1
-        _node_table(tree, t, t.chain[n])
+    if ordered:
+        queue[0] = 1
+        for j in range(1, n):
+            queue[j] = 0
+        for j in range(n):
+            if queue[j]:
+                _node_table(tree, gamma, lifetime, values, j, counts, n_cust, n_tab, g, queue,
+                            True)
+        return 0
+    queue[0] = 0
+    while head < tail:
+        j = queue[head]
+        head += 1
+        tail = _node_table(tree, gamma, lifetime, values, j, counts, n_cust, n_tab, g,
+                           queue + tail, False) + tail
+    return 0
 
 
-cdef void _node_table(MondrianTree tree, Tables* t, intp_t j) noexcept nogil:
-    """The rows of node ``j`` (its parent's filled)."""
+cdef inline intp_t _node_table(MondrianTree tree, float64_t gamma, float64_t lifetime,
+                               const float64_t* values, intp_t j, float64_t* counts,
+                               float64_t* n_cust,
+                               float64_t* n_tab, float64_t* g, intp_t* children,
+                               bint flags) noexcept nogil:
+    """The rows of node ``j`` (its parent's done) for :func:`_node_tables`; its children, when
+    it is not a leaf of the pruned tree, are flagged in ``children`` (``flags``) or written to
+    it. Returns the number written (0 or 2)."""
     cdef intp_t K = tree.n_columns, S = tree.value_stride, n = tree.node_count, parent
-    cdef bint leaf = is_leaf_at(tree, j, t.lifetime)
+    cdef bint leaf = is_leaf_at(tree, j, lifetime)
     cdef float64_t tau, tau_parent
     parent = tree.nodes[j].parent if j != 0 else n
     tau_parent = 0.0 if j == 0 else tree.nodes[parent].split_time
-    tau = t.lifetime if leaf else tree.nodes[j].split_time
+    tau = lifetime if leaf else tree.nodes[j].split_time
     if leaf:
-        _node_counts(tree, t.values + j * S, NULL, leaf, t.counts + j * K, t.n_cust + j,
-                     t.n_tab + j)
+        _node_counts(tree, values + j * S, NULL, leaf, counts + j * K, n_cust + j, n_tab + j)
     else:
-        _node_counts(tree, t.values + <intp_t>tree.nodes[j].left_child * S,
-                     t.values + <intp_t>tree.nodes[j].right_child * S, leaf, t.counts + j * K,
-                     t.n_cust + j, t.n_tab + j)
-    _posterior(K, t.gamma, tau - tau_parent, t.counts + j * K, t.n_cust[j], t.n_tab[j],
-               t.g + parent * K, t.g + j * K)
-    t.known[j] = 1
+        _node_counts(tree, values + <intp_t>tree.nodes[j].left_child * S,
+                     values + <intp_t>tree.nodes[j].right_child * S, leaf, counts + j * K,
+                     n_cust + j, n_tab + j)
+    _posterior(K, gamma, tau - tau_parent, counts + j * K, n_cust[j], n_tab[j],
+               g + parent * K, g + j * K)
+    if leaf:
+        return 0
+    if flags:
+        children[tree.nodes[j].left_child] = 1
+        children[tree.nodes[j].right_child] = 1
+        return 0
+    children[0] = tree.nodes[j].left_child
+    children[1] = tree.nodes[j].right_child
+    return 2
 
 
-cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, bint strict,
-                              Tables* t, const BatchEtas* batch, intp_t r,
+cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t gamma,
+                              bint strict, float64_t lifetime, const float64_t* counts,
+                              const float64_t* n_cust, const float64_t* n_tab,
+                              const float64_t* g, const BatchEtas* batch, intp_t r,
                               const float64_t* boxes, bint plain, float64_t* box,
                               float64_t* out) noexcept nogil:
-    """:func:`_predict_row` reading the quantities of ``t`` (:class:`Tables`): the walk only
+    """:func:`_predict_row` reading the quantities of :func:`_node_tables`: the walk only
     computes what depends on ``x`` (the branch-off terms), from the first node of the path
     with eta > 0 (the tables hold the posteriors above it), with the etas that the batch's
     node-major pass found for ``x`` (its row ``r``), or if ``batch`` is NULL ``walk_etas``'s
@@ -518,11 +540,6 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, bint strict
     cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = -1
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef float64_t lifetime = t.lifetime, gamma = t.gamma
-    cdef const float64_t* counts = t.counts
-    cdef const float64_t* n_cust = t.n_cust
-    cdef const float64_t* n_tab = t.n_tab
-    cdef const float64_t* g = t.g
     cdef WalkStep step
     if plain:
         pass
@@ -538,7 +555,6 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, bint strict
         walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
-        _tables_need(tree, t, j)
         if step.p > 0.0:
             _add_branch_off(&step, K, gamma, strict, counts + j * K, n_cust[j], n_tab[j],
                             g + parent * K, out)
@@ -576,7 +592,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S
+    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
@@ -587,9 +603,6 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef Tables tables
-    cdef unsigned char* known = NULL
-    cdef size_t known_size = 0
     cdef bint tabled, lean_rows, batched, every
     for tree in trees:
         if tree.n_columns != K:
@@ -627,23 +640,11 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     reserve(<void**> &buf, &buf_size,
                             ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
-                    reserve(<void**> &known, &known_size, m)
                     if lean_rows:  # every statistics row (lean values)
                         reserve(<void**> &values, &values_size, m * S * sizeof(float64_t))
                         tree._all_values(values, queue)
-                    # The nodes' posteriors as the rows reach them (none filled yet).
-                    memset(known, 0, m)
-                    tables.values = values if lean_rows else tree.value
-                    tables.counts = buf
-                    tables.g = buf + m * K
-                    tables.n_cust = buf + m * K + (m + 1) * K
-                    tables.n_tab = tables.n_cust + m
-                    tables.known = known
-                    tables.chain = queue
-                    tables.gamma = gamma
-                    tables.lifetime = lam
-                    for k in range(K):
-                        tables.g[m * K + k] = 1.0 / K
+                    _node_tables(tree, gamma, lam, values if lean_rows else tree.value, buf,
+                                 buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
                     if every:
                         reserve(<void**> &boxes, &boxes_size,
                                 2 * m * tree.n_features * sizeof(float64_t))
@@ -654,18 +655,23 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     if batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
                     for k in range(stop - start):
-                        # Batched: in the order the rows reached their leaves (rows of one
-                        # path together, its nodes in cache); each row's bits are its own.
-                        i = start + (batch.order[k] if batched else k)
+                        # Row i and its slot s in the batch (the rows in their own order:
+                        # leaf order was 5-9% slower here on pendigits and satimage).
+                        i = start + k
+                        s = k
+                        if batched:
+                            i = start + batch_next(&batch, k, False, &s)
                         if tabled:
-                            _predict_row_tabled(tree, &X[i, 0], strict, &tables,
-                                                &batch if batched else NULL, k,
+                            _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf,
+                                                buf + m * K, buf + m * K + m,
+                                                buf + m * K + 2 * m,
+                                                &batch if batched else NULL, s,
                                                 boxes if every else NULL, plain_walk, box,
                                                 &out[i, 0])
                         else:
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
-                                         k, &out[i, 0])
+                                         s, &out[i, 0])
                     start = stop
     finally:
         free(box)
@@ -673,7 +679,6 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         free(values)
         free(boxes)
         free(queue)
-        free(known)
         batch_free(&batch)
 
 
