@@ -19,10 +19,11 @@ from mondrian.density._full_cell import (
     sample_trees,
 )
 from mondrian.density._path_reader import LogDensityReader
-from mondrian.density.forgetting import WINDOW_CONSTRAINT, DensityForgetMixin
+from mondrian.density.forgetting import DensityForgetMixin
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.ensemble import EnsembleMixin
 from mondrian.estimator.inputs import check_sample_weight
+from mondrian.estimator.params import WINDOW_CONSTRAINT
 from mondrian.estimator.relevance import beats, power_weights
 from mondrian.estimator.tree_mixins import pruned_copy
 from mondrian.estimator.versioned import VersionedStateMixin

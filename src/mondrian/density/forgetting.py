@@ -1,19 +1,17 @@
 """``forget`` and ``window`` of the density: its points inside ``B_0`` are in the trees, the
 points outside only in the background weight, and a window counts both in arrival order."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from mondrian.core.state_checks import refuse
 from mondrian.estimator.atomic import online_update
 from mondrian.estimator.forgetting import plan_forget
+from mondrian.estimator.params import WINDOW_CONSTRAINT
 
-__all__ = ["DensityForgetMixin", "WINDOW_CONSTRAINT"]
-
-WINDOW_CONSTRAINT = [Interval(numbers.Integral, 1, None, closed="left"), None]
+__all__ = ["DensityForgetMixin"]
 
 _NO_ARRIVALS = np.zeros(0, dtype=np.int64)
 

@@ -5,8 +5,8 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-__all__ = ["FOREST_PARAMETER_CONSTRAINTS", "check_strict_params", "StrictParamsMixin",
-           "same_param"]
+__all__ = ["FOREST_PARAMETER_CONSTRAINTS", "WINDOW_CONSTRAINT", "check_strict_params",
+           "StrictParamsMixin", "same_param"]
 
 # Constraints of the parameters every forest (many trees, built in parallel) adds to its base.
 FOREST_PARAMETER_CONSTRAINTS = {
@@ -14,6 +14,9 @@ FOREST_PARAMETER_CONSTRAINTS = {
     "n_jobs": [numbers.Integral, None],
     "verbose": ["verbose"],
 }
+
+# ``window``: how many of the most recent points a model keeps (None: every point).
+WINDOW_CONSTRAINT = [Interval(numbers.Integral, 1, None, closed="left"), None]
 
 
 

@@ -14,7 +14,7 @@ from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.estimator.inputs import drop_zero_weights
-from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
+from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS, WINDOW_CONSTRAINT
 from mondrian.estimator.state_checks import check_classes
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
@@ -50,7 +50,7 @@ class _BaseMondrianClassifier(
         "branch_off_counts": [StrOptions({"node", "tables"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "class_weight": [StrOptions({"balanced"}), dict, None],
-        "window": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "window": WINDOW_CONSTRAINT,
     }
 
     _pause_pure = True

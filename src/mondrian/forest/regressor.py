@@ -18,7 +18,7 @@ from mondrian.estimator.conventions import (
 )
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.estimator.inputs import check_sample_weight, drop_zero_weights
-from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS
+from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS, WINDOW_CONSTRAINT
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
@@ -68,7 +68,7 @@ class _BaseMondrianRegressor(
         "prior_variance": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "sigmoid_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_quadrature": [Interval(numbers.Integral, 1, None, closed="left")],
-        "window": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "window": WINDOW_CONSTRAINT,
     }
 
     _mutable_state = ("_posterior_cache",)
