@@ -246,6 +246,31 @@ def check_proba(proba, n_rows, n_classes):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
+def reads_beside_writes(read, write, n_readers=2):
+    """Run ``read()`` in a loop on ``n_readers`` threads while ``write()`` runs on this one;
+    return what the reads raised (``repr`` of the first exception of each reader)."""
+    stop, errors = threading.Event(), []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                read()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+                return
+
+    threads = [threading.Thread(target=reader) for _ in range(n_readers)]
+    for t in threads:
+        t.start()
+    try:
+        write()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    return errors
+
+
 def run_interrupted(call, delay):
     """Run ``call`` while a timer thread interrupts the main thread after ``delay`` seconds;
     return whether the interrupt came before the call returned."""

@@ -14,7 +14,7 @@ import mondrian.core.ensemble as ensemble_module
 from mondrian import MondrianForestDensity
 from mondrian.core._forget import forget_trees
 
-from _checks import two_sample_chi2_pvalue
+from _checks import reads_beside_writes, two_sample_chi2_pvalue
 
 
 def _stream(seed, n=400):
@@ -264,34 +264,21 @@ def test_a_model_without_window_pickles_as_before_the_parameter():
 def test_windowed_updates_and_reads_from_threads():
     """Reads from other threads during windowed updates see whole updates only (finite
     densities, no error), and the model ends as the same updates run alone leave it."""
-    import threading
-
     X, _ = _stream(8, n=600)
     kw = dict(n_estimators=4, lifetime=4.0, window=120, random_state=0)
     model = MondrianForestDensity(**kw).fit(X[:100])
     alone = MondrianForestDensity(**kw).fit(X[:100])
-    stop, errors = threading.Event(), []
+    Q = np.random.default_rng(1).normal(size=(100, 2))
 
-    def reader():
-        Q = np.random.default_rng(1).normal(size=(100, 2))
-        while not stop.is_set():
-            try:
-                assert np.isfinite(model.score_samples(Q)).all()
-                assert model.n_samples_seen_ <= 120
-            except Exception as exc:  # noqa: BLE001
-                errors.append(repr(exc))
-                return
+    def read():
+        assert np.isfinite(model.score_samples(Q)).all()
+        assert model.n_samples_seen_ <= 120
 
-    threads = [threading.Thread(target=reader) for _ in range(2)]
-    for t in threads:
-        t.start()
-    try:
+    def write():
         for start in range(100, 600, 25):
             model.partial_fit(X[start:start + 25])
             alone.partial_fit(X[start:start + 25])
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
+
+    errors = reads_beside_writes(read, write)
     assert not errors
     assert _state(model) == _state(alone)

@@ -2,7 +2,6 @@
 later), the metrics recorded along the way, and the grid estimators' locking and atomicity."""
 
 import pickle
-import threading
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from mondrian.grid._cuts import GridCuts, GridSample
 from mondrian.grid._search import begin, record
 from mondrian.kernel._ridge_path import RidgePathVisitor
 
+from _checks import reads_beside_writes
 from _data import sine_regression
 from _reference import grid_ridge_system
 
@@ -102,23 +102,16 @@ def test_reads_during_refits_see_a_whole_model():
               for s in (0, 1)]
     expected = [m.predict(X) for m in models]
     model = models[0]
-    stop, errors = threading.Event(), []
 
-    def reader():
-        while not stop.is_set():
-            out = model.predict(X)
-            if not any(np.array_equal(out, e) for e in expected):
-                errors.append("a prediction of no fitted model")
-                return
+    def read():
+        out = model.predict(X)
+        assert any(np.array_equal(out, e) for e in expected), "a prediction of no fitted model"
 
-    threads = [threading.Thread(target=reader) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for k in range(6):
-        model.set_params(random_state=k % 2).fit(X, y)
-    stop.set()
-    for t in threads:
-        t.join()
+    def write():
+        for k in range(6):
+            model.set_params(random_state=k % 2).fit(X, y)
+
+    errors = reads_beside_writes(read, write)
     assert not errors
 
 
