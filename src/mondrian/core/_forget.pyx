@@ -31,17 +31,26 @@ from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exporte
 
 from mondrian.core._forget_bulk cimport (
     WARM_SHARE,
+    Arena,
     BulkCall,
     bulk_min_points,
     fails_pause_surely,
     gather_columns,
+    give,
     nonzero_columns,
     route_batch,
     unlink_dropped,
+    take,
     walk_paths,
     warm_tree,
 )
-from mondrian.core._forget_store cimport WARM_CHUNK, cmp_intp, fill_slot_holes, warm_trees
+from mondrian.core._forget_store cimport (
+    WARM_CHUNK,
+    cmp_intp,
+    fill_node_holes,
+    fill_slot_holes,
+    warm_trees,
+)
 
 from mondrian.core._grow cimport make_leaf_list, should_pause
 from mondrian.core._tree cimport (
@@ -85,16 +94,19 @@ cdef struct Work:
     intp_t* open_bounds    # (2 D,) scratch of _shrink_box: bounds not attained yet
     float64_t* extreme     # (2 D,) scratch of _shrink_box: extremes of what remains
     bint nonneg            # every contribution row is non-negative (fails_pause_surely)
+    Arena* arena           # where the scratch comes from (NULL: malloc), with bounds for
+    intp_t* kill_stack     # the growable buffers (and a stack for _kill_subtree) then
 
 
 cdef void _free_work(Work* w) noexcept nogil:
-    free(w.order)
-    free(w.stack)
-    free(w.free_slots)
-    free(w.points)
-    free(w.dead)
-    free(w.open_bounds)
-    free(w.extreme)
+    give(w.arena, w.order)
+    give(w.arena, w.stack)
+    give(w.arena, w.free_slots)
+    give(w.arena, w.points)
+    give(w.arena, w.dead)
+    give(w.arena, w.open_bounds)
+    give(w.arena, w.extreme)
+    give(w.arena, w.kill_stack)
 
 
 cdef int _oom() except -1 nogil:
@@ -102,10 +114,14 @@ cdef int _oom() except -1 nogil:
         raise MemoryError("out of memory while forgetting points")
 
 
-cdef int _push(intp_t** items, intp_t* n, intp_t* cap, intp_t value) except -1 nogil:
-    """Append ``value`` to the growable array ``items[0][:n[0]]``."""
+cdef int _push(intp_t** items, intp_t* n, intp_t* cap, intp_t value,
+               const Arena* arena) except -1 nogil:
+    """Append ``value`` to the growable array ``items[0][:n[0]]`` (from an arena: sized for
+    every push already)."""
     cdef intp_t* grown
     if n[0] >= cap[0]:
+        if arena != NULL:
+            _oom()
         grown = <intp_t*>malloc(max(16, 2 * cap[0]) * sizeof(intp_t))
         if grown == NULL:
             _oom()
@@ -121,12 +137,12 @@ cdef int _push(intp_t** items, intp_t* n, intp_t* cap, intp_t value) except -1 n
 
 cdef int _give_slot(MondrianTree t, Work* w, intp_t slot) except -1 nogil:
     """Record ``slot`` as free (lean boxes: compacted at the end)."""
-    return _push(&w.free_slots, &w.n_free, &w.free_cap, slot)
+    return _push(&w.free_slots, &w.n_free, &w.free_cap, slot, w.arena)
 
 
 cdef int _mark_dead(Work* w, intp_t j) except -1 nogil:
     w.mark[j] |= DEAD
-    return _push(&w.dead, &w.n_dead, &w.dead_cap, j)
+    return _push(&w.dead, &w.n_dead, &w.dead_cap, j, w.arena)
 
 
 cdef int _kill(MondrianTree t, Work* w, intp_t j) except -1 nogil:
@@ -307,22 +323,23 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
 
 cdef int _kill_subtree(MondrianTree t, Work* w, intp_t j) except -1 nogil:
     """Remove every node below ``j`` (their records become holes)."""
-    cdef intp_t* stack = NULL
-    cdef intp_t top = 0, cap = 0, c
+    cdef intp_t* stack = w.kill_stack
+    cdef intp_t top = 0, cap = t.node_count + 1 if stack != NULL else 0, c
     if t.nodes[j].left_child == TREE_LEAF:
         return 0
     try:
-        _push(&stack, &top, &cap, t.nodes[j].left_child)
-        _push(&stack, &top, &cap, t.nodes[j].right_child)
+        _push(&stack, &top, &cap, t.nodes[j].left_child, w.arena)
+        _push(&stack, &top, &cap, t.nodes[j].right_child, w.arena)
         while top > 0:
             top -= 1
             c = stack[top]
             if t.nodes[c].left_child != TREE_LEAF:
-                _push(&stack, &top, &cap, t.nodes[c].left_child)
-                _push(&stack, &top, &cap, t.nodes[c].right_child)
+                _push(&stack, &top, &cap, t.nodes[c].left_child, w.arena)
+                _push(&stack, &top, &cap, t.nodes[c].right_child, w.arena)
             _kill(t, w, c)
     finally:
-        free(stack)
+        if stack != w.kill_stack:
+            free(stack)
     return 0
 
 
@@ -350,8 +367,8 @@ cdef int _to_paused_leaf(MondrianTree t, Work* w, intp_t j) except -1 nogil:
     nodes are removed."""
     cdef intp_t count = t.nodes[j].n_node_samples, n
     if count > w.points_cap:
-        free(w.points)
-        w.points = <intp_t*>malloc(count * sizeof(intp_t))
+        give(w.arena, w.points)
+        w.points = <intp_t*>take(w.arena, count * sizeof(intp_t))
         if w.points == NULL:
             w.points_cap = 0
             _oom()
@@ -446,95 +463,17 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
     return 0
 
 
-cdef intp_t _remap(const intp_t* where, intp_t alive, intp_t j) noexcept nogil:
-    """New id of node ``j`` after the holes are filled (``where``: new ids of the moved)."""
-    if j >= alive:
-        return where[j - alive]
-    return j
-
-
-cdef int _fill_node_holes(MondrianTree t, Work* w) except -1 nogil:
-    """Move the surviving nodes of the highest ids into the holes, so that ids stay dense
-    (``node_count`` shrinks): O(holes log holes + moves)."""
-    cdef intp_t D = t.n_features, S = t.value_stride
-    cdef intp_t n = t.node_count, alive = n - w.n_dead, h = 0, m, k, c, p, next_hole = 0
-    cdef intp_t* where
-    cdef intp_t* moved_to
-    cdef intp_t n_moves = 0
-    if w.n_dead == 0:
-        return 0
-    if alive == 0:
-        t.node_count = 0
-        if t.box_min_samples == 0:
-            t.box_count = 0
-        return 0
-    where = <intp_t*>malloc((n - alive) * sizeof(intp_t))
-    moved_to = <intp_t*>malloc((n - alive) * sizeof(intp_t))
-    if where == NULL or moved_to == NULL:
-        free(where)
-        free(moved_to)
-        _oom()
-    # Pair every hole below `alive` (the sorted dead ids) with a surviving node above it.
-    qsort(w.dead, w.n_dead, sizeof(intp_t), cmp_intp)
-    for m in range(alive, n):
-        where[m - alive] = -1
-        if w.mark[m] & DEAD:
-            continue
-        h = w.dead[next_hole]
-        next_hole += 1
-        where[m - alive] = h
-        moved_to[n_moves] = h
-        n_moves += 1
-        t._log_node(h)
-        t.nodes[h] = t.nodes[m]
-        if t.box_min_samples > 0:
-            t.box_slot[h] = t.box_slot[m]
-        else:
-            memcpy(t.bounds + 2 * D * h, t.bounds + 2 * D * m, 2 * D * sizeof(float64_t))
-        if S > 0 and (not t.lean_values or t.box_min_samples == 0):
-            memcpy(t.value + S * h, t.value + S * m, S * sizeof(float64_t))
-    # Links: every moved node's own links, its parent's child link and its children's parent.
-    for k in range(n_moves):
-        h = moved_to[k]
-        if t.nodes[h].parent != TREE_LEAF:
-            t.nodes[h].parent = <int32_t>_remap(where, alive, t.nodes[h].parent)
-        if t.nodes[h].left_child != TREE_LEAF:
-            t.nodes[h].left_child = <int32_t>_remap(where, alive, t.nodes[h].left_child)
-            t.nodes[h].right_child = <int32_t>_remap(where, alive, t.nodes[h].right_child)
-    for m in range(alive, n):
-        h = where[m - alive]
-        if h < 0:
-            continue
-        p = t.nodes[h].parent
-        if p != TREE_LEAF:
-            t._log_node(p)
-            if t.nodes[p].left_child == m:
-                t.nodes[p].left_child = <int32_t>h
-            elif t.nodes[p].right_child == m:
-                t.nodes[p].right_child = <int32_t>h
-        if t.nodes[h].left_child != TREE_LEAF:
-            c = t.nodes[h].left_child
-            t._log_node(c)
-            t.nodes[c].parent = <int32_t>h
-            c = t.nodes[h].right_child
-            t._log_node(c)
-            t.nodes[c].parent = <int32_t>h
-    free(where)
-    free(moved_to)
-    t.node_count = alive
-    if t.box_min_samples == 0:
-        t.box_count = alive
-    return 0
-
-
 cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const BulkCall* bulk, const unsigned char* drop, intp_t n,
-                    const float64_t* X, bint full_cells, unsigned char* mark) except -1 nogil:
+                    const float64_t* X, bint full_cells, unsigned char* mark,
+                    Arena* arena) except -1 nogil:
     """Remove from ``t`` the stored points ``idx[k]`` with ``drop[k]``, and subtract the row
     ``delta[k]`` (``value_stride`` floats) from the statistics above every ``idx[k]``
     (``bulk``: what a call of ``bulk_min_points`` points or more shares between the trees,
     else NULL). Returns the number of path nodes, leaf-list entries and node slots visited (a
-    measure of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return."""
+    measure of the work). ``mark``: ``node_count + 1`` zero bytes, zero again on return.
+    ``arena``: the scratch (sized by :func:`mondrian.core._forget_commit.commit_forget`: no
+    allocation can fail once the tree is written), or NULL for malloc."""
     cdef intp_t D = t.n_features, S = t.value_stride, steps = 0
     cdef intp_t k, j, c, top, n_order = 0, n_drop = 0, removed = 0, n_path = -1
     cdef intp_t* leaves = NULL
@@ -552,14 +491,32 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     w.extreme = NULL
     w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
     w.nonneg = bulk != NULL and bulk.nonneg_rows
+    w.arena = arena
+    w.kill_stack = NULL
     if n == 0:
         return 0
     try:
-        leaves = <intp_t*>malloc(n * sizeof(intp_t))
-        dropped = <intp_t*>malloc(n * sizeof(intp_t))
-        nonzero = <intp_t*>malloc((S + 1) * sizeof(intp_t))
+        leaves = <intp_t*>take(arena, n * sizeof(intp_t))
+        dropped = <intp_t*>take(arena, n * sizeof(intp_t))
+        nonzero = <intp_t*>take(arena, (S + 1) * sizeof(intp_t))
         if leaves == NULL or dropped == NULL or nonzero == NULL:
             _oom()
+        if arena != NULL:  # (every buffer at its bound now: nothing grows after a write)
+            w.free_cap = t.box_count + 1
+            w.dead_cap = t.node_count + 1
+            w.points_cap = t.n_samples_seen + 1
+            w.free_slots = <intp_t*>take(arena, w.free_cap * sizeof(intp_t))
+            w.dead = <intp_t*>take(arena, w.dead_cap * sizeof(intp_t))
+            w.points = <intp_t*>take(arena, w.points_cap * sizeof(intp_t))
+            w.kill_stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+            w.order = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+            w.stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+            w.open_bounds = <intp_t*>take(arena, 2 * D * sizeof(intp_t))
+            w.extreme = <float64_t*>take(arena, 2 * D * sizeof(float64_t))
+            if w.free_slots == NULL or w.dead == NULL or w.points == NULL \
+                    or w.kill_stack == NULL or w.order == NULL or w.stack == NULL \
+                    or w.open_bounds == NULL or w.extreme == NULL:
+                _oom()
         # 1. Down every path: counts and stored rows lose the points' contributions (many
         # points: walked together, level by level, each node read once).
         for k in range(n):
@@ -572,7 +529,8 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         if bulk != NULL:
             if n * WARM_SHARE >= t.n_samples_seen:  # (a large share of the tree is read)
                 warm_tree(t)
-            route_batch(t, idx, delta, bulk, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked)
+            route_batch(t, idx, delta, bulk, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked,
+                        arena)
         else:
             walk_paths(t, idx, delta, drop, n, X, w.mark, ON_PATH, leaves, &w.n_marked,
                        nonzero)
@@ -589,15 +547,17 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         if n_drop == 1 and t.box_min_samples != 0 and not full_cells:
             # One point leaves: stored boxes shrink by a few reads each (_shrink_box).
             w.single = X + dropped[0] * D
-            w.open_bounds = <intp_t*>malloc(2 * D * sizeof(intp_t))
-            w.extreme = <float64_t*>malloc(2 * D * sizeof(float64_t))
-            if w.open_bounds == NULL or w.extreme == NULL:
-                _oom()
+            if arena == NULL:
+                w.open_bounds = <intp_t*>malloc(2 * D * sizeof(intp_t))
+                w.extreme = <float64_t*>malloc(2 * D * sizeof(float64_t))
+                if w.open_bounds == NULL or w.extreme == NULL:
+                    _oom()
         # 3. Bottom-up over the marked nodes (reverse pre-order: children before parents).
-        w.order = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
-        w.stack = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
-        if w.order == NULL or w.stack == NULL:
-            _oom()
+        if arena == NULL:
+            w.order = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+            w.stack = <intp_t*>malloc((w.n_marked + 1) * sizeof(intp_t))
+            if w.order == NULL or w.stack == NULL:
+                _oom()
         w.stack[0] = 0
         top = 1
         while top > 0:
@@ -638,8 +598,8 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
             else:
                 _fix_internal(t, &w, j, X)
         # 4. Dense ids and slots again.
-        _fill_node_holes(t, &w)
-        steps += fill_slot_holes(t, w.free_slots, w.n_free)
+        fill_node_holes(t, w.dead, w.n_dead, w.mark, DEAD, arena)
+        steps += fill_slot_holes(t, w.free_slots, w.n_free, arena)
         steps += w.n_marked
     finally:
         # Marks were set on the paths' nodes and the removed ones only: clear those (not a
@@ -652,9 +612,9 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
             for k in range(w.n_dead):
                 mark[w.dead[k]] = 0
         _free_work(&w)
-        free(leaves)
-        free(dropped)
-        free(nonzero)
+        give(arena, leaves)
+        give(arena, dropped)
+        give(arena, nonzero)
     return steps
 
 
@@ -766,7 +726,7 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
             check_points(tree)
             with nogil:
                 steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
-                                 full_cells, mark)
+                                 full_cells, mark, NULL)
     finally:
         _free_bulk(&bulk, mark)
     return steps

@@ -12,6 +12,19 @@ cdef enum:
     WARM_SHARE = 64
 
 
+cdef struct Arena:
+    # Scratch memory reserved before a forget's first write (commit_forget): take() bumps a
+    # pointer and never fails while the bounds it was sized for hold; give() is a no-op. A
+    # NULL arena stands for malloc and free.
+    char* base
+    size_t cap
+    size_t used
+
+
+cdef void* take(Arena* arena, size_t n_bytes) noexcept nogil
+cdef void give(Arena* arena, void* p) noexcept nogil
+
+
 cdef struct BulkCall:
     # What a forget of many points computes once for every tree.
     intp_t* nz_start       # (n + 1,) the non-zero entries of each delta row: columns of
@@ -29,9 +42,10 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
                         const BulkCall* bulk,
                         const unsigned char* drop, intp_t n, const float64_t* X,
                         unsigned char* mark, unsigned char bit, intp_t* leaves,
-                        intp_t* n_marked) except -1 nogil
+                        intp_t* n_marked, Arena* arena) except -1 nogil
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
-                           intp_t n, intp_t n_kept, const float64_t* xt) except -1 nogil
+                           intp_t n, intp_t n_kept, const float64_t* xt,
+                           Arena* arena) except -1 nogil
 cdef void warm_tree(MondrianTree t) noexcept nogil
 cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const unsigned char* drop, intp_t n, const float64_t* X,

@@ -63,25 +63,44 @@ cdef int _oom() except -1 nogil:
         raise MemoryError("out of memory while forgetting points")
 
 
-cdef int _levels_alloc(Levels* lv, intp_t n) except -1 nogil:
-    lv.here = <Entry*>malloc(n * sizeof(Entry))
-    lv.below = <Entry*>malloc(n * sizeof(Entry))
-    lv.order = <intp_t*>malloc(n * sizeof(intp_t))
-    lv.next_order = <intp_t*>malloc(n * sizeof(intp_t))
-    lv.spill = <intp_t*>malloc(n * sizeof(intp_t))
+cdef void* take(Arena* arena, size_t n_bytes) noexcept nogil:
+    """``n_bytes`` of scratch: from ``arena`` (64-byte aligned; NULL once it is full, which
+    its sizing rules out), or ``malloc`` without one."""
+    cdef size_t start
+    if arena == NULL:
+        return malloc(n_bytes)
+    start = (arena.used + 63) & ~(<size_t>63)
+    if start + n_bytes > arena.cap:
+        return NULL
+    arena.used = start + n_bytes
+    return arena.base + start
+
+
+cdef void give(Arena* arena, void* p) noexcept nogil:
+    """Give back scratch from :func:`take` (freed only without an arena)."""
+    if arena == NULL:
+        free(p)
+
+
+cdef int _levels_alloc(Levels* lv, intp_t n, Arena* arena) except -1 nogil:
+    lv.here = <Entry*>take(arena, n * sizeof(Entry))
+    lv.below = <Entry*>take(arena, n * sizeof(Entry))
+    lv.order = <intp_t*>take(arena, n * sizeof(intp_t))
+    lv.next_order = <intp_t*>take(arena, n * sizeof(intp_t))
+    lv.spill = <intp_t*>take(arena, n * sizeof(intp_t))
     if lv.here == NULL or lv.below == NULL or lv.order == NULL or lv.next_order == NULL \
             or lv.spill == NULL:
-        _levels_free(lv)
+        _levels_free(lv, arena)
         _oom()
     return 0
 
 
-cdef void _levels_free(Levels* lv) noexcept nogil:
-    free(lv.here)
-    free(lv.below)
-    free(lv.order)
-    free(lv.next_order)
-    free(lv.spill)
+cdef void _levels_free(Levels* lv, Arena* arena) noexcept nogil:
+    give(arena, lv.here)
+    give(arena, lv.below)
+    give(arena, lv.order)
+    give(arena, lv.next_order)
+    give(arena, lv.spill)
     lv.here = lv.below = NULL
     lv.order = lv.next_order = lv.spill = NULL
 
@@ -209,7 +228,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
                         const BulkCall* bulk,
                         const unsigned char* drop, intp_t n, const float64_t* X,
                         unsigned char* mark, unsigned char bit, intp_t* leaves,
-                        intp_t* n_marked) except -1 nogil:
+                        intp_t* n_marked, Arena* arena) except -1 nogil:
     """Step 1 of a forget for ``n`` points at once: every node on the path of a point
     ``idx[k]`` is logged (undo log) and marked with ``bit`` (``n_marked`` counts them), its
     count lowers by the dropped points (``drop[k]``) through it and its stored statistics
@@ -226,7 +245,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
     lv.order = lv.next_order = lv.spill = NULL
     if n == 0:
         return 0
-    _levels_alloc(&lv, n)
+    _levels_alloc(&lv, n, arena)
     try:
         n_here = _start_levels(&lv, n)
         while n_here > 0:
@@ -261,12 +280,13 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
             n_here = _split_level(t, &lv, n_here, bulk.xt, n)
             _swap_levels(&lv)
     finally:
-        _levels_free(&lv)
+        _levels_free(&lv, arena)
     return visited
 
 
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
-                           intp_t n, intp_t n_kept, const float64_t* xt) except -1 nogil:
+                           intp_t n, intp_t n_kept, const float64_t* xt,
+                           Arena* arena) except -1 nogil:
     """Move the stored points ``movers[k]`` (all at or past ``n_kept``) to the free store
     indices ``holes[k]`` in ``t``: the movers are routed together to their leaves, and each
     leaf's list is walked once, every mover renamed where it stands (the list and the undo
@@ -289,9 +309,9 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
         if movers[k] - n_kept + 1 > span:
             span = movers[k] - n_kept + 1
     try:
-        _levels_alloc(&lv, n)
-        slot_of = <intp_t*>malloc(span * sizeof(intp_t))
-        leaf_list = <intp_t*>malloc(n * sizeof(intp_t))
+        _levels_alloc(&lv, n, arena)
+        slot_of = <intp_t*>take(arena, span * sizeof(intp_t))
+        leaf_list = <intp_t*>take(arena, n * sizeof(intp_t))
         if slot_of == NULL or leaf_list == NULL:
             _oom()
         if n * WARM_SHARE >= t.n_samples_seen:  # (most lists are walked: stream them in)
@@ -336,9 +356,9 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
                 raise ValueError(f"{n - found} of the store indices to move are not in the "
                                  "leaves they route to")
     finally:
-        _levels_free(&lv)
-        free(slot_of)
-        free(leaf_list)
+        _levels_free(&lv, arena)
+        give(arena, slot_of)
+        give(arena, leaf_list)
     return steps
 
 

@@ -5,16 +5,19 @@ paths of a row before it is forgotten, and keeping a tree's box slots dense.
 """
 
 from libc.stdint cimport int32_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport qsort
 from libc.string cimport memcpy
 
 import numpy as np
 
 from mondrian.core._forget_bulk cimport (
+    Arena,
     bulk_min_points,
     gather_columns,
+    give,
     relocate_batch,
     rename_listed,
+    take,
 )
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -27,7 +30,8 @@ cdef int cmp_intp(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free) except -1 nogil:
+cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free,
+                            Arena* arena) except -1 nogil:
     """Lean boxes: move the boxes (and lean rows) of the highest slots into the freed ones, so
     that slots stay dense (``box_count`` shrinks; ``free_slots``: the ``n_free`` freed slots,
     sorted here). Returns the node slots read to find the owners of the highest slots: from
@@ -38,7 +42,7 @@ cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free) e
     cdef intp_t* owner
     if t.box_min_samples == 0 or n_free == 0:
         return 0
-    owner = <intp_t*>malloc(n_free * sizeof(intp_t))
+    owner = <intp_t*>take(arena, n_free * sizeof(intp_t))
     if owner == NULL:
         with gil:
             raise MemoryError("out of memory while forgetting points")
@@ -70,9 +74,93 @@ cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free) e
             memcpy(t.value + S * free_slots[k], t.value + S * s, S * sizeof(float64_t))
         t.box_slot[j] = <int32_t>free_slots[k]
         k += 1
-    free(owner)
+    give(arena, owner)
     t.box_count = used
     return steps
+
+
+cdef inline intp_t _remap(const intp_t* where, intp_t alive, intp_t j) noexcept nogil:
+    """New id of node ``j`` after the holes are filled (``where``: new ids of the moved)."""
+    if j >= alive:
+        return where[j - alive]
+    return j
+
+
+cdef int fill_node_holes(MondrianTree t, intp_t* dead, intp_t n_dead, const unsigned char* mark,
+                         unsigned char dead_bit, Arena* arena) except -1 nogil:
+    """Move the surviving nodes of the highest ids into the holes left by the removed nodes
+    ``dead[:n_dead]`` (flagged ``dead_bit`` in ``mark``; sorted here), so that ids stay dense
+    (``node_count`` shrinks): O(holes log holes + moves)."""
+    cdef intp_t D = t.n_features, S = t.value_stride
+    cdef intp_t n = t.node_count, alive = n - n_dead, h = 0, m, k, c, p, next_hole = 0
+    cdef intp_t* where
+    cdef intp_t* moved_to
+    cdef intp_t n_moves = 0
+    if n_dead == 0:
+        return 0
+    if alive == 0:
+        t.node_count = 0
+        if t.box_min_samples == 0:
+            t.box_count = 0
+        return 0
+    where = <intp_t*>take(arena, (n - alive) * sizeof(intp_t))
+    moved_to = <intp_t*>take(arena, (n - alive) * sizeof(intp_t))
+    if where == NULL or moved_to == NULL:
+        give(arena, where)
+        give(arena, moved_to)
+        with gil:
+            raise MemoryError("out of memory while forgetting points")
+    # Pair every hole below `alive` (the sorted dead ids) with a surviving node above it.
+    qsort(dead, n_dead, sizeof(intp_t), cmp_intp)
+    for m in range(alive, n):
+        where[m - alive] = -1
+        if mark[m] & dead_bit:
+            continue
+        h = dead[next_hole]
+        next_hole += 1
+        where[m - alive] = h
+        moved_to[n_moves] = h
+        n_moves += 1
+        t._log_node(h)
+        t.nodes[h] = t.nodes[m]
+        if t.box_min_samples > 0:
+            t.box_slot[h] = t.box_slot[m]
+        else:
+            memcpy(t.bounds + 2 * D * h, t.bounds + 2 * D * m, 2 * D * sizeof(float64_t))
+        if S > 0 and (not t.lean_values or t.box_min_samples == 0):
+            memcpy(t.value + S * h, t.value + S * m, S * sizeof(float64_t))
+    # Links: every moved node's own links, its parent's child link and its children's parent.
+    for k in range(n_moves):
+        h = moved_to[k]
+        if t.nodes[h].parent != TREE_LEAF:
+            t.nodes[h].parent = <int32_t>_remap(where, alive, t.nodes[h].parent)
+        if t.nodes[h].left_child != TREE_LEAF:
+            t.nodes[h].left_child = <int32_t>_remap(where, alive, t.nodes[h].left_child)
+            t.nodes[h].right_child = <int32_t>_remap(where, alive, t.nodes[h].right_child)
+    for m in range(alive, n):
+        h = where[m - alive]
+        if h < 0:
+            continue
+        p = t.nodes[h].parent
+        if p != TREE_LEAF:
+            t._log_node(p)
+            if t.nodes[p].left_child == m:
+                t.nodes[p].left_child = <int32_t>h
+            elif t.nodes[p].right_child == m:
+                t.nodes[p].right_child = <int32_t>h
+        if t.nodes[h].left_child != TREE_LEAF:
+            c = t.nodes[h].left_child
+            t._log_node(c)
+            t.nodes[c].parent = <int32_t>h
+            c = t.nodes[h].right_child
+            t._log_node(c)
+            t.nodes[c].parent = <int32_t>h
+    give(arena, where)
+    give(arena, moved_to)
+    t.node_count = alive
+    if t.box_min_samples == 0:
+        t.box_count = alive
+    return 0
 
 
 cdef extern from *:
@@ -275,7 +363,7 @@ def relocate_trees(list trees, const float64_t[:, ::1] X, const intp_t[::1] move
             warm_trees(trees, t_index, &X[movers[0], 0], &X[0, 0], X.shape[1], False)
         with nogil:
             if bulk:
-                steps += relocate_batch(tree, &movers[0], &holes[0], n, n_kept, &xt[0])
+                steps += relocate_batch(tree, &movers[0], &holes[0], n, n_kept, &xt[0], NULL)
             else:
                 for k in range(n):
                     steps += _relocate(tree, movers[k], holes[k], &X[0, 0])
