@@ -39,6 +39,7 @@ MODULES = [
     "core._forget",
     "core._forget_bulk",
     "core._forget_store",
+    "core._forget_commit",
     "forest._hnsp",
     "forest._gaussian",
     "forest._gaussian_predict",

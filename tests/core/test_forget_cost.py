@@ -13,9 +13,9 @@ pytestmark = pytest.mark.exact
 
 
 def _counted(monkeypatch):
-    """Record the work (nodes and leaf-list entries visited) of every forget_trees and
-    relocate_trees call, and refuse the pass over the whole store that finds rows without a
-    tree."""
+    """Record the work (nodes and leaf-list entries visited) of every forget_trees,
+    relocate_trees and commit_forget call, and refuse the pass over the whole store that
+    finds rows without a tree."""
     work = []
 
     def count(function):
@@ -28,6 +28,13 @@ def _counted(monkeypatch):
     def no_scan(X_store, U):
         raise AssertionError(f"a pass over the {X_store.shape[0]} stored points")
 
+    def count_commit(*args):  # (the classifiers' forget: one call, its work in an array)
+        out = np.zeros(1, dtype=np.intp)
+        commit(*args, out)
+        work.append(int(out[0]))
+
+    commit = ensemble_module.commit_forget
+    monkeypatch.setattr(ensemble_module, "commit_forget", count_commit)
     monkeypatch.setattr(ensemble_module, "forget_trees", count(ensemble_module.forget_trees))
     monkeypatch.setattr(ensemble_module, "relocate_trees",
                         count(ensemble_module.relocate_trees))

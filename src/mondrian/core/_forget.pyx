@@ -618,12 +618,74 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     return steps
 
 
-cdef void _free_bulk(BulkCall* bulk, unsigned char* mark) noexcept:
+cdef void release_call(BulkCall* bulk, unsigned char* mark) noexcept:
+    """Free what :func:`prepare_call` allocated."""
     free(bulk.nz_start)
     free(bulk.nz_columns)
     free(bulk.gone)
     free(bulk.xt)
     free(mark)
+
+
+cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
+                            const float64_t[:, ::1] rows, const intp_t[::1] indices,
+                            const float64_t[:, ::1] deltas, const unsigned char[::1] drop,
+                            BulkCall* bulk, unsigned char** mark) except? NULL:
+    """Check a forget of ``indices`` (``n > 0`` points) against ``trees`` and allocate what its
+    trees share: ``mark`` (zero bytes, one per node of the largest tree), and for a call of
+    ``bulk_min_points`` points or more ``bulk`` (the deltas' non-zero entries, the points by
+    feature, flags by store index and the sign of the rows for a large call), returned
+    (else NULL, and ``bulk`` holds no buffer). Raises before anything is allocated or after
+    freeing it; :func:`release_call` frees both."""
+    cdef MondrianTree tree
+    cdef intp_t n = indices.shape[0], k, most_nodes = 0
+    cdef const float64_t* rows_ptr = &rows[0, 0] if rows.shape[1] > 0 else NULL
+    # Flags by store index (a pass over the store) only for a large share of it; else the
+    # unlinking looks the points up by binary search.
+    cdef bint flags = n * WARM_SHARE >= X.shape[0]
+    bulk.nz_start = bulk.nz_columns = NULL
+    bulk.gone = NULL
+    bulk.xt = NULL
+    bulk.nonneg_rows = False
+    for tree in trees:
+        if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
+                or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
+            raise ValueError("store, rows and deltas do not match the trees")
+        most_nodes = max(most_nodes, tree.node_count)
+    # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
+    mark[0] = <unsigned char*>calloc(most_nodes + 1, 1)
+    if n < bulk_min_points:
+        if mark[0] == NULL:
+            raise MemoryError("out of memory while forgetting points")
+        return NULL
+    # (Shared by every tree: the deltas' non-zero entries, flags.)
+    bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
+    bulk.nz_columns = <intp_t*>malloc((n * deltas.shape[1] + 1) * sizeof(intp_t))
+    if flags:
+        bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
+    bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
+    if mark[0] == NULL or bulk.nz_start == NULL or bulk.nz_columns == NULL \
+            or bulk.xt == NULL or (flags and bulk.gone == NULL):
+        release_call(bulk, mark[0])
+        mark[0] = NULL
+        raise MemoryError("out of memory while forgetting points")
+    nonzero_columns(&deltas[0, 0] if rows_ptr != NULL else NULL, n, deltas.shape[1],
+                    bulk.nz_start, bulk.nz_columns)
+    for k in range(n):
+        if not 0 <= indices[k] < X.shape[0]:
+            release_call(bulk, mark[0])
+            mark[0] = NULL
+            raise ValueError(f"store index {indices[k]} is not held by the tree")
+        if drop[k] and bulk.gone != NULL:
+            bulk.gone[indices[k]] = 1
+    gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
+    if flags and rows_ptr != NULL:  # (a large call: one pass over the rows is cheap)
+        bulk.nonneg_rows = True
+        for k in range(rows.shape[0] * rows.shape[1]):
+            if not rows_ptr[k] >= 0.0:
+                bulk.nonneg_rows = False
+                break
+    return bulk
 
 
 def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,
@@ -659,61 +721,21 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
     (:meth:`MondrianTree.begin_undo`), so a failure part-way can be rolled back.
     """
     cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0], steps = 0, k
+    cdef intp_t n = indices.shape[0], steps = 0
     cdef const float64_t* rows_ptr = NULL
     cdef const float64_t* delta_ptr = NULL
+    cdef bint full_cells
+    cdef unsigned char* mark = NULL
+    cdef BulkCall bulk
+    cdef BulkCall* shared
     if deltas.shape[0] != n or drop.shape[0] != n:
         raise ValueError("indices, deltas and drop must have the same length")
     if n == 0:
         return 0
-    for tree in trees:
-        if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
-                or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
-            raise ValueError("store, rows and deltas do not match the trees")
-    if tree.value_stride > 0:
+    shared = prepare_call(trees, X, rows, indices, deltas, drop, &bulk, &mark)
+    if rows.shape[1] > 0:
         rows_ptr = &rows[0, 0]
         delta_ptr = &deltas[0, 0]
-    cdef bint full_cells
-    cdef intp_t most_nodes = 0
-    for tree in trees:
-        most_nodes = max(most_nodes, tree.node_count)
-    # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
-    cdef unsigned char* mark = <unsigned char*>calloc(most_nodes + 1, 1)
-    cdef BulkCall bulk
-    cdef BulkCall* shared = NULL
-    # Flags by store index (a pass over the store) only for a large share of it; else the
-    # unlinking looks the points up by binary search.
-    cdef bint flags = n * WARM_SHARE >= X.shape[0]
-    bulk.nz_start = bulk.nz_columns = NULL
-    bulk.gone = NULL
-    bulk.xt = NULL
-    bulk.nonneg_rows = False
-    if n >= bulk_min_points:  # (shared by every tree: the deltas' non-zero entries, flags)
-        shared = &bulk
-        bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
-        bulk.nz_columns = <intp_t*>malloc((n * tree.value_stride + 1) * sizeof(intp_t))
-        if flags:
-            bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
-        bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
-    if mark == NULL or (shared != NULL and (bulk.nz_start == NULL or bulk.nz_columns == NULL
-                                            or bulk.xt == NULL or (flags and bulk.gone == NULL))):
-        _free_bulk(&bulk, mark)
-        raise MemoryError("out of memory while forgetting points")
-    if shared != NULL:
-        nonzero_columns(delta_ptr, n, tree.value_stride, bulk.nz_start, bulk.nz_columns)
-        for k in range(n):
-            if not 0 <= indices[k] < X.shape[0]:
-                _free_bulk(&bulk, mark)
-                raise ValueError(f"store index {indices[k]} is not held by the tree")
-            if drop[k] and bulk.gone != NULL:
-                bulk.gone[indices[k]] = 1
-        gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
-        if flags and rows_ptr != NULL:  # (a large call: one pass over the rows is cheap)
-            bulk.nonneg_rows = True
-            for k in range(rows.shape[0] * rows.shape[1]):
-                if not rows_ptr[k] >= 0.0:
-                    bulk.nonneg_rows = False
-                    break
     cdef bint warm = n == 1 and 0 <= indices[0] < X.shape[0]
     try:
         for t_index, tree in enumerate(trees):
@@ -728,5 +750,5 @@ def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] 
                 steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
                                  full_cells, mark, NULL)
     finally:
-        _free_bulk(&bulk, mark)
+        release_call(&bulk, mark)
     return steps

@@ -14,3 +14,5 @@ cdef intp_t fill_slot_holes(MondrianTree t, intp_t* free_slots, intp_t n_free,
                             Arena* arena) except -1 nogil
 cdef int warm_trees(list trees, intp_t start, const float64_t* x, const float64_t* X,
                     intp_t D, bint log) except -1
+cdef intp_t _relocate(MondrianTree t, intp_t old, intp_t new,
+                      const float64_t* X) except -1 nogil

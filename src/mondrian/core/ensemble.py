@@ -12,6 +12,7 @@ import copy
 import numpy as np
 
 from mondrian.core._forget import forget_trees
+from mondrian.core._forget_commit import commit_forget
 from mondrian.core._forget_store import attach_trees, relocate_trees
 from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_undo_trees
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
@@ -52,6 +53,18 @@ def _extend_with_hook(trees, X, rows, indices):
                 raise exception("failure injected by mondrian.core.ensemble.fail_after_trees")
             _failure[0] -= 1
         extend_trees([tree], X, rows, indices)
+
+
+def _moves(indices, drop, n):
+    """After the points ``indices[drop]`` (sorted) leave a store of ``n`` points: the last
+    points that stay (``movers``), the freed places below the new size they move to
+    (``holes``), and that size."""
+    gone = indices[np.asarray(drop, dtype=bool)]
+    n_kept = n - gone.size
+    holes = gone[gone < n_kept]  # (sorted: indices are)
+    stays = np.ones(gone.size, dtype=bool)  # which of the last gone.size points stay
+    stays[gone[gone >= n_kept] - n_kept] = False
+    return np.flatnonzero(stays) + n_kept, holes, n_kept
 
 
 def _same_map(a, b):
@@ -338,6 +351,62 @@ class TreeEnsemble:
         open (an undo snapshot); run it under a snapshot (:meth:`snapshot` or
         :meth:`undo_snapshot`).
         """
+        self._check_forget()
+        store = self.store
+        if rows is not None:
+            store._rows = np.ascontiguousarray(rows)
+        forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
+        if not np.any(drop):
+            return
+        movers, holes, n_kept = _moves(indices, drop, store.n_samples)
+        relocate_trees(self.trees, store.X, movers, holes, n_kept)
+        # What a rollback (restore) needs to put the store back: its stamps and the rows the
+        # in-place move overwrites (the snapshot holds the arrays by reference).
+        undo = self.__dict__.setdefault("_store_undo", [])
+        undo.append(("stamps", store._stamps, store.n_arrived))
+        undo.append(store.move(movers, holes, n_kept))
+        attach_trees(self.trees, store.X, store.rows)
+
+    def forget_committed(self, indices, deltas, drop, rows=None):
+        """:meth:`forget`, atomic by itself: it either raises before changing anything or
+        completes (:func:`mondrian.core._forget_commit.commit_forget`: every check and
+        allocation first, then writes that cannot fail), so it needs no snapshot or undo log.
+
+        The store's moves are the ones of :meth:`DataStore.move` (in place, or into new
+        buffers made here when less than a quarter of them stays in use). Without a snapshot
+        or undo log open: nothing records these writes.
+        """
+        self._check_forget()
+        store = self.store
+        n = store.n_samples
+        X = store.X
+        new_rows = None if rows is None else np.ascontiguousarray(rows, dtype=np.float64)
+        rows_now = store.rows if new_rows is None else new_rows
+        stamps = store.stamps  # (made for a store pickled without them: the same numbers)
+        attributes = {} if new_rows is None else {"_rows": new_rows}
+        movers = holes = np.zeros(0, dtype=np.intp)
+        n_kept = n
+        if np.any(drop):
+            movers, holes, n_kept = _moves(indices, drop, n)
+        buffers = (store._X, store._rows if new_rows is None else new_rows, store._stamps)
+        capacity = store._X.shape[0]
+        if n_kept < n and n_kept < capacity // 4 and capacity > 64:
+            # Memory given back: new buffers, filled now (the old ones are left as they are).
+            capacity = max(2 * n_kept, 16)
+            grown = (np.zeros((capacity, X.shape[1])), np.zeros((capacity, rows_now.shape[1])),
+                     np.zeros(capacity, dtype=np.int64))
+            for new, old in zip(grown, (X, rows_now, stamps), strict=True):
+                new[:n_kept] = old[:n_kept]
+                new[holes] = old[movers]
+            attributes.update(_X=grown[0], _rows=grown[1], _stamps=grown[2])
+            buffers = grown
+        attributes["n_samples"] = int(n_kept)
+        in_place = (None, None, None) if "_X" in attributes else buffers
+        commit_forget(self.trees, store, attributes, X, rows_now, indices, deltas, drop,
+                      movers, holes, n_kept, *in_place, buffers[0][:n_kept],
+                      buffers[1][:n_kept])
+
+    def _check_forget(self):
         self._check_writable()
         if self.__dict__.get("sharded"):
             raise ValueError(
@@ -346,26 +415,6 @@ class TreeEnsemble:
                 "tree holds its own part's rows only. Forget from the parts before merging "
                 "them, or refit on the rows to keep"
             )
-        store = self.store
-        if rows is not None:
-            store._rows = np.ascontiguousarray(rows)
-        forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
-        gone = indices[np.asarray(drop, dtype=bool)]
-        if gone.size == 0:
-            return
-        n = store.n_samples
-        n_kept = n - gone.size
-        holes = gone[gone < n_kept]  # (sorted: indices are)
-        stays = np.ones(gone.size, dtype=bool)  # which of the last gone.size points stay
-        stays[gone[gone >= n_kept] - n_kept] = False
-        movers = np.flatnonzero(stays) + n_kept
-        relocate_trees(self.trees, store.X, movers, holes, n_kept)
-        # What a rollback (restore) needs to put the store back: its stamps and the rows the
-        # in-place move overwrites (the snapshot holds the arrays by reference).
-        undo = self.__dict__.setdefault("_store_undo", [])
-        undo.append(("stamps", store._stamps, store.n_arrived))
-        undo.append(store.move(movers, holes, n_kept))
-        attach_trees(self.trees, store.X, store.rows)
 
     # ----------------------------------------------------------------- transactions
 

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from mondrian.core._forget_store import leaf_matches
 from mondrian.core.ensemble import TreeEnsemble
 from mondrian.core.feature_map import FeatureScaler
-from mondrian.estimator.atomic import online_update
+from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.inputs import check_sample_weight
 
 __all__ = ["ForgetMixin", "plan_forget", "stored_matches"]
@@ -202,6 +202,11 @@ class ForgetMixin:
     labelled row, and the column holding its weight) and may extend :meth:`_after_forget`.
     """
 
+    # Whether forget commits in one step (TreeEnsemble.forget_committed: atomic without a
+    # snapshot or undo log, for a model that derives nothing else from its points; the
+    # others extend _after_forget, which runs under a snapshot of the trees).
+    _forget_commits = False
+
     def _forget_units(self, y, n_rows):
         """``(units, weight_columns, amounts_factor)`` for the labels ``y`` (None: any label);
         ``amounts_factor`` multiplies ``sample_weight`` (class weights), or None."""
@@ -301,7 +306,8 @@ class ForgetMixin:
         if "_ensemble" not in self.__dict__:
             check_is_fitted(self, "_trees")
         self._check_writable()
-        with online_update(self, X):
+        commits = self._forget_commits and type(self)._after_forget is ForgetMixin._after_forget
+        with unchanged_on_error(self) if commits else online_update(self, X):
             fast = self._fast_rows(X)
             X = fast if fast is not None else validate_data(
                 self, X, reset=False, dtype=np.float64, order="C")
@@ -328,6 +334,9 @@ class ForgetMixin:
                                ensemble.matching_tree())
             if ensemble.feature_map.n_seen < ensemble.feature_map.warm_up:
                 self._ensemble = _refit_remaining(ensemble, *plan, n_jobs=self._n_jobs())
+            elif commits:
+                ensemble.forget_committed(*plan)  # (the last write: nothing follows it)
+                return self
             else:
                 ensemble.forget(*plan)
             self._after_forget()

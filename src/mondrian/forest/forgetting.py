@@ -13,6 +13,8 @@ class ClassifierForgetMixin(ForgetMixin):
     weight. ``classes_`` keeps every class (a class whose points are all forgotten predicts
     from the prior, as one told with ``classes=`` before any of its points arrived)."""
 
+    _forget_commits = True
+
     def _forget_units(self, y, n_rows):
         if y is None:
             return None, None, None
