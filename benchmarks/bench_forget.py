@@ -7,6 +7,9 @@ cost
     (``time.process_time``) of ``forget`` of one random row (median over ``--rows`` rows, each
     on the model the previous ones left) and of the oldest 10% in one call, against a refit on
     the remaining rows, measured in the same run, interleaved, medians of ``--repeats``.
+breakdown
+    The 10% call of the cost part, CPU time by step (timers around ``plan_forget``, the core
+    call ``commit_forget`` and any snapshot of the trees).
 memory
     A synthetic stream (``--stream`` rows of 4 features, a drifting linear concept) learnt in
     batches of 1000 rows by a 10-tree forest with ``window=--window`` and with
@@ -26,6 +29,7 @@ Run from the repository root::
     python benchmarks/bench_forget.py                 # both parts, report in results/forget.md
     python benchmarks/bench_forget.py --quick         # small sizes
     python benchmarks/bench_forget.py --parts cost
+    python benchmarks/bench_forget.py --parts breakdown   # the 10% call, step by step
     python benchmarks/bench_forget.py --parts drift --output benchmarks/results/forget_drift.md
     python benchmarks/bench_forget.py --parts drift --drift-models amf,arf   # some models only
     python benchmarks/bench_forget.py --parts drift --drift-models ""        # the table only
@@ -98,6 +102,70 @@ def cost(args):
         f"| forget the oldest 10% ({n // 10} rows, one call) | {med(tenths):.3f} | "
         f"{med(refits_tenth):.3f} | 1/{med(refits_tenth) / med(tenths):.1f} |",
     ]
+    return "\n".join(lines)
+
+
+def _timed(owner, name, totals, key):
+    """Wrap ``owner.name`` to add its CPU time to ``totals[key]``; returns the original."""
+    original = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            totals[key] = totals.get(key, 0.0) + time.process_time() - start
+
+    setattr(owner, name, timed)
+    return original
+
+
+def breakdown(args):
+    """Where the 10% call's CPU time goes: timers around its steps (the same sequence as the
+    cost part: a fit, then the oldest 10% forgotten in one call), medians of ``--repeats``."""
+    import mondrian.core.ensemble as ensemble_module
+    import mondrian.estimator.forgetting as forgetting_module
+    from mondrian import MondrianForestClassifier
+
+    require_datasets()
+    data = load_letter()
+    X, y = data.X_train, data.y_train
+    n = len(X)
+    steps = {  # (key: owner, name, what it does)
+        "plan": (forgetting_module, "plan_forget", "finding the rows' copies and planning"),
+        "core": (ensemble_module, "commit_forget",
+                 "trees (forget, then the store's moves, tree by tree) and the store's arrays"),
+        "snapshot": (ensemble_module.TreeEnsemble, "snapshot", "snapshot of the trees"),
+    }
+    load_before = os.getloadavg()[0]
+    runs = []
+    for _ in range(args.repeats):
+        model = MondrianForestClassifier(n_estimators=args.trees, random_state=0,
+                                         n_jobs=1).fit(X, y)
+        totals = {}
+        originals = {key: _timed(owner, name, totals, key)
+                     for key, (owner, name, _) in steps.items()}
+        try:
+            oldest = np.arange(n // 10)
+            totals["call"] = _cpu(lambda m=model, o=oldest: m.forget(X[o], y[o]))[0]
+        finally:
+            for key, (owner, name, _) in steps.items():
+                setattr(owner, name, originals[key])
+        runs.append(totals)
+    med = statistics.median
+    lines = [
+        f"letter, {n} rows, {args.trees} trees, the oldest {n // 10} rows in one call; CPU "
+        f"seconds, medians of {args.repeats} runs; load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after.",
+        "",
+        "| step | CPU s |",
+        "|---|---|",
+    ]
+    for key, (_, name, what) in steps.items():
+        lines.append(f"| {what} (`{name}`) | {med(r.get(key, 0.0) for r in runs):.4f} |")
+    rest = med(r["call"] - sum(r.get(key, 0.0) for key in steps) for r in runs)
+    lines += [f"| the rest (checks, the feature map, Python) | {rest:.4f} |",
+              f"| the whole call | {med(r['call'] for r in runs):.4f} |"]
     return "\n".join(lines)
 
 
@@ -341,6 +409,9 @@ def main():
     parts = args.parts.split(",")
     if "cost" in parts:
         sections += ["## Cost of forgetting vs refitting", "", cost(args), ""]
+        print(sections[-2])
+    if "breakdown" in parts:
+        sections += ["## Where the 10% call goes", "", breakdown(args), ""]
         print(sections[-2])
     if "memory" in parts:
         sections += ["## Memory of a windowed stream", "", memory(args), ""]

@@ -18,7 +18,7 @@ from mondrian.core._online import begin_undo_trees, commit_undo_trees, rollback_
 from mondrian.core._tree import MondrianTree, extend_trees, set_column_order_trees
 from mondrian.core.feature_map import FeatureScaler
 from mondrian.core.state_checks import refuse
-from mondrian.core.store import DataStore
+from mondrian.core.store import DataStore, forget_moves
 from mondrian.core.threads import _split, draw_seeds, n_threads, run_threads
 
 __all__ = ["TREES_PER_CHUNK", "TreeEnsemble", "draw_seeds", "fail_after_trees", "n_threads",
@@ -53,18 +53,6 @@ def _extend_with_hook(trees, X, rows, indices):
                 raise exception("failure injected by mondrian.core.ensemble.fail_after_trees")
             _failure[0] -= 1
         extend_trees([tree], X, rows, indices)
-
-
-def _moves(indices, drop, n):
-    """After the points ``indices[drop]`` (sorted) leave a store of ``n`` points: the last
-    points that stay (``movers``), the freed places below the new size they move to
-    (``holes``), and that size."""
-    gone = indices[np.asarray(drop, dtype=bool)]
-    n_kept = n - gone.size
-    holes = gone[gone < n_kept]  # (sorted: indices are)
-    stays = np.ones(gone.size, dtype=bool)  # which of the last gone.size points stay
-    stays[gone[gone >= n_kept] - n_kept] = False
-    return np.flatnonzero(stays) + n_kept, holes, n_kept
 
 
 def _same_map(a, b):
@@ -356,9 +344,9 @@ class TreeEnsemble:
         if rows is not None:
             store._rows = np.ascontiguousarray(rows)
         forget_trees(self.trees, store.X, store.rows, indices, deltas, drop)
-        if not np.any(drop):
+        if not drop.any():
             return
-        movers, holes, n_kept = _moves(indices, drop, store.n_samples)
+        movers, holes, n_kept = forget_moves(indices, drop, store.n_samples)
         relocate_trees(self.trees, store.X, movers, holes, n_kept)
         # What a rollback (restore) needs to put the store back: its stamps and the rows the
         # in-place move overwrites (the snapshot holds the arrays by reference).
@@ -382,24 +370,14 @@ class TreeEnsemble:
         X = store.X
         new_rows = None if rows is None else np.ascontiguousarray(rows, dtype=np.float64)
         rows_now = store.rows if new_rows is None else new_rows
-        stamps = store.stamps  # (made for a store pickled without them: the same numbers)
+        store.stamps  # noqa: B018 (made for a store pickled without them: the same numbers)
         attributes = {} if new_rows is None else {"_rows": new_rows}
-        movers = holes = np.zeros(0, dtype=np.intp)
-        n_kept = n
-        if np.any(drop):
-            movers, holes, n_kept = _moves(indices, drop, n)
-        buffers = (store._X, store._rows if new_rows is None else new_rows, store._stamps)
-        capacity = store._X.shape[0]
-        if n_kept < n and n_kept < capacity // 4 and capacity > 64:
-            # Memory given back: new buffers, filled now (the old ones are left as they are).
-            capacity = max(2 * n_kept, 16)
-            grown = (np.zeros((capacity, X.shape[1])), np.zeros((capacity, rows_now.shape[1])),
-                     np.zeros(capacity, dtype=np.int64))
-            for new, old in zip(grown, (X, rows_now, stamps), strict=True):
-                new[:n_kept] = old[:n_kept]
-                new[holes] = old[movers]
-            attributes.update(_X=grown[0], _rows=grown[1], _stamps=grown[2])
-            buffers = grown
+        movers, holes, n_kept = forget_moves(indices, drop, n)
+        buffers = store.shrunk_buffers(rows_now, movers, holes, n_kept)
+        if buffers is not None:  # (memory given back: new buffers, filled already)
+            attributes.update(_X=buffers[0], _rows=buffers[1], _stamps=buffers[2])
+        else:
+            buffers = (store._X, store._rows if new_rows is None else new_rows, store._stamps)
         attributes["n_samples"] = int(n_kept)
         in_place = (None, None, None) if "_X" in attributes else buffers
         commit_forget(self.trees, store, attributes, X, rows_now, indices, deltas, drop,

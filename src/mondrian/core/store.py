@@ -4,7 +4,24 @@ import numpy as np
 
 from mondrian.core.state_checks import loaded_array, refuse
 
-__all__ = ["DataStore"]
+__all__ = ["DataStore", "forget_moves"]
+
+
+def forget_moves(indices, drop, n):
+    """After the points ``indices[drop]`` (sorted) leave a store of ``n`` points: the last
+    points that stay (``movers``), the freed places below the new size they move to
+    (``holes``), and that size (see :meth:`DataStore.move`)."""
+    if len(indices) == 1:  # (one row, the stream's case: no array operations)
+        i, gone = int(indices[0]), int(bool(drop[0]))
+        if i == n - 1 or not gone:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), n - gone
+        return np.array([n - 1], dtype=np.intp), np.array([i], dtype=np.intp), n - 1
+    gone = indices[np.asarray(drop, dtype=bool)]
+    n_kept = n - gone.size
+    holes = gone[gone < n_kept]  # (sorted: indices are)
+    stays = np.ones(gone.size, dtype=bool)  # which of the last gone.size points stay
+    stays[gone[gone >= n_kept] - n_kept] = False
+    return np.flatnonzero(stays) + n_kept, holes, n_kept
 
 
 class DataStore:
@@ -89,6 +106,21 @@ class DataStore:
         self._stamps[holes] = self._stamps[movers]
         self.n_samples = n_kept
         return record
+
+    def shrunk_buffers(self, rows, movers, holes, n_kept):
+        """The buffers :meth:`move` would replace the store's by (``rows``: the store's rows
+        as the move finds them), made and filled now without changing the store, or None
+        when the move is done in place (at least a quarter of the buffers stays in use)."""
+        capacity = self._X.shape[0]
+        if n_kept == self.n_samples or n_kept >= capacity // 4 or capacity <= 64:
+            return None
+        capacity = max(2 * n_kept, 16)
+        out = (np.zeros((capacity, self._X.shape[1])), np.zeros((capacity, rows.shape[1])),
+               np.zeros(capacity, dtype=np.int64))
+        for new, old in zip(out, (self.X, rows, self.stamps), strict=True):
+            new[:n_kept] = old[:n_kept]
+            new[holes] = old[movers]
+        return out
 
     @staticmethod
     def undo_move(record):
