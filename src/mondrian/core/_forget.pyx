@@ -481,6 +481,29 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
     return 0
 
 
+cdef int _reserve(MondrianTree t, Work* w, Arena* arena) except -1 nogil:
+    """Every growable buffer of ``w`` at its bound for ``t``, from ``arena`` (a call of
+    :func:`mondrian.core._forget_commit.commit_forget`: nothing is allocated once ``t`` is
+    written): one entry per box slot, node or stored point."""
+    cdef intp_t D = t.n_features
+    w.free_cap = t.box_count + 1
+    w.dead_cap = t.node_count + 1
+    w.points_cap = t.n_samples_seen + 1
+    w.free_slots = <intp_t*>take(arena, w.free_cap * sizeof(intp_t))
+    w.dead = <intp_t*>take(arena, w.dead_cap * sizeof(intp_t))
+    w.points = <intp_t*>take(arena, w.points_cap * sizeof(intp_t))
+    w.kill_stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+    w.order = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+    w.stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
+    w.open_bounds = <intp_t*>take(arena, 2 * D * sizeof(intp_t))
+    w.extreme = <float64_t*>take(arena, 2 * D * sizeof(float64_t))
+    if w.free_slots == NULL or w.dead == NULL or w.points == NULL or w.kill_stack == NULL \
+            or w.order == NULL or w.stack == NULL or w.open_bounds == NULL \
+            or w.extreme == NULL:
+        _oom()
+    return 0
+
+
 cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const BulkCall* bulk, const unsigned char* drop, intp_t n,
                     const float64_t* X, bint full_cells, unsigned char* mark,
@@ -520,21 +543,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         if leaves == NULL or dropped == NULL or nonzero == NULL:
             _oom()
         if arena != NULL:  # (every buffer at its bound now: nothing grows after a write)
-            w.free_cap = t.box_count + 1
-            w.dead_cap = t.node_count + 1
-            w.points_cap = t.n_samples_seen + 1
-            w.free_slots = <intp_t*>take(arena, w.free_cap * sizeof(intp_t))
-            w.dead = <intp_t*>take(arena, w.dead_cap * sizeof(intp_t))
-            w.points = <intp_t*>take(arena, w.points_cap * sizeof(intp_t))
-            w.kill_stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
-            w.order = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
-            w.stack = <intp_t*>take(arena, (t.node_count + 1) * sizeof(intp_t))
-            w.open_bounds = <intp_t*>take(arena, 2 * D * sizeof(intp_t))
-            w.extreme = <float64_t*>take(arena, 2 * D * sizeof(float64_t))
-            if w.free_slots == NULL or w.dead == NULL or w.points == NULL \
-                    or w.kill_stack == NULL or w.order == NULL or w.stack == NULL \
-                    or w.open_bounds == NULL or w.extreme == NULL:
-                _oom()
+            _reserve(t, &w, arena)
         # 1. Down every path: counts and stored rows lose the points' contributions (many
         # points: walked together, level by level, each node read once).
         for k in range(n):
