@@ -40,6 +40,7 @@ MODULES = [
     "core._forget_bulk",
     "core._forget_store",
     "forest._hnsp",
+    "forest._hnsp_one",
     "forest._gaussian",
     "forest._gaussian_predict",
     "forest._gaussian_online",
