@@ -111,7 +111,13 @@ def test_prefetched_one_row_batch_is_the_unprefetched_route():
     K = len(model.classes_)
     batch = np.zeros((len(probes), K))
     predict_proba_trees(model._trees, probes, batch, 1.0, False, None, plain_walk=True)
+    pruned = np.zeros((len(probes), K))  # read at a lifetime that prunes the trees
+    predict_proba_trees(model._trees, probes, pruned, 1.0, False, 0.5, plain_walk=True)
     for i, row in enumerate(probes):
         one = np.zeros((1, K))
         predict_proba_trees(model._trees, np.ascontiguousarray(row[None, :]), one, 1.0, False)
         assert one[0].tobytes() == batch[i].tobytes()
+        one = np.zeros((1, K))
+        predict_proba_trees(model._trees, np.ascontiguousarray(row[None, :]), one, 1.0, False,
+                            0.5)
+        assert one[0].tobytes() == pruned[i].tobytes()
