@@ -43,8 +43,8 @@ cdef const float64_t* floats_in_place(object a, intp_t n, intp_t* step) except? 
 
 cdef object _float_vector(object a, intp_t n, const float64_t** data, intp_t* step, str error):
     """``a`` as float64 data of shape ``(n,)``: read in place when :func:`floats_in_place`
-    can, else converted to a contiguous copy (``ValueError(error)`` when its shape is not ``(n,)``).
-    Returns the array that ``data[0]`` points into: the caller keeps it alive."""
+    can, else converted to a contiguous copy (``ValueError(error)`` when its shape is not
+    ``(n,)``). Returns the array that ``data[0]`` points into: the caller keeps it alive."""
     data[0] = floats_in_place(a, n, step)
     if data[0] == NULL:
         a = np.ascontiguousarray(a, dtype=np.float64)
