@@ -41,6 +41,7 @@ MODULES = [
     "core._forget_store",
     "core._forget_commit",
     "forest._hnsp",
+    "forest._hnsp_one",
     "forest._gaussian",
     "forest._gaussian_predict",
     "forest._gaussian_online",

@@ -25,7 +25,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 
-cdef const float64_t* _floats(object a, intp_t n, intp_t* step) except? NULL:
+cdef const float64_t* floats_in_place(object a, intp_t n, intp_t* step) except? NULL:
     """The data of ``a``, a float64 ndarray of shape ``(n,)`` whose stride is a multiple of 8
     bytes (its step in floats goes to ``step[0]``), read in place: no memoryview object per
     call. NULL when ``a`` is anything else (the caller converts it)."""
@@ -42,15 +42,15 @@ cdef const float64_t* _floats(object a, intp_t n, intp_t* step) except? NULL:
 
 
 cdef object _float_vector(object a, intp_t n, const float64_t** data, intp_t* step, str error):
-    """``a`` as float64 data of shape ``(n,)``: read in place when :func:`_floats` can, else
-    converted to a contiguous copy (``ValueError(error)`` when its shape is not ``(n,)``).
-    Returns the array that ``data[0]`` points into: the caller keeps it alive."""
-    data[0] = _floats(a, n, step)
+    """``a`` as float64 data of shape ``(n,)``: read in place when :func:`floats_in_place`
+    can, else converted to a contiguous copy (``ValueError(error)`` when its shape is not
+    ``(n,)``). Returns the array that ``data[0]`` points into: the caller keeps it alive."""
+    data[0] = floats_in_place(a, n, step)
     if data[0] == NULL:
         a = np.ascontiguousarray(a, dtype=np.float64)
         if a.shape != (n,):
             raise ValueError(error)
-        data[0] = _floats(a, n, step)
+        data[0] = floats_in_place(a, n, step)
     return a
 
 
@@ -77,13 +77,11 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
         None when ``x`` holds NaN or infinity, or (``clip=False``) a scaled value of
         magnitude ``limit`` or more: the full validation then raises its usual error.
     """
-    cdef intp_t D, d, xs = 1, os = 1, ss = 1, ws = 1
+    cdef intp_t D, xs = 1, os = 1, ss = 1, ws = 1
     cdef const float64_t* xp
     cdef const float64_t* op
     cdef const float64_t* sp
     cdef const float64_t* wp = NULL
-    cdef float64_t* outp
-    cdef float64_t v
     cdef cnp.npy_intp dims[2]
     # Float64 vectors are read in place (a streaming call pays no memoryview objects); any
     # other array-like is converted first, with the same checks.
@@ -91,10 +89,10 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     if cnp.PyArray_NDIM(<cnp.ndarray> x) != 1:
         raise ValueError("x must be one row (a 1-D array)")
     D = cnp.PyArray_DIMS(<cnp.ndarray> x)[0]
-    xp = _floats(x, D, &xs)
+    xp = floats_in_place(x, D, &xs)
     if xp == NULL:
         x = np.ascontiguousarray(x, dtype=np.float64)
-        xp = _floats(x, D, &xs)
+        xp = floats_in_place(x, D, &xs)
     offset = _float_vector(offset, D, &op, &os, "x, offset and scale must have the same length")
     scale = _float_vector(scale, D, &sp, &ss, "x, offset and scale must have the same length")
     if weights is not None:
@@ -102,11 +100,24 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
     dims[0] = 1
     dims[1] = D
     out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_FLOAT64, 0)
-    outp = <float64_t*> cnp.PyArray_DATA(<cnp.ndarray> out)
+    if not scale_into(xp, xs, op, os, sp, ss, wp, ws, D, limit, clip,
+                      <float64_t*> cnp.PyArray_DATA(<cnp.ndarray> out)):
+        return None
+    return out
+
+
+cdef bint scale_into(const float64_t* xp, intp_t xs, const float64_t* op, intp_t os,
+                     const float64_t* sp, intp_t ss, const float64_t* wp, intp_t ws, intp_t D,
+                     float64_t limit, bint clip, float64_t* outp) noexcept nogil:
+    """The loop of :func:`scale_row` (``x``, ``offset``, ``scale`` and ``weights`` read with
+    steps ``xs``, ``os``, ``ss``, ``ws``; ``wp`` NULL: no weights) into ``outp``; False when
+    :func:`scale_row` returns None (``outp`` then partly written)."""
+    cdef intp_t d
+    cdef float64_t v
     for d in range(D):
         v = xp[d * xs]
         if not isfinite(v):
-            return None
+            return False
         # FeatureScaler._scaled: subtract, divide, then multiply by the weight (each step
         # rounded to float64, as NumPy's elementwise operations do).
         v = (v - op[d * os]) / sp[d * ss]
@@ -119,9 +130,9 @@ def scale_row(x, offset, scale, weights, float64_t limit, bint clip):
             elif v > limit:
                 v = limit
         elif not fabs(v) < limit:
-            return None
+            return False
         outp[d] = v
-    return out
+    return True
 
 
 def all_true(flags):

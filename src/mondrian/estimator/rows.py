@@ -65,17 +65,33 @@ class RowsMixin:
         """One sample in the trees' coordinates, ``(1, n_features)``, when the full path
         (:meth:`_one_row`, then the feature map's ``transform``) would accept it; else None.
 
-        Taken by a plain 1-D float64 ndarray of the fitted width, or a dict whose keys are
+        Taken by a row that :meth:`_fast_values` accepts, under a feature map without a
+        quantile part (:meth:`_fast_map`): :func:`~mondrian.core._online.scale_row` computes
+        what ``transform`` computes, bit for bit, in one call. Anything else (lists, other
+        dtypes, NaN, a wrong width or key set, values too large to store when ``clip`` is
+        False) returns None and the caller takes the full path, which raises or converts
+        exactly as before.
+        """
+        x = self._fast_values(x)
+        if x is None:
+            return None
+        feature_map = self._fast_map()
+        if feature_map is None:
+            return None
+        return scale_row(x, feature_map.offset, feature_map.scale, feature_map.weights,
+                         MAX_SCALED, clip)
+
+    def _fast_values(self, x):
+        """One sample as a 1-D float64 ndarray of the fitted width for the one-row fast paths,
+        or None (the full path then decides).
+
+        A plain 1-D float64 ndarray of that width is returned as it is; a dict whose keys are
         exactly the features the model reads (``feature_names_in_``, else the key order of the
-        first dict learnt), with finite values, under a feature map without a quantile part.
-        :func:`~mondrian.core._online.scale_row` computes what ``transform`` computes, bit for
-        bit, in one call. Anything else (lists, other dtypes, NaN, a wrong width or key set,
-        values too large to store when ``clip`` is False) returns None and the caller takes
-        the full path, which raises or converts exactly as before.
+        first dict learnt) gives its values in that order. Its values may still be NaN or
+        infinite: the readers check them. None also when the model has no ensemble yet.
         """
         d = self.__dict__
-        ensemble = d.get("_ensemble")
-        if ensemble is None:
+        if d.get("_ensemble") is None:
             return None
         if type(x) is dict:
             names = d.get("feature_names_in_")
@@ -91,11 +107,15 @@ class RowsMixin:
             return None
         if x.shape[0] != d.get("n_features_in_", -1):
             return None
-        feature_map = ensemble.feature_map
+        return x
+
+    def _fast_map(self):
+        """The feature map when the one-row fast paths can apply it in place (a min-max map
+        with its offset and scale set, no quantile part), else None."""
+        feature_map = self._ensemble.feature_map
         if feature_map.knots is not None or feature_map.offset is None:
             return None
-        return scale_row(x, feature_map.offset, feature_map.scale, feature_map.weights,
-                         MAX_SCALED, clip)
+        return feature_map
 
     def _frozen_stream(self):
         """Whether an online update of this fitted model may take the one-row fast path

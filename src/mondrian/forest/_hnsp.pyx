@@ -33,6 +33,7 @@ from mondrian.core._batch_walk cimport (
     batch_row,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
+from mondrian.core._warm cimport WARM_TREES, warm_trees
 from mondrian.core._walk cimport (
     WALK_DEPTH_MAX,
     WalkStep,
@@ -592,7 +593,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         tests) instead of from the leaf upward; the same bits either way.
     """
     cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s
+    cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s, t
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
     cdef float64_t* buf = NULL
@@ -611,7 +612,9 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             raise ValueError("cannot predict with an empty tree")
     memset(&batch, 0, sizeof(batch))
     try:
-        for tree in trees:
+        for t, tree in enumerate(trees):
+            if n == 1 and not plain_walk and t % WARM_TREES == 0:  # (see _warm.pxd)
+                warm_trees(trees[t : t + WARM_TREES], &X[0, 0], lifetime)
             gamma = discount_factor * tree.n_features
             lam = read_lifetime(tree, lifetime)
             m = tree.node_count

@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from mondrian._docstrings import FOREST_FEATURE_WEIGHTS, WINDOW, fill_doc
+from mondrian.core.feature_map import MAX_SCALED
 from mondrian.core.state_checks import refuse
 from mondrian.estimator.atomic import online_update, unchanged_on_error
 from mondrian.estimator.conventions import ConventionsMixin, TreeSequenceMixin
@@ -19,6 +20,7 @@ from mondrian.estimator.state_checks import check_classes
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
 from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest._hnsp_one import predict_proba_row
 from mondrian.forest._ingest import IngestMixin
 from mondrian.forest._labels import (
     ClassLabelsMixin,
@@ -432,7 +434,22 @@ class _BaseMondrianClassifier(
         return dict(zip(self._codes_cache[2], proba.tolist(), strict=True))
 
     def _proba_one(self, x):
-        """Class probabilities of one sample (1-D), by the one-row fast path when it applies."""
+        """Class probabilities of one sample (1-D), by the one-row fast paths when they apply:
+        one compiled call (:func:`~mondrian.forest._hnsp_one.predict_proba_row`, the bits of
+        :meth:`_proba_scaled`) for the HNSP predictive of this class, else the scaled row."""
+        cls = type(self)
+        if (self.smoothing == "hnsp" and cls._proba_scaled is _PROBA_SCALED
+                and cls._proba_trees is _PROBA_TREES):
+            values = self._fast_values(x)
+            feature_map = None if values is None else self._fast_map()
+            if feature_map is not None:
+                proba = predict_proba_row(
+                    self._trees, values, feature_map.offset, feature_map.scale,
+                    feature_map.weights, MAX_SCALED, float(self.discount_factor),
+                    self.branch_off_counts == "tables", len(self.classes_),
+                )
+                if proba is not None:
+                    return proba
         row = self._fast_scaled_row(x, clip=True)
         if row is None:
             row = self._scaler.transform(self._one_row(x), clip=True)
@@ -465,6 +482,11 @@ class _BaseMondrianClassifier(
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = False
         return tags
+
+
+# The one-row fast path of _proba_one computes these methods' result (not an override's).
+_PROBA_SCALED = _BaseMondrianClassifier._proba_scaled
+_PROBA_TREES = _BaseMondrianClassifier._proba_trees
 
 
 class MondrianForestClassifier(TreeSequenceMixin, _BaseMondrianClassifier):
