@@ -19,7 +19,13 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows, mf_rows_box
+from mondrian.core._box_loops cimport (
+    MONDRIAN_TREE_PREFETCH,
+    mf_add_rows,
+    mf_extent,
+    mf_include,
+    mf_rows_box,
+)
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._undo cimport undo_log_node
@@ -34,6 +40,7 @@ from mondrian.core._tree cimport (
     _partition,
     _realloc,
     node_paused,
+    stored_row,
 )
 
 
@@ -123,6 +130,7 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     cdef intp_t top = 1
     cdef StackRecord rec
     cdef NearLeaf near
+    cdef float64_t e
     near.point = -1
     near.leaf = 0
 
@@ -135,15 +143,37 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
         top -= 1
         rec = tree.extend_stack[top]
         tree.extend_work += 1
+        # The node's box and row are read first by the log or the extent below, the next
+        # record's once this node's subtree is done: their cache lines are asked for now.
+        _prefetch_node(tree, rec.node)
+        if top > 0:
+            _prefetch_node(tree, tree.extend_stack[top - 1].node)
         # Every write below to a node that existed goes through the log: its struct and row
         # here, its stored box only before a write to it (most boxes take the batch as they
         # are: _log_box).
-        _log_shape(tree, rec.node)
         if node_paused(&tree.nodes[rec.node]):
+            _log_shape(tree, rec.node)
             _extend_paused(tree, &rec, idx, X, rows)
         else:
-            top = _extend_node(tree, top, &rec, idx, X, rows, &near)
+            # (the draw and the batch box need no node data: done while its lines arrive)
+            e = -log(rng_uniform(&tree.rng))
+            _batch_box(tree, &rec, idx, X)
+            _log_shape(tree, rec.node)
+            top = _extend_node(tree, top, &rec, idx, X, rows, &near, e)
     return 0
+
+
+cdef inline void _prefetch_node(MondrianTree tree, intp_t node) noexcept nogil:
+    """Cache hints for the stored box and statistics row of ``node`` (no effect on any
+    value; its record and slot were hinted when it was pushed)."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, slot = tree.box_slot[node], k
+    cdef const float64_t* row = stored_row(tree, node)
+    if slot >= 0:
+        for k in range(0, 2 * D, 8):
+            MONDRIAN_TREE_PREFETCH(tree.bounds + 2 * D * slot + k)
+    if row != NULL:
+        for k in range(0, S, 8):
+            MONDRIAN_TREE_PREFETCH(row + k)
 
 
 cdef inline int _log_shape(MondrianTree tree, intp_t node) except -1 nogil:
@@ -262,24 +292,9 @@ cdef inline float64_t _extent(const float64_t* box, const float64_t* bmin,
     ``extent``, and an upper bound of its sum by :func:`_sum` (0 exactly when that is 0).
 
     The bound sums in four lanes (vectorised) and widens the result by more than the
-    rounding of either order can move a sum of ``D`` non-negative terms."""
-    cdef intp_t d
-    cdef float64_t below, above, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    for d in range(D):  # (branch-free: vectorised)
-        below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
-        above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
-        extent[d] = below + above
-    d = 0
-    while d + 4 <= D:
-        s0 += extent[d]
-        s1 += extent[d + 1]
-        s2 += extent[d + 2]
-        s3 += extent[d + 3]
-        d += 4
-    while d < D:
-        s0 += extent[d]
-        d += 1
-    return ((s0 + s1) + (s2 + s3)) * (1.0 + (4 * D + 8) * 1.1102230246251565e-16)
+    rounding of either order can move a sum of ``D`` non-negative terms (``mf_extent``
+    of ``_box_loops.h``, branch-free)."""
+    return mf_extent(box, bmin, bmax, extent, D) * (1.0 + (4 * D + 8) * 1.1102230246251565e-16)
 
 
 cdef inline float64_t _sum(const float64_t* extent, intp_t D) noexcept nogil:
@@ -331,13 +346,14 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
 
     The node's box is grown from its stored points (into ``node_scratch``): first those of
     the leaf where the batch's first point lands (the nearest, on the path the batch takes
-    next), then all of them. After 1, 2, 4, ... points the extent of the batch outside that
-    partial box bounds the true extent from above (a sub-box, and every rounded operation is
-    monotone), so once the time it gives reaches the node's own cut the true time does too,
-    and the other points are never read. Otherwise every point is read: the box is the
-    node's (every feature written; minima and maxima do not depend on the order of reading,
-    but for the sign of a zero bound, which changes no extent and no cut), ``extent`` and
-    ``total`` the exact extent, bit for bit that of the box rebuilt at once."""
+    next), then all of them. After each of the first 8 points, then 16, 32, ..., the extent
+    of the batch outside that partial box bounds the true extent from above (a sub-box, and
+    every rounded operation is monotone), so once the time it gives reaches the node's own
+    cut the true time does too, and the other points are never read. Otherwise every point
+    is read: the box is the node's (every feature written; minima and maxima do not depend
+    on the order of reading, but for the sign of a zero bound, which changes no extent and
+    no cut), ``extent`` and ``total`` the exact extent, bit for bit that of the box rebuilt
+    at once."""
     cdef intp_t D = tree.n_features, d, i, m = 0, check = 1, j = rec.node
     cdef float64_t* bmin = tree.scratch
     cdef float64_t* bmax = tree.scratch + D
@@ -380,7 +396,9 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
             if bound == 0.0 or not rec.tau_parent + e / bound < split_time:
                 tree.extend_work += m
                 return INFINITY
-            check *= 2
+            # (a point read costs more than a bound: every one at first, then doubling, so
+            # a node that reads all its points pays a bounded share for the bounds)
+            check = check + 1 if check < 8 else 2 * check
         if in_leaf:
             i = tree.sample_next[i]
             if i == TREE_LEAF:  # then every point (the leaf's again: its min/max hold)
@@ -391,7 +409,7 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
             i = _cursor_next(tree, &cursor)
             if i < 0:
                 break
-        _include(lo, hi, X + i * D, D)  # (points_box's tie rule)
+        mf_include(lo, hi, X + i * D, D)  # (points_box's tie rule)
     tree.extend_work += m
     _extent(lo, bmin, bmax, extent, D)
     total[0] = _sum(extent, D)
@@ -399,24 +417,22 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
 
 
 cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
-                         const float64_t* X, const float64_t* rows,
-                         NearLeaf* near) except -1 nogil:
+                         const float64_t* X, const float64_t* rows, NearLeaf* near,
+                         float64_t e) except -1 nogil:
     """Extend the subtree of the unpaused node ``rec.node`` with the batch
-    ``idx[rec.start:rec.end]``: insert a new parent above it or let it absorb the batch;
-    returns the new size of the extension stack.
+    ``idx[rec.start:rec.end]`` (its box in the scratch by :func:`_batch_box`): insert a new
+    parent above it or let it absorb the batch; returns the new size of the extension stack.
 
     The cut above the node is born at ``rec.tau_parent + E / total`` (``E`` exponential,
-    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` is drawn
-    at every node, ``total`` 0 or not (the same law: an unused draw is independent of the
-    rest), so that a node keeping no box can decide from a part of its points
+    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` (``e``)
+    is drawn by the caller at every node, ``total`` 0 or not (the same law: an unused draw is
+    independent of the rest), so that a node keeping no box can decide from a part of its points
     (:func:`_small_node_time`) without knowing whether ``total`` is 0, and draws what the
     same node with a stored box draws (lean and full trees keep the same bits)."""
     cdef intp_t D = tree.n_features, j = rec.node
     cdef float64_t total = 0.0, t
-    cdef float64_t e = -log(rng_uniform(&tree.rng))
     cdef float64_t* node_scratch = tree.scratch + 5 * D
     cdef const float64_t* box = node_scratch
-    _batch_box(tree, rec, idx, X)
     if tree.box_slot[j] < 0 and (tree.nodes[j].n_node_samples + rec.end - rec.start
                                  < tree.box_min_samples):
         t = _small_node_time(tree, rec, idx, X, e, near, &total)
