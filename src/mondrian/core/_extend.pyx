@@ -60,6 +60,20 @@ cdef struct NearLeaf:
     intp_t leaf
 
 
+cdef struct Clock:
+    # The exponential clock E = -log(u) of a cut above a node: u is drawn at every node (the
+    # random stream stays that of the law), the logarithm taken only when the batch sticks out
+    # of the node's box (at most nodes high in the tree it does not).
+    float64_t u
+    float64_t e  # -1 until taken
+
+
+cdef inline float64_t _exp(Clock* clock) noexcept nogil:
+    if clock.e < 0.0:
+        clock.e = -log(clock.u)
+    return clock.e
+
+
 cdef inline int _build(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
                        const float64_t* rows) except -1 nogil:
     """Run the tree's builder on ``idx[:n]`` (``n > 0``), its leaf-list room made first."""
@@ -130,7 +144,7 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     cdef intp_t top = 1
     cdef StackRecord rec
     cdef NearLeaf near
-    cdef float64_t e
+    cdef Clock clock
     near.point = -1
     near.leaf = 0
 
@@ -156,10 +170,11 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
             _extend_paused(tree, &rec, idx, X, rows)
         else:
             # (the draw and the batch box need no node data: done while its lines arrive)
-            e = -log(rng_uniform(&tree.rng))
+            clock.u = rng_uniform(&tree.rng)
+            clock.e = -1.0
             _batch_box(tree, &rec, idx, X)
             _log_shape(tree, rec.node)
-            top = _extend_node(tree, top, &rec, idx, X, rows, &near, e)
+            top = _extend_node(tree, top, &rec, idx, X, rows, &near, &clock)
     return 0
 
 
@@ -339,9 +354,9 @@ cdef inline intp_t _cursor_next(MondrianTree tree, PointCursor* c) noexcept nogi
 
 
 cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
-                                const float64_t* X, float64_t e, NearLeaf* near,
+                                const float64_t* X, Clock* clock, NearLeaf* near,
                                 float64_t* total) noexcept nogil:
-    """The birth time ``rec.tau_parent + e / total`` of a cut above the node ``rec.node``,
+    """The birth time ``rec.tau_parent + E / total`` of a cut above the node ``rec.node``,
     which keeps no box before or after the batch, or +inf when the node surely absorbs it.
 
     The node's box is grown from its stored points (into ``node_scratch``): first those of
@@ -385,7 +400,7 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
                 hi[d] = -INFINITY
             _extent(lo, bmin, bmax, extent, D)
             total[0] = _sum(extent, D)
-            return rec.tau_parent + e / total[0]
+            return rec.tau_parent + _exp(clock) / total[0]
     row = X + i * D
     memcpy(lo, row, D * sizeof(float64_t))
     memcpy(hi, row, D * sizeof(float64_t))
@@ -393,7 +408,7 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
         m += 1
         if m == check:
             bound = _extent(lo, bmin, bmax, extent, D)
-            if bound == 0.0 or not rec.tau_parent + e / bound < split_time:
+            if bound == 0.0 or not rec.tau_parent + _exp(clock) / bound < split_time:
                 tree.extend_work += m
                 return INFINITY
             # (a point read costs more than a bound: every one at first, then doubling, so
@@ -413,18 +428,18 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
     tree.extend_work += m
     _extent(lo, bmin, bmax, extent, D)
     total[0] = _sum(extent, D)
-    return rec.tau_parent + e / total[0]
+    return rec.tau_parent + _exp(clock) / total[0]
 
 
 cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
                          const float64_t* X, const float64_t* rows, NearLeaf* near,
-                         float64_t e) except -1 nogil:
+                         Clock* clock) except -1 nogil:
     """Extend the subtree of the unpaused node ``rec.node`` with the batch
     ``idx[rec.start:rec.end]`` (its box in the scratch by :func:`_batch_box`): insert a new
     parent above it or let it absorb the batch; returns the new size of the extension stack.
 
     The cut above the node is born at ``rec.tau_parent + E / total`` (``E`` exponential,
-    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` (``e``)
+    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` (``clock``)
     is drawn by the caller at every node, ``total`` 0 or not (the same law: an unused draw is
     independent of the rest), so that a node keeping no box can decide from a part of its points
     (:func:`_small_node_time`) without knowing whether ``total`` is 0, and draws what the
@@ -435,17 +450,17 @@ cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, 
     cdef const float64_t* box = node_scratch
     if tree.box_slot[j] < 0 and (tree.nodes[j].n_node_samples + rec.end - rec.start
                                  < tree.box_min_samples):
-        t = _small_node_time(tree, rec, idx, X, e, near, &total)
+        t = _small_node_time(tree, rec, idx, X, clock, near, &total)
     else:
         if tree.box_slot[j] < 0:
             tree.extend_work += tree.nodes[j].n_node_samples  # rebuilt from them
         box = tree._node_box(j, X, node_scratch)
         t = _extent(box, tree.scratch, tree.scratch + D, tree.scratch + 2 * D, D)
-        if t == 0.0 or not rec.tau_parent + e / t < tree.nodes[j].split_time:
+        if t == 0.0 or not rec.tau_parent + _exp(clock) / t < tree.nodes[j].split_time:
             t = INFINITY  # (the bound decides: the true time is no earlier)
         else:
             total = _sum(tree.scratch + 2 * D, D)
-            t = rec.tau_parent + e / total
+            t = rec.tau_parent + _exp(clock) / total
     if t < tree.nodes[j].split_time:
         return _insert_parent(tree, top, rec, idx, X, rows, box, total, t)
     return _absorb(tree, top, rec, idx, X, rows)
