@@ -214,6 +214,26 @@ MF_INLINE void mf_include(double *restrict lo, double *restrict hi,
     }
 }
 
+MF_INLINE void mf_join(double *restrict lo, double *restrict hi,
+                       const double *restrict bmin, const double *restrict bmax,
+                       Py_ssize_t D) {
+    /* Grow the box (lo, hi) to contain the box (bmin, bmax), with _include's tie rule (a
+       bound is replaced only by one strictly beyond it), so the same bits. */
+    Py_ssize_t d = 0;
+#if defined(__GNUC__)
+    for (; d + 2 <= D; d += 2) {
+        mf_v2 a = mf_load2(bmin + d), b = mf_load2(bmax + d);
+        mf_v2 mn = mf_load2(lo + d), mx = mf_load2(hi + d);
+        mf_store2(lo + d, MF_SEL2(a < mn, a, mn));
+        mf_store2(hi + d, MF_SEL2(b > mx, b, mx));
+    }
+#endif
+    for (; d < D; d++) {
+        lo[d] = bmin[d] < lo[d] ? bmin[d] : lo[d];
+        hi[d] = bmax[d] > hi[d] ? bmax[d] : hi[d];
+    }
+}
+
 MF_INLINE double mf_extent(const double *restrict box, const double *restrict bmin,
                            const double *restrict bmax, double *restrict extent,
                            Py_ssize_t D) {

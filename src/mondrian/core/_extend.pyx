@@ -24,6 +24,7 @@ from mondrian.core._box_loops cimport (
     mf_add_rows,
     mf_extent,
     mf_include,
+    mf_join,
     mf_rows_box,
 )
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
@@ -36,7 +37,6 @@ from mondrian.core._tree cimport (
     Node,
     StackRecord,
     _add_row,
-    _include,
     _partition,
     _realloc,
     node_paused,
@@ -247,7 +247,7 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
     keeps_box = had_box or lo != node_scratch
     if had_box:
         for k in range(rec.start, rec.end):
-            _include(lo, hi, X + idx[k] * D, D)
+            mf_include(lo, hi, X + idx[k] * D, D)
     elif keeps_box:
         leaf_box(tree, j, X, lo)
         tree.extend_work += tree.nodes[j].n_node_samples
@@ -647,14 +647,9 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
     row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
     the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
     ``new_count`` points."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, d
-    cdef float64_t* hi = lo + D
-    cdef const float64_t* bmin = tree.scratch
-    cdef const float64_t* bmax = tree.scratch + D
+    cdef intp_t D = tree.n_features, S = tree.value_stride
     if lo != tree.scratch + 5 * D:  # (a box in node_scratch is not kept: no need)
-        for d in range(D):
-            lo[d] = bmin[d] if bmin[d] < lo[d] else lo[d]
-            hi[d] = bmax[d] if bmax[d] > hi[d] else hi[d]
+        mf_join(lo, lo + D, tree.scratch, tree.scratch + D, D)  # (bmin, bmax)
     if val != NULL and S > 0:
         mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
     tree.nodes[rec.node].n_node_samples = new_count
