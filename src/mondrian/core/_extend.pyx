@@ -162,6 +162,10 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
         _prefetch_node(tree, rec.node)
         if top > 0:
             _prefetch_node(tree, tree.extend_stack[top - 1].node)
+        # Its children's records and slots too: the batch goes on down to one of them next,
+        # once this node is done (descend hints them again as it pushes them, too late for
+        # the first one popped).
+        _prefetch_children(tree, rec.node)
         # Every write below to a node that existed goes through the log: its struct and row
         # here, its stored box only before a write to it (most boxes take the batch as they
         # are: _log_box).
@@ -176,6 +180,20 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
             _log_shape(tree, rec.node)
             top = _extend_node(tree, top, &rec, idx, X, rows, &near, &clock)
     return 0
+
+
+cdef inline void _prefetch_children(MondrianTree tree, intp_t node) noexcept nogil:
+    """Cache hints for the records and box slots of the children of ``node``, if any."""
+    cdef intp_t child = tree.nodes[node].left_child
+    if child == TREE_LEAF:
+        return
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[child])
+    MONDRIAN_TREE_PREFETCH(<const char*>&tree.nodes[child + 1] - 1)  # (may span two lines)
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[child])
+    child = tree.nodes[node].right_child
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[child])
+    MONDRIAN_TREE_PREFETCH(<const char*>&tree.nodes[child + 1] - 1)
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[child])
 
 
 cdef inline void _prefetch_node(MondrianTree tree, intp_t node) noexcept nogil:
