@@ -196,24 +196,6 @@ typedef long long mf_m2 __attribute__((vector_size(16)));
 #define MF_GAP2(a, b) ((mf_v2)((mf_m2)((a) - (b)) & ((a) > (b))))
 #endif
 
-MF_INLINE void mf_include(double *restrict lo, double *restrict hi,
-                          const double *restrict x, Py_ssize_t D) {
-    /* Grow the box (lo, hi) to contain x: _include's tie rule (x replaces a bound only
-       when strictly beyond it), so the same bits. */
-    Py_ssize_t d = 0;
-#if defined(__GNUC__)
-    for (; d + 2 <= D; d += 2) {
-        mf_v2 v = mf_load2(x + d), mn = mf_load2(lo + d), mx = mf_load2(hi + d);
-        mf_store2(lo + d, MF_SEL2(v < mn, v, mn));
-        mf_store2(hi + d, MF_SEL2(v > mx, v, mx));
-    }
-#endif
-    for (; d < D; d++) {
-        lo[d] = x[d] < lo[d] ? x[d] : lo[d];
-        hi[d] = x[d] > hi[d] ? x[d] : hi[d];
-    }
-}
-
 MF_INLINE void mf_join(double *restrict lo, double *restrict hi,
                        const double *restrict bmin, const double *restrict bmax,
                        Py_ssize_t D) {
@@ -232,6 +214,12 @@ MF_INLINE void mf_join(double *restrict lo, double *restrict hi,
         lo[d] = bmin[d] < lo[d] ? bmin[d] : lo[d];
         hi[d] = bmax[d] > hi[d] ? bmax[d] : hi[d];
     }
+}
+
+MF_INLINE void mf_include(double *restrict lo, double *restrict hi,
+                          const double *restrict x, Py_ssize_t D) {
+    /* Grow the box (lo, hi) to contain the point x (x read as both rows of a box). */
+    mf_join(lo, hi, x, x, D);
 }
 
 MF_INLINE double mf_extent(const double *restrict box, const double *restrict bmin,
