@@ -19,6 +19,7 @@ Run from the repository root::
     python benchmarks/bench_minibatch.py                # full run, writes the report
     python benchmarks/bench_minibatch.py --quick        # dna and satimage, 10 batches
     python benchmarks/bench_minibatch.py --datasets letter --trees 100 --refit-trees 100
+    python benchmarks/bench_minibatch.py --no-refits --output /tmp/fit_only.md
 
 A full run writes ``benchmarks/results/minibatch.md`` (``--output`` elsewhere).
 """
@@ -116,6 +117,8 @@ def main(argv=None):
     add_sized(parser, "--batches", 100, 10, "mini-batches")
     add_sized(parser, "--trees", 100, 10, "trees of the Mondrian forests")
     add_sized(parser, "--refit-trees", 100, 10, "trees of each refitted forest")
+    parser.add_argument("--no-refits", action="store_true",
+                        help="only fit vs partial_fit (skip the refits' table)")
     add_output_options(parser, "minibatch.md", plots=False)
     args = parse_args(parser, argv)
     require_datasets()
@@ -133,11 +136,13 @@ def main(argv=None):
         data = CLASSIFICATION_LOADERS[name]()
         bounds = batch_bounds(len(data.y_train), args.batches)
         fit_rows.append(bench_fit(mondrian, data, args.trees, bounds, args.repeats, args.seed))
-        refit_rows += bench_refits(mondrian, data, args.trees, args.refit_trees, bounds,
-                                   args.seed)
+        if not args.no_refits:
+            refit_rows += bench_refits(mondrian, data, args.trees, args.refit_trees, bounds,
+                                       args.seed)
     report.table(fit_rows, FIT_COLUMNS, FIT_FORMATS, title="fit vs partial_fit")
-    report.table(refit_rows, REFIT_COLUMNS, REFIT_FORMATS,
-                 title="Online vs refitting after every batch")
+    if refit_rows:
+        report.table(refit_rows, REFIT_COLUMNS, REFIT_FORMATS,
+                     title="Online vs refitting after every batch")
     report.write(args.output)
 
 

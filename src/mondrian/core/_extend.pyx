@@ -19,7 +19,14 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows, mf_rows_box
+from mondrian.core._box_loops cimport (
+    MONDRIAN_TREE_PREFETCH,
+    mf_add_rows,
+    mf_extent,
+    mf_include,
+    mf_join,
+    mf_rows_box,
+)
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._undo cimport undo_log_node
@@ -30,10 +37,10 @@ from mondrian.core._tree cimport (
     Node,
     StackRecord,
     _add_row,
-    _include,
     _partition,
     _realloc,
     node_paused,
+    stored_row,
 )
 
 
@@ -51,6 +58,20 @@ cdef struct NearLeaf:
     # changes no node below the one it handles), so a batch's first point is sent down once.
     intp_t point
     intp_t leaf
+
+
+cdef struct Clock:
+    # The exponential clock E = -log(u) of a cut above a node: u is drawn at every node (the
+    # random stream stays that of the law), the logarithm taken only when the batch sticks out
+    # of the node's box (at most nodes high in the tree it does not).
+    float64_t u
+    float64_t e  # -1 until taken
+
+
+cdef inline float64_t _exp(Clock* clock) noexcept nogil:
+    if clock.e < 0.0:
+        clock.e = -log(clock.u)
+    return clock.e
 
 
 cdef inline int _build(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
@@ -123,6 +144,7 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     cdef intp_t top = 1
     cdef StackRecord rec
     cdef NearLeaf near
+    cdef Clock clock
     near.point = -1
     near.leaf = 0
 
@@ -135,15 +157,56 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
         top -= 1
         rec = tree.extend_stack[top]
         tree.extend_work += 1
+        # The node's box and row are read first by the log or the extent below, the next
+        # record's once this node's subtree is done: their cache lines are asked for now.
+        _prefetch_node(tree, rec.node)
+        if top > 0:
+            _prefetch_node(tree, tree.extend_stack[top - 1].node)
+        # Its children's records and slots too: the batch goes on down to one of them next,
+        # once this node is done (descend hints them again as it pushes them, too late for
+        # the first one popped).
+        _prefetch_children(tree, rec.node)
         # Every write below to a node that existed goes through the log: its struct and row
         # here, its stored box only before a write to it (most boxes take the batch as they
         # are: _log_box).
-        _log_shape(tree, rec.node)
         if node_paused(&tree.nodes[rec.node]):
+            _log_shape(tree, rec.node)
             _extend_paused(tree, &rec, idx, X, rows)
         else:
-            top = _extend_node(tree, top, &rec, idx, X, rows, &near)
+            # (the draw and the batch box need no node data: done while its lines arrive)
+            clock.u = rng_uniform(&tree.rng)
+            clock.e = -1.0
+            _batch_box(tree, &rec, idx, X)
+            _log_shape(tree, rec.node)
+            top = _extend_node(tree, top, &rec, idx, X, rows, &near, &clock)
     return 0
+
+
+cdef inline void _prefetch_children(MondrianTree tree, intp_t node) noexcept nogil:
+    """Cache hints for the records and box slots of the children of ``node``, if any."""
+    cdef intp_t child = tree.nodes[node].left_child
+    if child == TREE_LEAF:
+        return
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[child])
+    MONDRIAN_TREE_PREFETCH(<const char*>&tree.nodes[child + 1] - 1)  # (may span two lines)
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[child])
+    child = tree.nodes[node].right_child
+    MONDRIAN_TREE_PREFETCH(&tree.nodes[child])
+    MONDRIAN_TREE_PREFETCH(<const char*>&tree.nodes[child + 1] - 1)
+    MONDRIAN_TREE_PREFETCH(&tree.box_slot[child])
+
+
+cdef inline void _prefetch_node(MondrianTree tree, intp_t node) noexcept nogil:
+    """Cache hints for the stored box and statistics row of ``node`` (no effect on any
+    value; its record and slot were hinted when it was pushed)."""
+    cdef intp_t D = tree.n_features, S = tree.value_stride, slot = tree.box_slot[node], k
+    cdef const float64_t* row = stored_row(tree, node)
+    if slot >= 0:
+        for k in range(0, 2 * D, 8):
+            MONDRIAN_TREE_PREFETCH(tree.bounds + 2 * D * slot + k)
+    if row != NULL:
+        for k in range(0, S, 8):
+            MONDRIAN_TREE_PREFETCH(row + k)
 
 
 cdef inline int _log_shape(MondrianTree tree, intp_t node) except -1 nogil:
@@ -202,7 +265,7 @@ cdef int _extend_paused(MondrianTree tree, const StackRecord* rec, intp_t* idx,
     keeps_box = had_box or lo != node_scratch
     if had_box:
         for k in range(rec.start, rec.end):
-            _include(lo, hi, X + idx[k] * D, D)
+            mf_include(lo, hi, X + idx[k] * D, D)
     elif keeps_box:
         leaf_box(tree, j, X, lo)
         tree.extend_work += tree.nodes[j].n_node_samples
@@ -262,24 +325,9 @@ cdef inline float64_t _extent(const float64_t* box, const float64_t* bmin,
     ``extent``, and an upper bound of its sum by :func:`_sum` (0 exactly when that is 0).
 
     The bound sums in four lanes (vectorised) and widens the result by more than the
-    rounding of either order can move a sum of ``D`` non-negative terms."""
-    cdef intp_t d
-    cdef float64_t below, above, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    for d in range(D):  # (branch-free: vectorised)
-        below = box[d] - bmin[d] if bmin[d] < box[d] else 0.0
-        above = bmax[d] - box[D + d] if bmax[d] > box[D + d] else 0.0
-        extent[d] = below + above
-    d = 0
-    while d + 4 <= D:
-        s0 += extent[d]
-        s1 += extent[d + 1]
-        s2 += extent[d + 2]
-        s3 += extent[d + 3]
-        d += 4
-    while d < D:
-        s0 += extent[d]
-        d += 1
-    return ((s0 + s1) + (s2 + s3)) * (1.0 + (4 * D + 8) * 1.1102230246251565e-16)
+    rounding of either order can move a sum of ``D`` non-negative terms (``mf_extent``
+    of ``_box_loops.h``, branch-free)."""
+    return mf_extent(box, bmin, bmax, extent, D) * (1.0 + (4 * D + 8) * 1.1102230246251565e-16)
 
 
 cdef inline float64_t _sum(const float64_t* extent, intp_t D) noexcept nogil:
@@ -324,20 +372,21 @@ cdef inline intp_t _cursor_next(MondrianTree tree, PointCursor* c) noexcept nogi
 
 
 cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
-                                const float64_t* X, float64_t e, NearLeaf* near,
+                                const float64_t* X, Clock* clock, NearLeaf* near,
                                 float64_t* total) noexcept nogil:
-    """The birth time ``rec.tau_parent + e / total`` of a cut above the node ``rec.node``,
+    """The birth time ``rec.tau_parent + E / total`` of a cut above the node ``rec.node``,
     which keeps no box before or after the batch, or +inf when the node surely absorbs it.
 
     The node's box is grown from its stored points (into ``node_scratch``): first those of
     the leaf where the batch's first point lands (the nearest, on the path the batch takes
-    next), then all of them. After 1, 2, 4, ... points the extent of the batch outside that
-    partial box bounds the true extent from above (a sub-box, and every rounded operation is
-    monotone), so once the time it gives reaches the node's own cut the true time does too,
-    and the other points are never read. Otherwise every point is read: the box is the
-    node's (every feature written; minima and maxima do not depend on the order of reading,
-    but for the sign of a zero bound, which changes no extent and no cut), ``extent`` and
-    ``total`` the exact extent, bit for bit that of the box rebuilt at once."""
+    next), then all of them. After each of the first 8 points, then 16, 32, ..., the extent
+    of the batch outside that partial box bounds the true extent from above (a sub-box, and
+    every rounded operation is monotone), so once the time it gives reaches the node's own
+    cut the true time does too, and the other points are never read. Otherwise every point
+    is read: the box is the node's (every feature written; minima and maxima do not depend
+    on the order of reading, but for the sign of a zero bound, which changes no extent and
+    no cut), ``extent`` and ``total`` the exact extent, bit for bit that of the box rebuilt
+    at once."""
     cdef intp_t D = tree.n_features, d, i, m = 0, check = 1, j = rec.node
     cdef float64_t* bmin = tree.scratch
     cdef float64_t* bmax = tree.scratch + D
@@ -369,7 +418,7 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
                 hi[d] = -INFINITY
             _extent(lo, bmin, bmax, extent, D)
             total[0] = _sum(extent, D)
-            return rec.tau_parent + e / total[0]
+            return rec.tau_parent + _exp(clock) / total[0]
     row = X + i * D
     memcpy(lo, row, D * sizeof(float64_t))
     memcpy(hi, row, D * sizeof(float64_t))
@@ -377,10 +426,12 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
         m += 1
         if m == check:
             bound = _extent(lo, bmin, bmax, extent, D)
-            if bound == 0.0 or not rec.tau_parent + e / bound < split_time:
+            if bound == 0.0 or not rec.tau_parent + _exp(clock) / bound < split_time:
                 tree.extend_work += m
                 return INFINITY
-            check *= 2
+            # (a point read costs more than a bound: every one at first, then doubling, so
+            # a node that reads all its points pays a bounded share for the bounds)
+            check = check + 1 if check < 8 else 2 * check
         if in_leaf:
             i = tree.sample_next[i]
             if i == TREE_LEAF:  # then every point (the leaf's again: its min/max hold)
@@ -391,45 +442,43 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
             i = _cursor_next(tree, &cursor)
             if i < 0:
                 break
-        _include(lo, hi, X + i * D, D)  # (points_box's tie rule)
+        mf_include(lo, hi, X + i * D, D)  # (points_box's tie rule)
     tree.extend_work += m
     _extent(lo, bmin, bmax, extent, D)
     total[0] = _sum(extent, D)
-    return rec.tau_parent + e / total[0]
+    return rec.tau_parent + _exp(clock) / total[0]
 
 
 cdef intp_t _extend_node(MondrianTree tree, intp_t top, const StackRecord* rec, intp_t* idx,
-                         const float64_t* X, const float64_t* rows,
-                         NearLeaf* near) except -1 nogil:
+                         const float64_t* X, const float64_t* rows, NearLeaf* near,
+                         Clock* clock) except -1 nogil:
     """Extend the subtree of the unpaused node ``rec.node`` with the batch
-    ``idx[rec.start:rec.end]``: insert a new parent above it or let it absorb the batch;
-    returns the new size of the extension stack.
+    ``idx[rec.start:rec.end]`` (its box in the scratch by :func:`_batch_box`): insert a new
+    parent above it or let it absorb the batch; returns the new size of the extension stack.
 
     The cut above the node is born at ``rec.tau_parent + E / total`` (``E`` exponential,
-    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` is drawn
-    at every node, ``total`` 0 or not (the same law: an unused draw is independent of the
-    rest), so that a node keeping no box can decide from a part of its points
+    ``total`` the batch's extent outside the node's box, no cut when it is 0). ``E`` (``clock``)
+    is drawn by the caller at every node, ``total`` 0 or not (the same law: an unused draw is
+    independent of the rest), so that a node keeping no box can decide from a part of its points
     (:func:`_small_node_time`) without knowing whether ``total`` is 0, and draws what the
     same node with a stored box draws (lean and full trees keep the same bits)."""
     cdef intp_t D = tree.n_features, j = rec.node
     cdef float64_t total = 0.0, t
-    cdef float64_t e = -log(rng_uniform(&tree.rng))
     cdef float64_t* node_scratch = tree.scratch + 5 * D
     cdef const float64_t* box = node_scratch
-    _batch_box(tree, rec, idx, X)
     if tree.box_slot[j] < 0 and (tree.nodes[j].n_node_samples + rec.end - rec.start
                                  < tree.box_min_samples):
-        t = _small_node_time(tree, rec, idx, X, e, near, &total)
+        t = _small_node_time(tree, rec, idx, X, clock, near, &total)
     else:
         if tree.box_slot[j] < 0:
             tree.extend_work += tree.nodes[j].n_node_samples  # rebuilt from them
         box = tree._node_box(j, X, node_scratch)
         t = _extent(box, tree.scratch, tree.scratch + D, tree.scratch + 2 * D, D)
-        if t == 0.0 or not rec.tau_parent + e / t < tree.nodes[j].split_time:
+        if t == 0.0 or not rec.tau_parent + _exp(clock) / t < tree.nodes[j].split_time:
             t = INFINITY  # (the bound decides: the true time is no earlier)
         else:
             total = _sum(tree.scratch + 2 * D, D)
-            t = rec.tau_parent + e / total
+            t = rec.tau_parent + _exp(clock) / total
     if t < tree.nodes[j].split_time:
         return _insert_parent(tree, top, rec, idx, X, rows, box, total, t)
     return _absorb(tree, top, rec, idx, X, rows)
@@ -616,14 +665,9 @@ cdef inline void _join_batch(MondrianTree tree, const StackRecord* rec, const in
     row, upper at ``lo + D``) grows to the batch's box (``bmin``, ``bmax`` in the scratch),
     the batch's rows are added to its statistics row ``val`` (none if NULL), and it holds
     ``new_count`` points."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, d
-    cdef float64_t* hi = lo + D
-    cdef const float64_t* bmin = tree.scratch
-    cdef const float64_t* bmax = tree.scratch + D
+    cdef intp_t D = tree.n_features, S = tree.value_stride
     if lo != tree.scratch + 5 * D:  # (a box in node_scratch is not kept: no need)
-        for d in range(D):
-            lo[d] = bmin[d] if bmin[d] < lo[d] else lo[d]
-            hi[d] = bmax[d] if bmax[d] > hi[d] else hi[d]
+        mf_join(lo, lo + D, tree.scratch, tree.scratch + D, D)  # (bmin, bmax)
     if val != NULL and S > 0:
         mf_add_rows(val, rows, S, idx + rec.start, rec.end - rec.start)
     tree.nodes[rec.node].n_node_samples = new_count

@@ -24,6 +24,10 @@ from mondrian.core._tree cimport (
     reset_leaf,
 )
 
+cdef enum:
+    # Floats of the growth stack's box buffer kept between calls (32 KiB).
+    GROW_BOXES_KEPT = 4096
+
 
 cdef int grow_tree(MondrianTree tree, intp_t node, intp_t* idx, intp_t start, intp_t end,
                    float64_t tau_parent, const float64_t* X,
@@ -91,10 +95,13 @@ cdef int grow_tree(MondrianTree tree, intp_t node, intp_t* idx, intp_t start, in
                                  tree.grow_boxes + 2 * D * top)
         left = split_node(tree, j, d, threshold, t)
         top = push_children(tree, top, left, rec.start, mid, rec.end, t)
-    # The children's boxes are scratch of this call: the tree does not keep them.
-    free(tree.grow_boxes)
-    tree.grow_boxes = NULL
-    tree.grow_boxes_capacity = 0
+    # The children's boxes are scratch of this call. The online extension grows a few small
+    # subtrees per call: a small buffer is kept for the next one (freed with the tree), a
+    # large one (a batch fit's) is freed now.
+    if tree.grow_boxes_capacity * 2 * D > GROW_BOXES_KEPT:
+        free(tree.grow_boxes)
+        tree.grow_boxes = NULL
+        tree.grow_boxes_capacity = 0
     return 0
 
 
