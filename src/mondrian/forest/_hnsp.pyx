@@ -12,7 +12,7 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
 from libc.math cimport INFINITY, exp, expm1
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 from libc.string cimport memset
 
 from mondrian.core._tree cimport (
@@ -33,6 +33,7 @@ from mondrian.core._batch_walk cimport (
     batch_row,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
+from mondrian.forest._node_cache cimport NodeTables
 from mondrian.core._walk cimport (
     WALK_DEPTH_MAX,
     WalkStep,
@@ -568,9 +569,23 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
         walk_next(&step, tree, x, lifetime)
 
 
+cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table_floats,
+                        intp_t box_floats):
+    """``(entry, fresh)``: the cached rows of ``tree`` at ``key`` (``fresh`` False), a new
+    entry of ``table_floats`` and ``box_floats`` to fill and store (``fresh`` True), or
+    ``(None, False)`` (no cache, a call of few rows, or no room)."""
+    if cache is None or table_floats == 0:
+        return None, False
+    kept = cache.find(tree, key)
+    if kept is not None:
+        return kept, False
+    kept = cache.reserve(tree, table_floats, box_floats)
+    return kept, kept is not None
+
+
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
                         float64_t discount_factor, bint strict, lifetime=None,
-                        bint plain_walk=False):
+                        bint plain_walk=False, cache=None):
     """Add the predictive distribution of every tree in ``trees`` to ``out``.
 
     Parameters
@@ -590,8 +605,15 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     plain_walk : bool, default=False
         Compute eta at every node of each path on the way down (the reference walk of the
         tests) instead of from the leaf upward; the same bits either way.
+    cache : PredictCache, default=None
+        Where a call of many rows keeps each tree's node tables (and boxes) for the next
+        calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
     """
     cdef MondrianTree tree
+    cdef NodeTables kept
+    cdef bint fresh
+    cdef float64_t* tables = NULL
+    cdef float64_t* every_boxes = NULL
     cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
@@ -610,6 +632,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
     memset(&batch, 0, sizeof(batch))
+    fresh = False
     try:
         for tree in trees:
             gamma = discount_factor * tree.n_features
@@ -626,6 +649,11 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # lean tree), or from the stored boxes and points.
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
+            # The tables (and boxes) of an earlier call of the same model, or new ones kept
+            # for the next calls when the cache has room, else this call's scratch.
+            kept, fresh = _kept_tables(cache, tree, (gamma, lam),
+                                       (2 * m + 1) * K + 2 * m if tabled and not plain_walk
+                                       else 0, 2 * m * tree.n_features if every else 0)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -637,18 +665,30 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                          &out[i, 0])
                         continue
                 else:
-                    reserve(<void**> &buf, &buf_size,
-                            ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
                     reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
-                    if lean_rows:  # every statistics row (lean values)
-                        reserve(<void**> &values, &values_size, m * S * sizeof(float64_t))
-                        tree._all_values(values, queue)
-                    _node_tables(tree, gamma, lam, values if lean_rows else tree.value, buf,
-                                 buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
+                    if kept is not None:
+                        tables = kept.tables
+                    else:
+                        reserve(<void**> &buf, &buf_size,
+                                ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+                        tables = buf
+                    if kept is None or fresh:
+                        if lean_rows:  # every statistics row (lean values)
+                            reserve(<void**> &values, &values_size,
+                                    m * S * sizeof(float64_t))
+                            tree._all_values(values, queue)
+                        _node_tables(tree, gamma, lam, values if lean_rows else tree.value,
+                                     tables, tables + m * K, tables + m * K + m,
+                                     tables + m * K + 2 * m, queue)
                     if every:
-                        reserve(<void**> &boxes, &boxes_size,
-                                2 * m * tree.n_features * sizeof(float64_t))
-                        tree._all_boxes(boxes, queue)
+                        if kept is not None and kept.boxes != NULL:
+                            every_boxes = kept.boxes
+                        else:
+                            reserve(<void**> &boxes, &boxes_size,
+                                    2 * m * tree.n_features * sizeof(float64_t))
+                            every_boxes = boxes
+                        if kept is None or fresh or kept.boxes == NULL:
+                            tree._all_boxes(every_boxes, queue)
                 start = 0
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
@@ -662,120 +702,26 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                         if batched:
                             i = start + batch_next(&batch, k, False, &s)
                         if tabled:
-                            _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf,
-                                                buf + m * K, buf + m * K + m,
-                                                buf + m * K + 2 * m,
+                            _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, tables,
+                                                tables + m * K, tables + m * K + m,
+                                                tables + m * K + 2 * m,
                                                 &batch if batched else NULL, s,
-                                                boxes if every else NULL, plain_walk, box,
-                                                &out[i, 0])
+                                                every_boxes if every else NULL, plain_walk,
+                                                box, &out[i, 0])
                         else:
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
                                          s, &out[i, 0])
                     start = stop
+            if fresh:
+                cache.store(tree, (gamma, lam), kept)
+                fresh = False
     finally:
+        if fresh:  # (built only part way: its bytes go back to the budget)
+            cache.release(kept.nbytes)
         free(box)
         free(buf)
         free(values)
         free(boxes)
         free(queue)
         batch_free(&batch)
-
-
-cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
-                         float64_t lifetime, float64_t* rows, float64_t* out) noexcept nogil:
-    """Add the tree's predictive at ``x`` under independent Dirichlet leaves to ``out``.
-
-    ``x`` stays in the tree with probability ``s`` (the product over its path of
-    ``exp(-eta_j * delta_j)``, section 5.1) and reads its leaf ``(c_k + alpha / K) / (n +
-    alpha)``; otherwise it lands in a fresh cell without data, which predicts ``1 / K``. A leaf
-    whose stored points carry no label (validation points of a lifetime path) backs off to its
-    deepest labelled ancestor. ``rows``: scratch of two statistics rows.
-    """
-    cdef intp_t K = tree.n_columns, S = tree.value_stride, k
-    cdef const intp_t* cols = tree.columns
-    cdef const float64_t* val
-    cdef const float64_t* read = NULL
-    cdef float64_t n
-    cdef WalkStep step
-    walk_start(&step, tree, x, lifetime)
-    while True:
-        # The node's row: stored, or summed from the step's points (lean values), into the
-        # scratch row that does not hold the deepest labelled row so far.
-        val = stored_row(tree, step.node)
-        if val == NULL:
-            val = rows if read != rows else rows + S
-            if step.n_points >= 0:
-                points_row(tree.rows_ptr, S, step.points, step.n_points, <float64_t*>val)
-            else:
-                val = node_row(tree, step.node, <float64_t*>val)
-        n = 0.0
-        for k in range(K):
-            n += val[cols[k]]
-        if n > 0.0:
-            read = val
-        if step.is_leaf or step.survival <= 0.0:
-            if step.survival > 0.0:
-                _add_dirichlet(tree, read, alpha, step.survival, out)
-            _add_dirichlet(tree, NULL, alpha, 1.0 - step.survival, out)
-            return
-        walk_next(&step, tree, x, lifetime)
-
-
-cdef inline void _add_dirichlet(MondrianTree tree, const float64_t* val, float64_t alpha,
-                                float64_t weight, float64_t* out) noexcept nogil:
-    """Add ``weight`` times the Dirichlet posterior mean of the statistics row ``val``
-    (uniform if NULL)."""
-    cdef intp_t K = tree.n_columns, k
-    cdef const intp_t* cols = tree.columns
-    cdef float64_t n = 0.0
-    if val == NULL:
-        for k in range(K):
-            out[k] += weight / K
-        return
-    for k in range(K):
-        n += val[cols[k]]
-    for k in range(K):
-        out[k] += weight * (val[cols[k]] + alpha / K) / (n + alpha)
-
-
-def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
-                                  float64_t[:, ::1] out, float64_t alpha, lifetime=None):
-    """Add every tree's predictive under independent Dirichlet leaves to ``out``.
-
-    The model of the classification lifetime paths (section 7): a leaf with class counts
-    ``c`` predicts ``(c_k + alpha / K) / (n + alpha)``, and the extension of the tree to a test
-    point is integrated over as in section 5 (a branched-off point predicts ``1 / K``; a leaf
-    without labels backs off to its deepest labelled ancestor).
-
-    Parameters
-    ----------
-    trees : list of MondrianTree
-        Trees whose statistics are class histograms.
-    X : ndarray of shape (n_samples, n_features)
-        Test points in the scaled feature space.
-    out : ndarray of shape (n_samples, n_classes)
-        Accumulator; the sum over trees is added to it.
-    alpha : float
-        Concentration of the symmetric Dirichlet prior of every leaf.
-    lifetime : float, default=None
-        Predict with the trees pruned at this lifetime.
-    """
-    cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i
-    cdef float64_t lam
-    cdef float64_t* rows
-    for tree in trees:
-        if tree.n_columns != K:
-            raise ValueError("the trees' statistics do not match the number of classes")
-        if tree.node_count == 0:
-            raise ValueError("cannot predict with an empty tree")
-        lam = read_lifetime(tree, lifetime)
-        with nogil:
-            rows = <float64_t*> malloc(max(2 * tree.value_stride, 1) * sizeof(float64_t))
-            if rows == NULL:
-                with gil:
-                    raise MemoryError()
-            for i in range(n):
-                _dirichlet_row(tree, &X[i, 0], alpha, lam, rows, &out[i, 0])
-            free(rows)
