@@ -47,6 +47,24 @@ from mondrian.core._walk cimport (
     walk_start_path,
 )
 
+from mondrian.core._batch_walk import add_portable_switch
+
+cdef extern from "mondrian/forest/_hnsp_kernels.h":
+    int mf_hnsp_kernels_portable
+    void mf_branch_off(intp_t K, float64_t weight, float64_t d_bar, float64_t n_tab,
+                       float64_t n_cust, bint strict, const float64_t* counts,
+                       const float64_t* g_parent, float64_t* out) noexcept nogil
+
+
+def _set_portable(bint portable):
+    """Force (True) or release the scalar reference loop of the branch-off terms (set with
+    the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
+    global mf_hnsp_kernels_portable
+    mf_hnsp_kernels_portable = 1 if portable else 0
+
+
+add_portable_switch(_set_portable)
+
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
@@ -331,8 +349,7 @@ cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint
                                  const float64_t* g_parent, float64_t* out) noexcept nogil:
     """Add the mass of ``x`` branching off above the node: a new node whose discount is the
     one of a cut at the branching time, averaged over that time."""
-    cdef intp_t k
-    cdef float64_t d_bar, weight, tab
+    cdef float64_t d_bar, weight
     if step.delta == INFINITY:
         d_bar = step.eta / (step.eta + gamma)
     else:
@@ -341,14 +358,10 @@ cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint
                  * expm1(-(step.eta + gamma) * step.delta) / -step.p)
     weight = step.reach * step.p
     if weight > 0.0:
-        for k in range(K):
-            tab = _table(counts[k])
-            if strict:
-                out[k] += weight * (
-                    (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
-            else:
-                out[k] += weight * (
-                    counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
+        # out[k] += weight * ((1 - d_bar) tab + d_bar n_tab g_parent[k]) / n_tab (strict),
+        # else weight * (counts[k] - d_bar tab + d_bar n_tab g_parent[k]) / n_cust, with
+        # tab = _table(counts[k]): the classes in vector lanes, the same bits.
+        mf_branch_off(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out)
 
 
 cdef inline void _prefetch(const void* start, intp_t n_bytes) noexcept nogil:
