@@ -48,3 +48,40 @@ def test_dispatched_branch_off_is_the_portable_loop(n_classes, counts, weighted)
     assert fast.tobytes() == plain.tobytes()
     assert fast_rows.tobytes() == plain_rows.tobytes()
     assert np.allclose(fast[:20], fast_rows, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_grouped_walks_on_paths_deeper_than_the_walk_keeps(k):
+    """A tabulated call of a tree of few features walks its rows side by side over every box
+    (rebuilt on a lean tree, stored on a full one); a path deeper than WALK_DEPTH_MAX (192)
+    is walked the plain way, rows outside every box branch off at every node: the bits of
+    the plain walk, with the dispatched kernels and the portable ones."""
+    from mondrian.core._walk import walk_path
+    from mondrian.forest._hnsp import predict_proba_trees
+
+    from _checks import box_min_samples
+
+    # Halving values: most cuts split off the largest point, so the paths are long.
+    x0 = 0.5 ** np.arange(400)
+    X = np.c_[x0, np.zeros((400, 3))]
+    y = np.arange(400) % 3
+    with box_min_samples(k):
+        model = MondrianForestClassifier(n_estimators=2, random_state=7).fit(X, y)
+    S = np.ascontiguousarray(model._validate_X_predict(
+        np.vstack([np.c_[x0, np.full((400, 3), 5.0)], X, X[:13] + 1e-3])))
+    depth = max(len(walk_path(tree, s)["eta"]) for tree in model._trees for s in S)
+    assert depth > 192
+
+    def proba(plain):
+        out = np.zeros((S.shape[0], 3))
+        predict_proba_trees(model._trees, S, out, float(model.discount_factor), False, None,
+                            plain)
+        return out
+
+    reference = proba(True)
+    for portable in (False, True):
+        old = set_portable_kernels(portable)
+        try:
+            assert proba(False).tobytes() == reference.tobytes()
+        finally:
+            set_portable_kernels(old)

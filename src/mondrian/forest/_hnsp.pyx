@@ -13,12 +13,14 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free
+from libc.stdint cimport int32_t
 from libc.string cimport memset
 
 from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
     Node,
+    box_distance,
     node_row,
     points_row,
     stored_row,
@@ -54,6 +56,11 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
     void mf_branch_off(intp_t K, float64_t weight, float64_t d_bar, float64_t n_tab,
                        float64_t n_cust, bint strict, const float64_t* counts,
                        const float64_t* g_parent, float64_t* out) noexcept nogil
+    bint mf_integers(const float64_t* a, intp_t S) noexcept nogil
+    void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
+                      const float64_t* p, float64_t* g) noexcept nogil
+    float64_t mf_table(float64_t count) noexcept nogil
+    intp_t mf_child(const int32_t* children, float64_t v, float64_t threshold) noexcept nogil
 
 
 def _set_portable(bint portable):
@@ -75,89 +82,9 @@ cdef extern from *:
     """
     void MONDRIAN_PREFETCH(const void* p) noexcept nogil
 
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* Whether every a[c], c < S, is an integer of magnitude below 2**52: t = |a[c]| passes
-       when t < 2**52 and (t + 2**52) - 2**52 == t (the sum rounds t to an integer, so the
-       difference is t exactly when t is one; NaN and infinity fail t < 2**52). Two entries
-       per instruction with SSE2 (GCC does not vectorize the scalar form); the same answer
-       either way. */
-    static int mf_integers(const double *a, Py_ssize_t S) {
-        const double big = 4503599627370496.0;
-        Py_ssize_t c = 0;
-        int ok = 1;
-    #if defined(__SSE2__) || defined(_M_X64)
-        const __m128d vbig = _mm_set1_pd(big);
-        const __m128d sign = _mm_set1_pd(-0.0);
-        __m128d all = _mm_cmpeq_pd(vbig, vbig);
-        for (; c + 2 <= S; c += 2) {
-            __m128d t = _mm_andnot_pd(sign, _mm_loadu_pd(a + c));
-            __m128d r = _mm_sub_pd(_mm_add_pd(t, vbig), vbig);
-            all = _mm_and_pd(all, _mm_and_pd(_mm_cmplt_pd(t, vbig), _mm_cmpeq_pd(r, t)));
-        }
-        ok = _mm_movemask_pd(all) == 3;
-    #endif
-        for (; c < S; c++) {
-            double t = a[c] < 0.0 ? -a[c] : a[c];
-            ok &= (t < big) & ((t + big) - big == t);
-        }
-        return ok;
-    }
-    """
-    bint mf_integers(const float64_t* a, intp_t S) noexcept nogil
-
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* g[k] = (a c[k] - b min(c[k], 1)) + e p[k] for k < K (the posterior of _posterior):
-       the same IEEE operations in the same order per entry, two entries per instruction
-       with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
-       unvectorized. */
-    static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
-                             const double *p, double *g) {
-        Py_ssize_t k = 0;
-    #if defined(__SSE2__) || defined(_M_X64)
-        const __m128d va = _mm_set1_pd(a), vb = _mm_set1_pd(b), ve = _mm_set1_pd(e);
-        const __m128d one = _mm_set1_pd(1.0);
-        for (; k + 2 <= K; k += 2) {
-            __m128d ck = _mm_loadu_pd(c + k);
-            __m128d t = _mm_min_pd(ck, one);
-            __m128d v = _mm_sub_pd(_mm_mul_pd(va, ck), _mm_mul_pd(vb, t));
-            _mm_storeu_pd(g + k, _mm_add_pd(v, _mm_mul_pd(ve, _mm_loadu_pd(p + k))));
-        }
-    #endif
-        for (; k < K; k++) {
-            double t = c[k] < 1.0 ? c[k] : 1.0;
-            g[k] = a * c[k] - b * t + e * p[k];
-        }
-    }
-    """
-    void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
-                      const float64_t* p, float64_t* g) noexcept nogil
-
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* count < 1 ? count : 1 (the tables of _table) without a branch: MINSD returns its first
-       operand when it is below the second, else the second, which is that expression for
-       every input (NaN gives 1, -0.0 gives -0.0). GCC compiled the scalar form to a
-       compare and a jump, mispredicted on class counts that are 0 or not at random. */
-    static inline double mf_table(double count) {
-    #if defined(__SSE2__) || defined(_M_X64)
-        return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(count), _mm_set_sd(1.0)));
-    #else
-        return count < 1.0 ? count : 1.0;
-    #endif
-    }
-    """
-    float64_t mf_table(float64_t count) noexcept nogil
+# Rows walked side by side in a tabulated call of a tree whose every box is at hand.
+cdef enum:
+    GROUP_ROWS = 8
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
@@ -551,16 +478,27 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
     node-major pass found for ``x`` (its row ``r``), or if ``batch`` is NULL ``walk_etas``'s
     (``boxes``: every node's, or NULL; ``box``: 2 D floats), unless ``plain`` or its path is
     too deep for them (then every eta on the way down, from the root)."""
-    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = -1
+    cdef intp_t top = -1
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef WalkStep step
     if plain:
         pass
     elif batch != NULL:
         top = batch_row(batch, tree, r, x, lifetime, box, path, etas, False)
     elif walk_etas(tree, x, lifetime, boxes, box, path, etas, &top) == 0:
         top = -1
+    _tabled_walk(tree, x, gamma, strict, lifetime, counts, n_cust, n_tab, g, path, etas, top,
+                 out)
+
+
+cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, bint strict,
+                       float64_t lifetime, const float64_t* counts, const float64_t* n_cust,
+                       const float64_t* n_tab, const float64_t* g, const intp_t* path,
+                       const float64_t* etas, intp_t top, float64_t* out) noexcept nogil:
+    """The walk of :func:`_predict_row_tabled` from depth ``top`` of ``path`` with its
+    ``etas`` (``walk_etas``'s), or from the root computing every eta when ``top`` is -1."""
+    cdef intp_t K = tree.n_columns, j, k, parent = tree.node_count
+    cdef WalkStep step
     if top >= 0:
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
         if top > 0:
@@ -580,6 +518,83 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
             return
         parent = j
         walk_next(&step, tree, x, lifetime)
+
+
+cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t rows,
+                         float64_t gamma, bint strict, float64_t lifetime,
+                         const float64_t* counts, const float64_t* n_cust,
+                         const float64_t* n_tab, const float64_t* g, const float64_t* boxes,
+                         const int32_t* slots, float64_t* out, intp_t out_step) noexcept nogil:
+    """:func:`_predict_row_tabled` of ``rows`` (at most ``GROUP_ROWS``) consecutive rows of
+    ``X`` reading ``boxes`` (every node's: node ``j``'s at row ``slots[j]``, or ``j`` if
+    ``slots`` is NULL), their walks side by side: each step of the
+    descents, then the boxes and tables of the rows' paths, are requested for every row
+    before any is read, so that their loads overlap (the nodes lie in cache, the boxes and
+    tables, megabytes per tree, mostly not). Every value is ``walk_etas``'s: the same path,
+    the same etas from the leaf up until one is 0, then the same walk."""
+    cdef intp_t D = tree.n_features, K = tree.n_columns, r, i, j, t, remaining = rows
+    cdef intp_t length[GROUP_ROWS]
+    cdef intp_t node[GROUP_ROWS]
+    cdef intp_t top[GROUP_ROWS]
+    cdef bint done[GROUP_ROWS]
+    cdef intp_t path[GROUP_ROWS][WALK_DEPTH_MAX]
+    cdef intp_t path_boxes[GROUP_ROWS][WALK_DEPTH_MAX]
+    cdef float64_t etas[GROUP_ROWS][WALK_DEPTH_MAX]
+    for r in range(rows):
+        length[r] = 0
+        node[r] = 0
+        done[r] = False
+    # walk_down, a step of every row at a time (length 0: deeper than WALK_DEPTH_MAX).
+    while remaining > 0:
+        for r in range(rows):
+            if done[r]:
+                continue
+            if length[r] == WALK_DEPTH_MAX:
+                length[r] = 0
+            else:
+                j = node[r]
+                path[r][length[r]] = j
+                length[r] += 1
+                if not is_leaf_at(tree, j, lifetime):
+                    # child_toward without a branch (the side of a row is a coin toss: a
+                    # mispredicted branch would also drop the other rows' loads in flight)
+                    node[r] = mf_child(&tree.nodes[j].left_child,
+                                       X[r * x_step + tree.nodes[j].feature],
+                                       tree.nodes[j].threshold)
+                    continue
+            done[r] = True
+            remaining -= 1
+    for r in range(rows):
+        for i in range(length[r]):
+            if slots != NULL:
+                path_boxes[r][i] = slots[path[r][i]]
+            else:
+                path_boxes[r][i] = path[r][i]
+        for i in range(max(length[r] - 2, 0), length[r]):
+            _prefetch(boxes + 2 * D * path_boxes[r][i], 2 * D * sizeof(float64_t))
+    # walk_etas's etas from the leaf up (until one is 0, or the root).
+    for r in range(rows):
+        top[r] = -1
+        i = length[r] - 1
+        while i >= 0:
+            if i >= 2:
+                _prefetch(boxes + 2 * D * path_boxes[r][i - 2], 2 * D * sizeof(float64_t))
+            etas[r][i] = box_distance(boxes + 2 * D * path_boxes[r][i], D, X + r * x_step)
+            if etas[r][i] == 0.0 or i == 0:
+                top[r] = i
+                break
+            i -= 1
+        # The tables the walk reads: the leaf's posterior, each branch-off node's counts
+        # and its parent's posterior.
+        if top[r] >= 0:
+            _prefetch(g + path[r][length[r] - 1] * K, K * sizeof(float64_t))
+            for t in range(max(top[r], 1), length[r]):
+                if etas[r][t] > 0.0:
+                    _prefetch(counts + path[r][t] * K, K * sizeof(float64_t))
+                    _prefetch(g + path[r][t - 1] * K, K * sizeof(float64_t))
+    for r in range(rows):
+        _tabled_walk(tree, X + r * x_step, gamma, strict, lifetime, counts, n_cust, n_tab, g,
+                     path[r], etas[r], top[r], out + r * out_step)
 
 
 cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table_floats,
@@ -638,7 +653,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef bint tabled, lean_rows, batched, every
+    cdef bint tabled, lean_rows, batched, every, grouped
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -662,6 +677,8 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # lean tree), or from the stored boxes and points.
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
+            grouped = tabled and not batched and not plain_walk and (
+                every or tree.box_min_samples == 0)
             # The tables (and boxes) of an earlier call of the same model, or new ones kept
             # for the next calls when the cache has room, else this call's scratch.
             kept, fresh = _kept_tables(cache, tree, (gamma, lam),
@@ -702,7 +719,18 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                             every_boxes = boxes
                         if kept is None or fresh or kept.boxes == NULL:
                             tree._all_boxes(every_boxes, queue)
+                # Every box at hand (rebuilt, or all stored): the rows in groups, walked
+                # side by side.
                 start = 0
+                while grouped and start < n:
+                    _predict_group(tree, &X[start, 0], X.shape[1],
+                                   min(<intp_t>GROUP_ROWS, n - start), gamma, strict, lam,
+                                   tables, tables + m * K, tables + m * K + m,
+                                   tables + m * K + 2 * m,
+                                   every_boxes if every else tree.bounds,
+                                   NULL if every else tree.box_slot, &out[start, 0],
+                                   out.shape[1])
+                    start += GROUP_ROWS
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
                     if batched:
