@@ -611,6 +611,43 @@ cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table
     return kept, kept is not None
 
 
+cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
+                      float64_t* kept_tables, float64_t* kept_boxes, bint fresh, bint every,
+                      float64_t** buf, size_t* buf_size, float64_t** values,
+                      size_t* values_size, float64_t** boxes, size_t* boxes_size,
+                      intp_t** queue, size_t* queue_size, float64_t** tables,
+                      float64_t** every_boxes) except -1 nogil:
+    """Point ``tables`` at the node tables of a tabulated call (:func:`_node_tables`), and if
+    ``every`` ``every_boxes`` at every node's box: the cached ones (``kept_tables``,
+    ``kept_boxes``; filled now when ``fresh``), else filled in the call's scratch (``buf``,
+    ``boxes``; ``values`` and ``queue`` are scratch of the filling)."""
+    cdef intp_t m = tree.node_count, K = tree.n_columns, S = tree.value_stride
+    cdef bint lean_rows = tree.box_min_samples > 0 and tree.lean_values
+    reserve(<void**> queue, queue_size, m * sizeof(intp_t))
+    if kept_tables != NULL:
+        tables[0] = kept_tables
+    else:
+        reserve(<void**> buf, buf_size, ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+        tables[0] = buf[0]
+    if kept_tables == NULL or fresh:
+        if lean_rows:  # every statistics row (lean values)
+            reserve(<void**> values, values_size, m * S * sizeof(float64_t))
+            tree._all_values(values[0], queue[0])
+        _node_tables(tree, gamma, lam, values[0] if lean_rows else tree.value, tables[0],
+                     tables[0] + m * K, tables[0] + m * K + m, tables[0] + m * K + 2 * m,
+                     queue[0])
+    if not every:
+        return 0
+    if kept_boxes != NULL:
+        every_boxes[0] = kept_boxes
+    else:
+        reserve(<void**> boxes, boxes_size, 2 * m * tree.n_features * sizeof(float64_t))
+        every_boxes[0] = boxes[0]
+    if kept_boxes == NULL or fresh:
+        tree._all_boxes(every_boxes[0], queue[0])
+    return 0
+
+
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
                         float64_t discount_factor, bint strict, lifetime=None,
                         bint plain_walk=False, cache=None):
@@ -653,7 +690,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef bint tabled, lean_rows, batched, every, grouped
+    cdef bint tabled, batched, every, grouped
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -670,7 +707,6 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # Many rows: the per-node posteriors once per call, in this call's own scratch
             # (reads never write the tree); few rows: along each path, O(depth) per row.
             tabled = n * TABLE_ROWS_PER_NODE >= m
-            lean_rows = tree.box_min_samples > 0 and tree.lean_values
             # The etas node by node (the rows of a batch share the boxes, built and read
             # once), from two rows on where a box is long enough for that to pay; else each
             # row finds its own, from every box rebuilt once per call (a tabulated call of a
@@ -695,30 +731,10 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                          &out[i, 0])
                         continue
                 else:
-                    reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
-                    if kept is not None:
-                        tables = kept.tables
-                    else:
-                        reserve(<void**> &buf, &buf_size,
-                                ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
-                        tables = buf
-                    if kept is None or fresh:
-                        if lean_rows:  # every statistics row (lean values)
-                            reserve(<void**> &values, &values_size,
-                                    m * S * sizeof(float64_t))
-                            tree._all_values(values, queue)
-                        _node_tables(tree, gamma, lam, values if lean_rows else tree.value,
-                                     tables, tables + m * K, tables + m * K + m,
-                                     tables + m * K + 2 * m, queue)
-                    if every:
-                        if kept is not None and kept.boxes != NULL:
-                            every_boxes = kept.boxes
-                        else:
-                            reserve(<void**> &boxes, &boxes_size,
-                                    2 * m * tree.n_features * sizeof(float64_t))
-                            every_boxes = boxes
-                        if kept is None or fresh or kept.boxes == NULL:
-                            tree._all_boxes(every_boxes, queue)
+                    _fill_tables(tree, gamma, lam, NULL if kept is None else kept.tables,
+                                 NULL if kept is None else kept.boxes, fresh, every, &buf,
+                                 &buf_size, &values, &values_size, &boxes, &boxes_size,
+                                 &queue, &queue_size, &tables, &every_boxes)
                 # Every box at hand (rebuilt, or all stored): the rows in groups, walked
                 # side by side.
                 start = 0
