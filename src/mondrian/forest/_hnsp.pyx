@@ -20,7 +20,6 @@ from mondrian.core._tree cimport (
     TREE_LEAF,
     MondrianTree,
     Node,
-    box_distance,
     node_row,
     points_row,
     stored_row,
@@ -28,11 +27,13 @@ from mondrian.core._tree cimport (
 )
 from mondrian.core._batch_walk cimport (
     BATCH_ROWS,
+    GROUP_ROWS,
     BatchEtas,
     batch_etas,
     batch_free,
     batch_next,
     batch_row,
+    group_etas,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.forest._node_cache cimport NodeTables
@@ -60,7 +61,6 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
     void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
                       const float64_t* p, float64_t* g) noexcept nogil
     float64_t mf_table(float64_t count) noexcept nogil
-    intp_t mf_child(const int32_t* children, float64_t v, float64_t threshold) noexcept nogil
 
 
 def _set_portable(bint portable):
@@ -81,10 +81,6 @@ cdef extern from *:
     #endif
     """
     void MONDRIAN_PREFETCH(const void* p) noexcept nogil
-
-# Rows walked side by side in a tabulated call of a tree whose every box is at hand.
-cdef enum:
-    GROUP_ROWS = 8
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
@@ -527,74 +523,30 @@ cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, i
                          const int32_t* slots, float64_t* out, intp_t out_step) noexcept nogil:
     """:func:`_predict_row_tabled` of ``rows`` (at most ``GROUP_ROWS``) consecutive rows of
     ``X`` reading ``boxes`` (every node's: node ``j``'s at row ``slots[j]``, or ``j`` if
-    ``slots`` is NULL), their walks side by side: each step of the
-    descents, then the boxes and tables of the rows' paths, are requested for every row
-    before any is read, so that their loads overlap (the nodes lie in cache, the boxes and
-    tables, megabytes per tree, mostly not). Every value is ``walk_etas``'s: the same path,
-    the same etas from the leaf up until one is 0, then the same walk."""
-    cdef intp_t D = tree.n_features, K = tree.n_columns, r, i, j, t, remaining = rows
+    ``slots`` is NULL), their walks side by side (``group_etas``); the tables of their paths
+    are requested for every row before any is read."""
+    cdef intp_t K = tree.n_columns, r, t
     cdef intp_t length[GROUP_ROWS]
-    cdef intp_t node[GROUP_ROWS]
     cdef intp_t top[GROUP_ROWS]
-    cdef bint done[GROUP_ROWS]
-    cdef intp_t path[GROUP_ROWS][WALK_DEPTH_MAX]
-    cdef intp_t path_boxes[GROUP_ROWS][WALK_DEPTH_MAX]
-    cdef float64_t etas[GROUP_ROWS][WALK_DEPTH_MAX]
+    cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef const intp_t* p
+    group_etas(tree, X, x_step, rows, lifetime, boxes, slots, path, boxes_at, etas, length,
+               top)
     for r in range(rows):
-        length[r] = 0
-        node[r] = 0
-        done[r] = False
-    # walk_down, a step of every row at a time (length 0: deeper than WALK_DEPTH_MAX).
-    while remaining > 0:
-        for r in range(rows):
-            if done[r]:
-                continue
-            if length[r] == WALK_DEPTH_MAX:
-                length[r] = 0
-            else:
-                j = node[r]
-                path[r][length[r]] = j
-                length[r] += 1
-                if not is_leaf_at(tree, j, lifetime):
-                    # child_toward without a branch (the side of a row is a coin toss: a
-                    # mispredicted branch would also drop the other rows' loads in flight)
-                    node[r] = mf_child(&tree.nodes[j].left_child,
-                                       X[r * x_step + tree.nodes[j].feature],
-                                       tree.nodes[j].threshold)
-                    continue
-            done[r] = True
-            remaining -= 1
-    for r in range(rows):
-        for i in range(length[r]):
-            if slots != NULL:
-                path_boxes[r][i] = slots[path[r][i]]
-            else:
-                path_boxes[r][i] = path[r][i]
-        for i in range(max(length[r] - 2, 0), length[r]):
-            _prefetch(boxes + 2 * D * path_boxes[r][i], 2 * D * sizeof(float64_t))
-    # walk_etas's etas from the leaf up (until one is 0, or the root).
-    for r in range(rows):
-        top[r] = -1
-        i = length[r] - 1
-        while i >= 0:
-            if i >= 2:
-                _prefetch(boxes + 2 * D * path_boxes[r][i - 2], 2 * D * sizeof(float64_t))
-            etas[r][i] = box_distance(boxes + 2 * D * path_boxes[r][i], D, X + r * x_step)
-            if etas[r][i] == 0.0 or i == 0:
-                top[r] = i
-                break
-            i -= 1
-        # The tables the walk reads: the leaf's posterior, each branch-off node's counts
-        # and its parent's posterior.
+        # The leaf's posterior, each branch-off node's counts and its parent's posterior.
+        p = path + r * WALK_DEPTH_MAX
         if top[r] >= 0:
-            _prefetch(g + path[r][length[r] - 1] * K, K * sizeof(float64_t))
+            _prefetch(g + p[length[r] - 1] * K, K * sizeof(float64_t))
             for t in range(max(top[r], 1), length[r]):
-                if etas[r][t] > 0.0:
-                    _prefetch(counts + path[r][t] * K, K * sizeof(float64_t))
-                    _prefetch(g + path[r][t - 1] * K, K * sizeof(float64_t))
+                if etas[r * WALK_DEPTH_MAX + t] > 0.0:
+                    _prefetch(counts + p[t] * K, K * sizeof(float64_t))
+                    _prefetch(g + p[t - 1] * K, K * sizeof(float64_t))
     for r in range(rows):
         _tabled_walk(tree, X + r * x_step, gamma, strict, lifetime, counts, n_cust, n_tab, g,
-                     path[r], etas[r], top[r], out + r * out_step)
+                     path + r * WALK_DEPTH_MAX, etas + r * WALK_DEPTH_MAX, top[r],
+                     out + r * out_step)
 
 
 cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table_floats,

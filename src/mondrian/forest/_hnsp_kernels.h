@@ -12,7 +12,6 @@
 #define MONDRIAN_FOREST_HNSP_KERNELS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* (the arithmetic kernels of the posteriors, SSE2 where there is one) */
 #if defined(__SSE2__) || defined(_M_X64)
@@ -92,13 +91,6 @@ static inline double mf_table(double count) {
 #else
 #define MF_HNSP_CLONES
 #endif
-
-/* children[0] (the left child) when v <= threshold, else children[1] (the right one, the
-   next int32 of the node): child_toward of _walk.pxd (NaN goes right there too) as an
-   index, not a branch. */
-static inline Py_ssize_t mf_child(const int32_t *children, double v, double threshold) {
-    return children[!(v <= threshold)];
-}
 
 /* Nonzero: the plain scalar loop (the switch of the tests). */
 static int mf_hnsp_kernels_portable = 0;
