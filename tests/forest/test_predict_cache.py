@@ -207,3 +207,58 @@ def test_reads_beside_a_writer_see_whole_models():
     allowed = {_uncached(state, S).tobytes() for state in states}
     assert set(seen) <= allowed
     assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
+
+
+@pytest.mark.parametrize("k", [0, 8])
+def test_regressor_groups_and_cached_boxes_keep_the_bits(k):
+    """A regressor call of many rows over few features walks its rows in groups over every
+    box (stored, or a lean tree's kept in the cache): the bits of the node-major pass, of the
+    plain walk, and of rows one at a time, with and without the cache, debiased too."""
+    from mondrian import MondrianForestRegressor
+    from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
+
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(500, 5))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=500)
+    with box_min_samples(k):
+        model = MondrianForestRegressor(n_estimators=3, random_state=k).fit(X, y)
+    S = _rows(X, k)
+    Ss = np.ascontiguousarray(model._validate_X_predict(S))
+    params = GaussianPrior(0.1, 0.5, 1.0, 2.0, 1.3, True)
+    messages = [upward_messages(tree, params, None)[:2] for tree in model._trees]
+
+    def moments(plain, cache=None, step=None, lifetime=None):
+        out = np.zeros((Ss.shape[0], 3))
+        step = step or Ss.shape[0]
+        for start in range(0, Ss.shape[0], step):
+            predict_moments_trees(model._trees, messages, Ss[start:start + step],
+                                  out[start:start + step], params, 3, lifetime, plain,
+                                  cache=cache)
+        return out
+
+    reference = moments(True)
+    cache = _node_cache.PredictCache(0, 1 << 30)
+    for _ in range(2):
+        assert moments(False, cache).tobytes() == reference.tobytes()
+    assert len(cache._entries) == (3 if k else 0)
+    assert moments(False).tobytes() == reference.tobytes()
+    assert moments(False, cache, step=1).tobytes() == reference.tobytes()
+    assert moments(False, cache, step=7).tobytes() == reference.tobytes()
+    # Pruned at the call: the same boxes, other leaves.
+    assert (moments(False, cache, lifetime=0.5).tobytes()
+            == moments(True, lifetime=0.5).tobytes())
+    # Through the estimator (its debiased combination reads a shorter lifetime too).
+    expected = _uncached_predict(model, S)
+    for _ in range(2):
+        got = model.predict(S, return_std=True)
+        assert got[0].tobytes() == expected[0].tobytes()
+        assert got[1].tobytes() == expected[1].tobytes()
+
+
+def _uncached_predict(model, X):
+    old = _node_cache.CACHE_BYTES
+    _node_cache.CACHE_BYTES = 0
+    try:
+        return model.predict(X, return_std=True)
+    finally:
+        _node_cache.CACHE_BYTES = old
