@@ -1,6 +1,6 @@
-"""The classifier's per-tree prediction cache (``forest/_node_cache.pyx``): a call of many rows
-keeps each tree's node tables (and, on lean trees of few features, every box) for the next
-calls of the same model. Cached calls give the bits of uncached ones; every write (fit,
+"""The per-tree prediction cache (``forest/_node_cache.pyx``): the second call of many rows keeps
+each tree's node tables (and, on lean trees of few features, every box) for the next calls of
+the same model. Cached calls give the bits of uncached ones; every write (fit,
 partial_fit, forget, set_params) and every pickle or copy starts afresh; the cache is bounded
 and never pickled; concurrent readers share it.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier
-from mondrian.estimator.locking import read_locked
+from mondrian.estimator.locking import model_lock, read_locked
 from mondrian.forest import _node_cache
 
 from _checks import box_min_samples, reads_beside_writes
@@ -59,6 +59,12 @@ def _cache(model):
     return _node_cache.predict_cache(model)
 
 
+def _twice(model, S):
+    """Predict twice: the second call fills the cache."""
+    model.predict_proba(S)
+    model.predict_proba(S)
+
+
 @pytest.mark.parametrize("k", [0, 8])
 @pytest.mark.parametrize("d", [6, 36])
 def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
@@ -67,17 +73,20 @@ def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
         model = MondrianForestClassifier(n_estimators=4, random_state=k).fit(X, y)
     S = _rows(X, k)
     reference = _uncached(model, S)
-    first = model.predict_proba(S)  # builds the entries
+    first = model.predict_proba(S)  # asks for the entries (a model predicted once keeps none)
+    assert not _cache(model)._entries
+    second = model.predict_proba(S)  # builds them
     cache = _cache(model)
     assert len(cache._entries) == 4 and cache.nbytes > 0
-    second = model.predict_proba(S)  # reads them
+    third = model.predict_proba(S)  # reads them
     assert first.tobytes() == reference.tobytes()
     assert second.tobytes() == reference.tobytes()
+    assert third.tobytes() == reference.tobytes()
     # Another lifetime (a lifetime path's reads): other entries, exact too.
     lifetime = 0.5
     S_scaled = model._validate_X_predict(S)
     with read_locked(model):
-        at = [model._proba_scaled(S_scaled, lifetime) for _ in range(2)]
+        at = [model._proba_scaled(S_scaled, lifetime) for _ in range(3)]
     assert len(_cache(model)._entries) == 8
     _node_cache.CACHE_BYTES, old = 0, _node_cache.CACHE_BYTES
     try:
@@ -85,7 +94,7 @@ def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
             expected = model._proba_scaled(S_scaled, lifetime)
     finally:
         _node_cache.CACHE_BYTES = old
-    assert at[0].tobytes() == expected.tobytes() == at[1].tobytes()
+    assert at[0].tobytes() == expected.tobytes() == at[1].tobytes() == at[2].tobytes()
     assert at[0].tobytes() != reference.tobytes()
     # A call of few rows tabulates nothing and reads along its paths.
     assert model.predict_proba(S[:2]).tobytes() == reference[:2].tobytes()
@@ -95,23 +104,25 @@ def test_every_write_starts_a_new_generation():
     X, y = _data(1)
     model = MondrianForestClassifier(n_estimators=3, random_state=1).fit(X[:300], y[:300])
     S = _rows(X, 1)
-    model.predict_proba(S)
+    _twice(model, S)
     before = _cache(model)
     assert before._entries
     model.partial_fit(X[300:], y[300:])
+    assert model_lock(model).derived is None  # (dropped when the write began)
     assert _cache(model) is not before and not _cache(model)._entries
     assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
-    model.predict_proba(S)
+    _twice(model, S)
     model.set_params(discount_factor=2.0)
     assert not _cache(model)._entries
     assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
-    model.predict_proba(S)
+    _twice(model, S)
     model.forget(X[:100], y[:100])
     assert not _cache(model)._entries
     assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
-    model.predict_proba(S)
+    _twice(model, S)
     model.fit(X[100:], y[100:])
-    assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
+    for _ in range(3):
+        assert model.predict_proba(S).tobytes() == _uncached(model, S).tobytes()
 
 
 def test_the_cache_is_not_part_of_the_model():
@@ -120,7 +131,7 @@ def test_the_cache_is_not_part_of_the_model():
     S = _rows(X, 2)
     data = pickle.dumps(model)
     reference = model.predict_proba(S)
-    model.predict_proba(S)
+    _twice(model, S)
     assert _cache(model)._entries
     assert pickle.dumps(model) == data
     for other in (pickle.loads(data), copy.deepcopy(model), copy.copy(model)):
@@ -152,7 +163,7 @@ def test_the_budget_bounds_the_cache(budget):
     m = max(tree.node_count for tree in model._trees)
     per_tree = ((2 * m + 1) * 3 + 2 * m + 2 * m * X.shape[1]) * 8  # (tables and boxes)
     budget(2 * per_tree)
-    for _ in range(2):
+    for _ in range(3):
         assert model.predict_proba(S).tobytes() == reference.tobytes()
     cache = _cache(model)
     assert 1 <= len(cache._entries) <= 2 and cache.nbytes <= 2 * per_tree
@@ -238,7 +249,7 @@ def test_regressor_groups_and_cached_boxes_keep_the_bits(k):
 
     reference = moments(True)
     cache = _node_cache.PredictCache(0, 1 << 30)
-    for _ in range(2):
+    for _ in range(3):
         assert moments(False, cache).tobytes() == reference.tobytes()
     assert len(cache._entries) == (3 if k else 0)
     assert moments(False).tobytes() == reference.tobytes()
@@ -249,7 +260,7 @@ def test_regressor_groups_and_cached_boxes_keep_the_bits(k):
             == moments(True, lifetime=0.5).tobytes())
     # Through the estimator (its debiased combination reads a shorter lifetime too).
     expected = _uncached_predict(model, S)
-    for _ in range(2):
+    for _ in range(3):
         got = model.predict(S, return_std=True)
         assert got[0].tobytes() == expected[0].tobytes()
         assert got[1].tobytes() == expected[1].tobytes()

@@ -284,7 +284,7 @@ cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_wal
     kept = cache.find(tree, ("boxes",))
     if kept is not None:
         return kept
-    kept = cache.reserve(tree, 0, 2 * tree.node_count * tree.n_features)
+    kept = cache.reserve(tree, ("boxes",), 0, 2 * tree.node_count * tree.n_features)
     if kept is None:
         return None
     queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))

@@ -559,7 +559,7 @@ cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table
     kept = cache.find(tree, key)
     if kept is not None:
         return kept, False
-    kept = cache.reserve(tree, table_floats, box_floats)
+    kept = cache.reserve(tree, key, table_floats, box_floats)
     return kept, kept is not None
 
 

@@ -4,11 +4,13 @@ A call of many rows first fills, for every node of each tree, what does not depe
 points (the classifier's IKN tables, and on a lean tree of few features every node's box
 rebuilt from its points): work proportional to the whole tree, repeated by every call. A
 :class:`PredictCache` keeps them per tree, for the calls of one *generation* of a model (its
-lock's count of completed writes): ``fit``, ``partial_fit``, ``forget``, ``set_params`` and
-every other writer end a generation, a pickled or copied model starts with none (the cache is
-not part of the model). Entries are built by the reader that first needs them into buffers of
-their own and published by one dictionary assignment (atomic under the GIL), so concurrent
-readers see a whole entry or none; two readers may both build one, the second's is dropped.
+lock's count of completed writes, kept in the lock: views sharing a forest's lock share its
+cache): ``fit``, ``partial_fit``, ``forget``, ``set_params`` and every other writer drop it
+when they begin, a pickled or copied model starts with none (the cache is not part of the
+model). Entries are built by the second call that needs them (a model predicted once keeps
+nothing), into buffers of their own, and published by one dictionary assignment (atomic
+under the GIL), so concurrent readers see a whole entry or none; two readers may both build
+one, the second's is dropped.
 The bytes kept per model are bounded by :data:`CACHE_BYTES`; trees past the bound are
 tabulated per call as without a cache. Reading cached rows gives the bits of rows built in the
 call: the same functions fill them.
@@ -16,7 +18,6 @@ call: the same functions fill them.
 
 import os
 import threading
-import weakref
 
 from libc.stdlib cimport free, malloc
 
@@ -30,11 +31,8 @@ __all__ = ["CACHE_BYTES", "NodeTables", "PredictCache", "predict_cache"]
 # (10061 nodes, K = 26, D = 16) take 690 MB, satimage's 120 MB, pendigits' 160 MB.
 CACHE_BYTES = int(os.environ.get("MONDRIAN_PREDICT_CACHE_BYTES", 1 << 30))
 
-# The cache of each model's lock (so views sharing a forest's lock share its cache; a dead
-# model's lock takes its cache with it), with the generation it belongs to.
-_CACHES = weakref.WeakKeyDictionary()
+# Guards the creation of a model's cache (two readers must not both publish one).
 _CACHES_LOCK = threading.Lock()
-
 
 cdef class NodeTables:
     """Buffers of one tree's cached rows (see the ``.pxd``); freed with the object."""
@@ -66,6 +64,7 @@ class PredictCache:
         self.budget = budget
         self.nbytes = 0
         self._entries = {}
+        self._asked = {}  # the trees and keys asked for once (their tree kept: ids stay theirs)
         self._lock = threading.Lock()
 
     def find(self, tree, key):
@@ -75,11 +74,16 @@ class PredictCache:
             return None
         return entry[1]
 
-    def reserve(self, tree, intp_t table_floats, intp_t box_floats):
-        """A new entry's buffers for ``tree``, or None when they would pass the budget (the
-        bytes are counted now, so that threads building at once stay within it)."""
+    def reserve(self, tree, key, intp_t table_floats, intp_t box_floats):
+        """A new entry's buffers for ``tree`` at ``key``, or None: at the first call that
+        asks (a model predicted once keeps nothing: filling a cache of fresh pages costs that
+        call more than its scratch), or when they would pass the budget (the bytes are
+        counted now, so that threads building at once stay within it)."""
         cdef intp_t nbytes = (table_floats + box_floats) * sizeof(float64_t)
         with self._lock:
+            if (id(tree), key) not in self._asked:
+                self._asked[(id(tree), key)] = tree
+                return None
             if self.nbytes + nbytes > self.budget:
                 return None
             self.nbytes += nbytes
@@ -111,11 +115,11 @@ def predict_cache(estimator):
     if CACHE_BYTES <= 0 or lock is None or lock._writer is not None:
         return None
     generation = lock.generation
-    cache = _CACHES.get(lock)
+    cache = lock.derived
     if cache is None or cache.generation != generation or cache.budget != CACHE_BYTES:
         with _CACHES_LOCK:
-            cache = _CACHES.get(lock)
+            cache = lock.derived
             if cache is None or cache.generation != generation or cache.budget != CACHE_BYTES:
                 cache = PredictCache(generation, CACHE_BYTES)
-                _CACHES[lock] = cache
+                lock.derived = cache
     return cache
