@@ -553,8 +553,8 @@ cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table
                         intp_t box_floats):
     """``(entry, fresh)``: the cached rows of ``tree`` at ``key`` (``fresh`` False), a new
     entry of ``table_floats`` and ``box_floats`` to fill and store (``fresh`` True), or
-    ``(None, False)`` (no cache, a call of few rows, or no room)."""
-    if cache is None or table_floats == 0:
+    ``(None, False)`` (the first call asking, or no room)."""
+    if cache is None:
         return None, False
     kept = cache.find(tree, key)
     if kept is not None:
@@ -669,9 +669,10 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                 every or tree.box_min_samples == 0)
             # The tables (and boxes) of an earlier call of the same model, or new ones kept
             # for the next calls when the cache has room, else this call's scratch.
-            kept, fresh = _kept_tables(cache, tree, (gamma, lam),
-                                       (2 * m + 1) * K + 2 * m if tabled and not plain_walk
-                                       else 0, 2 * m * tree.n_features if every else 0)
+            kept, fresh = None, False
+            if tabled and cache is not None and not plain_walk:  # (one-row calls skip it)
+                kept, fresh = _kept_tables(cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
+                                           2 * m * tree.n_features if every else 0)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
