@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from mondrian import MondrianForestClassifier
 from mondrian.core._tree import MondrianTree
-from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest._dirichlet import predict_proba_dirichlet_trees
+from mondrian.forest._hnsp import predict_proba_trees
 from mondrian.merging import feature_range, merge_forests
 
 from _checks import box_min_samples, fit_then_extend, node_records_56

@@ -58,7 +58,27 @@ def set_portable_kernels(bint portable):
     global mf_box_kernels_portable
     cdef bint old = mf_box_kernels_portable != 0
     mf_box_kernels_portable = 1 if portable else 0
+    for setter in _PORTABLE_SETTERS:
+        setter(portable)
     return old
+
+
+# The switches of other modules' dispatched kernels (the classifier's branch-off terms), set
+# with this one: one switch forces every portable kernel.
+_PORTABLE_SETTERS = []
+
+
+def add_portable_switch(setter):
+    """Have :func:`set_portable_kernels` also call ``setter(portable)`` (called now with the
+    current setting).
+
+    Parameters
+    ----------
+    setter : callable
+        The switch of another module's kernels, taking a bool.
+    """
+    _PORTABLE_SETTERS.append(setter)
+    setter(mf_box_kernels_portable != 0)
 
 
 set_portable_kernels(os.environ.get("MONDRIAN_PORTABLE_KERNELS", "") not in ("", "0"))

@@ -82,6 +82,9 @@ class ReadWriteLock:
         self._depths = {}  # ident -> read holds, for the threads that hold at least one
         # Completed writes (outermost holds): a view compares it with the one it was made at.
         self.generation = 0
+        # What readers derived from the model as it stands (the prediction cache of
+        # mondrian.forest._node_cache), dropped when a write begins.
+        self.derived = None
 
     def _read_depth(self):
         return self._depths.get(threading.get_ident(), 0)
@@ -137,6 +140,7 @@ class ReadWriteLock:
                 self._waiting_writers -= 1
             self._writer = me
             self._write_depth = 1
+            self.derived = None
 
     def release_write(self):
         """Give back the exclusive hold."""

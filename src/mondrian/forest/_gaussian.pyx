@@ -24,7 +24,8 @@ nodes where it may branch off (eta > 0) and at its leaf.
 
 cimport cython
 from libc.math cimport INFINITY, M_PI, log
-from libc.stdlib cimport free
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from mondrian.core._tree cimport MondrianTree
@@ -32,6 +33,7 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport is_leaf_at, node_time, read_lifetime, reserve
 from mondrian.forest._gaussian_model cimport _clock_denominator, _leaf_message, _product
 from mondrian.forest._gaussian_predict cimport Outer, outer_free, predict_rows
+from mondrian.forest._node_cache cimport NodeTables
 
 import numpy as np
 
@@ -260,10 +262,51 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
     return msg_mean, msg_var, log_ml
 
 
+# Features below which a call of many rows whose every box is at hand (stored, or cached)
+# walks its rows in groups side by side rather than partitioning them down the tree.
+cdef intp_t GROUP_MAX_FEATURES = 32
+
+
+cdef bint _groups_pay(MondrianTree tree, intp_t n, bint plain_walk):
+    """Whether a call of ``n`` rows walks them in groups when every box is at hand (few
+    features: a box distance costs little beside the rows' partition down the tree)."""
+    return n > 1 and not plain_walk and tree.n_features < GROUP_MAX_FEATURES
+
+
+cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_walk):
+    """The cached boxes of every node of the lean ``tree`` (a ``NodeTables``; built now if
+    the cache has room), or None (no cache, no room, or the call does not group its rows)."""
+    cdef NodeTables kept
+    cdef intp_t* queue
+    if (cache is None or tree.box_min_samples == 0 or tree.node_count == 0
+            or not _groups_pay(tree, n, plain_walk)):
+        return None
+    kept = cache.find(tree, ("boxes",))
+    if kept is not None:
+        return kept
+    kept = cache.reserve(tree, ("boxes",), 0, 2 * tree.node_count * tree.n_features)
+    if kept is None:
+        return None
+    queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
+    if queue == NULL:
+        cache.release(kept.nbytes)
+        raise MemoryError()
+    try:
+        with nogil:
+            tree._all_boxes(kept.boxes, queue)
+    except BaseException:
+        cache.release(kept.nbytes)
+        raise
+    finally:
+        free(queue)
+    cache.store(tree, ("boxes",), kept)
+    return kept
+
+
 def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                           float64_t[:, ::1] out, GaussianPrior params not None,
                           intp_t n_quadrature=4,
-                          lifetime=None, bint plain_walk=False):
+                          lifetime=None, bint plain_walk=False, cache=None):
     """Add every tree's predictive mean and second moment at each row of ``X`` to ``out``.
 
     Parameters
@@ -286,9 +329,14 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     plain_walk : bool, default=False
         Compute eta at every node of each path on the way down (the reference walk of the
         tests) instead of from the leaf upward; the same bits either way.
+    cache : PredictCache, default=None
+        Where a call of many rows keeps every box of a lean tree of few features for the next
+        calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
     """
     cdef MondrianTree tree
     cdef Hyper h
+    cdef const float64_t* boxes
+    cdef const int32_t* slots
     cdef intp_t n = X.shape[0], m
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
@@ -318,11 +366,17 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
             h = params.at(read_lifetime(tree, lifetime))
             means[0] = <float64_t*> &mm[0]
             variances[0] = <float64_t*> &mv[0]
+            kept = _every_box(cache, tree, n, plain_walk)
+            boxes, slots = NULL, NULL
+            if kept is not None:
+                boxes = (<NodeTables> kept).boxes
+            elif _groups_pay(tree, n, plain_walk) and tree.box_min_samples == 0:
+                boxes, slots = tree.bounds, tree.box_slot  # (every box stored)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
                              n_quadrature, box, plain_walk, &o, sums, moments,
-                             out.shape[1], 0, squared_mean)
+                             out.shape[1], 0, squared_mean, boxes, slots)
     finally:
         outer_free(&o)
         free(box)

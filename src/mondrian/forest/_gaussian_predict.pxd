@@ -1,5 +1,7 @@
 # The predictive kernel of the Gaussian tree model (_gaussian_predict.pyx), called by the
 # prediction entry points of _gaussian.pyx once per tree and call.
+from libc.stdint cimport int32_t
+
 from mondrian.core._batch_walk cimport BatchEtas
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -28,5 +30,6 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
-                      bint squared_mean) except -1 nogil
+                      bint squared_mean, const float64_t* boxes=*,
+                      const int32_t* slots=*) except -1 nogil
 cdef void outer_free(Outer* o) noexcept nogil

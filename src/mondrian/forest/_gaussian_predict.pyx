@@ -9,16 +9,19 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 """
 
 from libc.math cimport log1p
+from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free
 
 from mondrian.core._batch_walk cimport (
     BATCH_LEAF_ORDER_MAX_FEATURES,
     BATCH_ROWS,
+    GROUP_ROWS,
     BatchEtas,
     batch_etas,
     batch_free,
     batch_next,
     batch_row,
+    group_etas,
 )
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
@@ -122,19 +125,40 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
-                      bint squared_mean) except -1 nogil:
+                      bint squared_mean, const float64_t* boxes=NULL,
+                      const int32_t* slots=NULL) except -1 nogil:
     """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
-    node by node first when that pays (``_batched``); ``o`` holds the call's scratch."""
-    cdef intp_t i, k, s, start = 0, stop
+    node by node first when that pays (``_batched``), or, when ``boxes`` holds every node's
+    box (node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), by groups of rows
+    walked side by side (``group_etas``); ``o`` holds the call's scratch."""
+    cdef intp_t i, k, s, start = 0, stop, rows
+    cdef intp_t length[GROUP_ROWS]
+    cdef intp_t top[GROUP_ROWS]
+    cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
+    while boxes != NULL and not plain and start < n:
+        rows = min(<intp_t>GROUP_ROWS, n - start)
+        group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
+                   boxes_at, etas, length, top)
+        for k in range(rows):
+            _predict_row_grid(tree, hs, P, X + (start + k) * x_step, msg_means, msg_vars,
+                              n_quadrature, NULL, 0, box, plain, o, sums,
+                              moments + (start + k) * row_step, stride, squared_mean,
+                              path + k * WALK_DEPTH_MAX, etas + k * WALK_DEPTH_MAX, top[k])
+        start += rows
+    if start >= n and n > 0:
+        _outer_end(o)
+        return 0
     if plain or not _batched(tree, n):
         for i in range(n):
             _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
                               NULL, 0, box, plain, o, sums, moments + i * row_step, stride,
-                              squared_mean)
+                              squared_mean, NULL, NULL, -1)
     while start < n and not plain and _batched(tree, n):
         stop = min(n, start + <intp_t>BATCH_ROWS)
         batch_etas(&o.batch, tree, X + start * x_step, stop - start, x_step, hs[0].lifetime)
@@ -145,7 +169,7 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                                    &s)
             _predict_row_grid(tree, hs, P, X + i * x_step, msg_means, msg_vars, n_quadrature,
                               &o.batch, s, box, plain, o, sums,
-                              moments + i * row_step, stride, squared_mean)
+                              moments + i * row_step, stride, squared_mean, NULL, NULL, -1)
         start = stop
     _outer_end(o)
     return 0
@@ -220,7 +244,8 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
                             const BatchEtas* batch, intp_t row, float64_t* box, bint plain,
                             Outer* o,
                             float64_t* sums, float64_t* moments, intp_t stride,
-                            bint squared_mean) noexcept nogil:
+                            bint squared_mean, const intp_t* given_path,
+                            const float64_t* given_etas, intp_t given_top) noexcept nogil:
     """The tree's predictive at ``x`` under the ``P`` priors ``hs``, which share their rate,
     prior mean, model and lifetime: one walk and one set of clock exponentials for all of
     them, then for each prior its own operations, in the same order whatever ``P`` (so one call
@@ -228,13 +253,17 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
     squared mean when ``squared_mean``) to ``moments[k stride :]``. ``o``: the node records of
     this tree and call (``_outer_begin``); ``sums``: 2 P floats of scratch. Eta comes from the
     leaf upward: row ``row`` of ``batch`` (``batch_etas``) unless NULL, else ``walk_etas``
-    (``box``: 2 D floats), unless ``plain`` (every node's, on the way down).
+    (``box``: 2 D floats), unless ``plain`` (every node's, on the way down), or if
+    ``given_path`` is not NULL the whole path (root first), etas and top that ``group_etas``
+    found (top -1: the plain way).
 
     The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
     cannot branch off there and those nodes only pass their records down, read from ``o``."""
     cdef intp_t j, q, k, i, top = 0, parent, above = 0
-    cdef intp_t path[WALK_DEPTH_MAX]
-    cdef float64_t etas[WALK_DEPTH_MAX]
+    cdef intp_t path_rows[WALK_DEPTH_MAX]
+    cdef float64_t eta_rows[WALK_DEPTH_MAX]
+    cdef intp_t* path = path_rows
+    cdef float64_t* etas = eta_rows
     cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
     cdef float64_t* mean_sum = sums
     cdef float64_t* second_sum = sums + P
@@ -248,6 +277,10 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
         second_sum[k] = 0.0
     if plain:
         top = -1
+    elif given_path != NULL:  # (the whole path: above stays 0, nothing to chase)
+        path = <intp_t*> given_path
+        etas = <float64_t*> given_etas
+        top = given_top
     elif batch != NULL:
         # (the path from top - 1 down; above, its nodes are found up to a known record)
         top = batch_row(batch, tree, row, x, lifetime, box, path, etas, False)

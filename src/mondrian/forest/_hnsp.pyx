@@ -12,7 +12,8 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
 from libc.math cimport INFINITY, exp, expm1
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
+from libc.stdint cimport int32_t
 from libc.string cimport memset
 
 from mondrian.core._tree cimport (
@@ -26,11 +27,13 @@ from mondrian.core._tree cimport (
 )
 from mondrian.core._batch_walk cimport (
     BATCH_ROWS,
+    GROUP_ROWS,
     BatchEtas,
     batch_etas,
     batch_free,
     batch_next,
     batch_row,
+    group_etas,
 )
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._warm cimport WARM_TREES, warm_trees
@@ -46,6 +49,29 @@ from mondrian.core._walk cimport (
     walk_start,
     walk_start_path,
 )
+from mondrian.forest._node_cache cimport NodeTables
+
+from mondrian.core._batch_walk import add_portable_switch
+
+cdef extern from "mondrian/forest/_hnsp_kernels.h":
+    int mf_hnsp_kernels_portable
+    void mf_branch_off(intp_t K, float64_t weight, float64_t d_bar, float64_t n_tab,
+                       float64_t n_cust, bint strict, const float64_t* counts,
+                       const float64_t* g_parent, float64_t* out) noexcept nogil
+    bint mf_integers(const float64_t* a, intp_t S) noexcept nogil
+    void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
+                      const float64_t* p, float64_t* g) noexcept nogil
+    float64_t mf_table(float64_t count) noexcept nogil
+
+
+def _set_portable(bint portable):
+    """Force (True) or release the scalar reference loop of the branch-off terms (set with
+    the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
+    global mf_hnsp_kernels_portable
+    mf_hnsp_kernels_portable = 1 if portable else 0
+
+
+add_portable_switch(_set_portable)
 
 cdef extern from *:
     """
@@ -56,90 +82,6 @@ cdef extern from *:
     #endif
     """
     void MONDRIAN_PREFETCH(const void* p) noexcept nogil
-
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* Whether every a[c], c < S, is an integer of magnitude below 2**52: t = |a[c]| passes
-       when t < 2**52 and (t + 2**52) - 2**52 == t (the sum rounds t to an integer, so the
-       difference is t exactly when t is one; NaN and infinity fail t < 2**52). Two entries
-       per instruction with SSE2 (GCC does not vectorize the scalar form); the same answer
-       either way. */
-    static int mf_integers(const double *a, Py_ssize_t S) {
-        const double big = 4503599627370496.0;
-        Py_ssize_t c = 0;
-        int ok = 1;
-    #if defined(__SSE2__) || defined(_M_X64)
-        const __m128d vbig = _mm_set1_pd(big);
-        const __m128d sign = _mm_set1_pd(-0.0);
-        __m128d all = _mm_cmpeq_pd(vbig, vbig);
-        for (; c + 2 <= S; c += 2) {
-            __m128d t = _mm_andnot_pd(sign, _mm_loadu_pd(a + c));
-            __m128d r = _mm_sub_pd(_mm_add_pd(t, vbig), vbig);
-            all = _mm_and_pd(all, _mm_and_pd(_mm_cmplt_pd(t, vbig), _mm_cmpeq_pd(r, t)));
-        }
-        ok = _mm_movemask_pd(all) == 3;
-    #endif
-        for (; c < S; c++) {
-            double t = a[c] < 0.0 ? -a[c] : a[c];
-            ok &= (t < big) & ((t + big) - big == t);
-        }
-        return ok;
-    }
-    """
-    bint mf_integers(const float64_t* a, intp_t S) noexcept nogil
-
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* g[k] = (a c[k] - b min(c[k], 1)) + e p[k] for k < K (the posterior of _posterior):
-       the same IEEE operations in the same order per entry, two entries per instruction
-       with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
-       unvectorized. */
-    static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
-                             const double *p, double *g) {
-        Py_ssize_t k = 0;
-    #if defined(__SSE2__) || defined(_M_X64)
-        const __m128d va = _mm_set1_pd(a), vb = _mm_set1_pd(b), ve = _mm_set1_pd(e);
-        const __m128d one = _mm_set1_pd(1.0);
-        for (; k + 2 <= K; k += 2) {
-            __m128d ck = _mm_loadu_pd(c + k);
-            __m128d t = _mm_min_pd(ck, one);
-            __m128d v = _mm_sub_pd(_mm_mul_pd(va, ck), _mm_mul_pd(vb, t));
-            _mm_storeu_pd(g + k, _mm_add_pd(v, _mm_mul_pd(ve, _mm_loadu_pd(p + k))));
-        }
-    #endif
-        for (; k < K; k++) {
-            double t = c[k] < 1.0 ? c[k] : 1.0;
-            g[k] = a * c[k] - b * t + e * p[k];
-        }
-    }
-    """
-    void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
-                      const float64_t* p, float64_t* g) noexcept nogil
-
-cdef extern from *:
-    """
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    #endif
-    /* count < 1 ? count : 1 (the tables of _table) without a branch: MINSD returns its first
-       operand when it is below the second, else the second, which is that expression for
-       every input (NaN gives 1, -0.0 gives -0.0). GCC compiled the scalar form to a
-       compare and a jump, mispredicted on class counts that are 0 or not at random. */
-    static inline double mf_table(double count) {
-    #if defined(__SSE2__) || defined(_M_X64)
-        return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(count), _mm_set_sd(1.0)));
-    #else
-        return count < 1.0 ? count : 1.0;
-    #endif
-    }
-    """
-    float64_t mf_table(float64_t count) noexcept nogil
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
@@ -331,8 +273,7 @@ cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint
                                  const float64_t* g_parent, float64_t* out) noexcept nogil:
     """Add the mass of ``x`` branching off above the node: a new node whose discount is the
     one of a cut at the branching time, averaged over that time."""
-    cdef intp_t k
-    cdef float64_t d_bar, weight, tab
+    cdef float64_t d_bar, weight
     if step.delta == INFINITY:
         d_bar = step.eta / (step.eta + gamma)
     else:
@@ -341,14 +282,10 @@ cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint
                  * expm1(-(step.eta + gamma) * step.delta) / -step.p)
     weight = step.reach * step.p
     if weight > 0.0:
-        for k in range(K):
-            tab = _table(counts[k])
-            if strict:
-                out[k] += weight * (
-                    (1.0 - d_bar) * tab + d_bar * n_tab * g_parent[k]) / n_tab
-            else:
-                out[k] += weight * (
-                    counts[k] - d_bar * tab + d_bar * n_tab * g_parent[k]) / n_cust
+        # out[k] += weight * ((1 - d_bar) tab + d_bar n_tab g_parent[k]) / n_tab (strict),
+        # else weight * (counts[k] - d_bar tab + d_bar n_tab g_parent[k]) / n_cust, with
+        # tab = _table(counts[k]): the classes in vector lanes, the same bits.
+        mf_branch_off(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out)
 
 
 cdef inline void _prefetch(const void* start, intp_t n_bytes) noexcept nogil:
@@ -538,16 +475,27 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
     node-major pass found for ``x`` (its row ``r``), or if ``batch`` is NULL ``walk_etas``'s
     (``boxes``: every node's, or NULL; ``box``: 2 D floats), unless ``plain`` or its path is
     too deep for them (then every eta on the way down, from the root)."""
-    cdef intp_t K = tree.n_columns, n = tree.node_count, j, k, parent = n, top = -1
+    cdef intp_t top = -1
     cdef intp_t path[WALK_DEPTH_MAX]
     cdef float64_t etas[WALK_DEPTH_MAX]
-    cdef WalkStep step
     if plain:
         pass
     elif batch != NULL:
         top = batch_row(batch, tree, r, x, lifetime, box, path, etas, False)
     elif walk_etas(tree, x, lifetime, boxes, box, path, etas, &top) == 0:
         top = -1
+    _tabled_walk(tree, x, gamma, strict, lifetime, counts, n_cust, n_tab, g, path, etas, top,
+                 out)
+
+
+cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, bint strict,
+                       float64_t lifetime, const float64_t* counts, const float64_t* n_cust,
+                       const float64_t* n_tab, const float64_t* g, const intp_t* path,
+                       const float64_t* etas, intp_t top, float64_t* out) noexcept nogil:
+    """The walk of :func:`_predict_row_tabled` from depth ``top`` of ``path`` with its
+    ``etas`` (``walk_etas``'s), or from the root computing every eta when ``top`` is -1."""
+    cdef intp_t K = tree.n_columns, j, k, parent = tree.node_count
+    cdef WalkStep step
     if top >= 0:
         walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
         if top > 0:
@@ -569,9 +517,93 @@ cdef void _predict_row_tabled(MondrianTree tree, const float64_t* x, float64_t g
         walk_next(&step, tree, x, lifetime)
 
 
+cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t rows,
+                         float64_t gamma, bint strict, float64_t lifetime,
+                         const float64_t* counts, const float64_t* n_cust,
+                         const float64_t* n_tab, const float64_t* g, const float64_t* boxes,
+                         const int32_t* slots, float64_t* out, intp_t out_step) noexcept nogil:
+    """:func:`_predict_row_tabled` of ``rows`` (at most ``GROUP_ROWS``) consecutive rows of
+    ``X`` reading ``boxes`` (every node's: node ``j``'s at row ``slots[j]``, or ``j`` if
+    ``slots`` is NULL), their walks side by side (``group_etas``); the tables of their paths
+    are requested for every row before any is read."""
+    cdef intp_t K = tree.n_columns, r, t
+    cdef intp_t length[GROUP_ROWS]
+    cdef intp_t top[GROUP_ROWS]
+    cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef const intp_t* p
+    group_etas(tree, X, x_step, rows, lifetime, boxes, slots, path, boxes_at, etas, length,
+               top)
+    for r in range(rows):
+        # The leaf's posterior, each branch-off node's counts and its parent's posterior.
+        p = path + r * WALK_DEPTH_MAX
+        if top[r] >= 0:
+            _prefetch(g + p[length[r] - 1] * K, K * sizeof(float64_t))
+            for t in range(max(top[r], 1), length[r]):
+                if etas[r * WALK_DEPTH_MAX + t] > 0.0:
+                    _prefetch(counts + p[t] * K, K * sizeof(float64_t))
+                    _prefetch(g + p[t - 1] * K, K * sizeof(float64_t))
+    for r in range(rows):
+        _tabled_walk(tree, X + r * x_step, gamma, strict, lifetime, counts, n_cust, n_tab, g,
+                     path + r * WALK_DEPTH_MAX, etas + r * WALK_DEPTH_MAX, top[r],
+                     out + r * out_step)
+
+
+cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table_floats,
+                        intp_t box_floats):
+    """``(entry, fresh)``: the cached rows of ``tree`` at ``key`` (``fresh`` False), a new
+    entry of ``table_floats`` and ``box_floats`` to fill and store (``fresh`` True), or
+    ``(None, False)`` (the first call asking, or no room)."""
+    if cache is None:
+        return None, False
+    kept = cache.find(tree, key)
+    if kept is not None:
+        return kept, False
+    kept = cache.reserve(tree, key, table_floats, box_floats)
+    return kept, kept is not None
+
+
+cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
+                      float64_t* kept_tables, float64_t* kept_boxes, bint fresh, bint every,
+                      float64_t** buf, size_t* buf_size, float64_t** values,
+                      size_t* values_size, float64_t** boxes, size_t* boxes_size,
+                      intp_t** queue, size_t* queue_size, float64_t** tables,
+                      float64_t** every_boxes) except -1 nogil:
+    """Point ``tables`` at the node tables of a tabulated call (:func:`_node_tables`), and if
+    ``every`` ``every_boxes`` at every node's box: the cached ones (``kept_tables``,
+    ``kept_boxes``; filled now when ``fresh``), else filled in the call's scratch (``buf``,
+    ``boxes``; ``values`` and ``queue`` are scratch of the filling)."""
+    cdef intp_t m = tree.node_count, K = tree.n_columns, S = tree.value_stride
+    cdef bint lean_rows = tree.box_min_samples > 0 and tree.lean_values
+    reserve(<void**> queue, queue_size, m * sizeof(intp_t))
+    if kept_tables != NULL:
+        tables[0] = kept_tables
+    else:
+        reserve(<void**> buf, buf_size, ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
+        tables[0] = buf[0]
+    if kept_tables == NULL or fresh:
+        if lean_rows:  # every statistics row (lean values)
+            reserve(<void**> values, values_size, m * S * sizeof(float64_t))
+            tree._all_values(values[0], queue[0])
+        _node_tables(tree, gamma, lam, values[0] if lean_rows else tree.value, tables[0],
+                     tables[0] + m * K, tables[0] + m * K + m, tables[0] + m * K + 2 * m,
+                     queue[0])
+    if not every:
+        return 0
+    if kept_boxes != NULL:
+        every_boxes[0] = kept_boxes
+    else:
+        reserve(<void**> boxes, boxes_size, 2 * m * tree.n_features * sizeof(float64_t))
+        every_boxes[0] = boxes[0]
+    if kept_boxes == NULL or fresh:
+        tree._all_boxes(every_boxes[0], queue[0])
+    return 0
+
+
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
                         float64_t discount_factor, bint strict, lifetime=None,
-                        bint plain_walk=False):
+                        bint plain_walk=False, cache=None):
     """Add the predictive distribution of every tree in ``trees`` to ``out``.
 
     Parameters
@@ -591,8 +623,15 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     plain_walk : bool, default=False
         Compute eta at every node of each path on the way down (the reference walk of the
         tests) instead of from the leaf upward; the same bits either way.
+    cache : PredictCache, default=None
+        Where a call of many rows keeps each tree's node tables (and boxes) for the next
+        calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
     """
     cdef MondrianTree tree
+    cdef NodeTables kept
+    cdef bint fresh
+    cdef float64_t* tables = NULL
+    cdef float64_t* every_boxes = NULL
     cdef intp_t n = X.shape[0], K = out.shape[1], i, k, m, S, s, t
     cdef float64_t gamma, lam
     # One scratch of each kind for every tree of the call (see ``reserve``).
@@ -604,13 +643,14 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef bint tabled, lean_rows, batched, every
+    cdef bint tabled, batched, every, grouped
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
         if tree.node_count == 0:
             raise ValueError("cannot predict with an empty tree")
     memset(&batch, 0, sizeof(batch))
+    fresh = False
     try:
         for t, tree in enumerate(trees):
             if n == 1 and not plain_walk and t % WARM_TREES == 0:  # (see _warm.pxd)
@@ -622,13 +662,20 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # Many rows: the per-node posteriors once per call, in this call's own scratch
             # (reads never write the tree); few rows: along each path, O(depth) per row.
             tabled = n * TABLE_ROWS_PER_NODE >= m
-            lean_rows = tree.box_min_samples > 0 and tree.lean_values
             # The etas node by node (the rows of a batch share the boxes, built and read
             # once), from two rows on where a box is long enough for that to pay; else each
             # row finds its own, from every box rebuilt once per call (a tabulated call of a
             # lean tree), or from the stored boxes and points.
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
+            grouped = tabled and not batched and not plain_walk and (
+                every or tree.box_min_samples == 0)
+            # The tables (and boxes) of an earlier call of the same model, or new ones kept
+            # for the next calls when the cache has room, else this call's scratch.
+            kept, fresh = None, False
+            if tabled and cache is not None and not plain_walk:  # (one-row calls skip it)
+                kept, fresh = _kept_tables(cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
+                                           2 * m * tree.n_features if every else 0)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -640,19 +687,22 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                          &out[i, 0])
                         continue
                 else:
-                    reserve(<void**> &buf, &buf_size,
-                            ((2 * m + 1) * K + 2 * m) * sizeof(float64_t))
-                    reserve(<void**> &queue, &queue_size, m * sizeof(intp_t))
-                    if lean_rows:  # every statistics row (lean values)
-                        reserve(<void**> &values, &values_size, m * S * sizeof(float64_t))
-                        tree._all_values(values, queue)
-                    _node_tables(tree, gamma, lam, values if lean_rows else tree.value, buf,
-                                 buf + m * K, buf + m * K + m, buf + m * K + 2 * m, queue)
-                    if every:
-                        reserve(<void**> &boxes, &boxes_size,
-                                2 * m * tree.n_features * sizeof(float64_t))
-                        tree._all_boxes(boxes, queue)
+                    _fill_tables(tree, gamma, lam, NULL if kept is None else kept.tables,
+                                 NULL if kept is None else kept.boxes, fresh, every, &buf,
+                                 &buf_size, &values, &values_size, &boxes, &boxes_size,
+                                 &queue, &queue_size, &tables, &every_boxes)
+                # Every box at hand (rebuilt, or all stored): the rows in groups, walked
+                # side by side.
                 start = 0
+                while grouped and start < n:
+                    _predict_group(tree, &X[start, 0], X.shape[1],
+                                   min(<intp_t>GROUP_ROWS, n - start), gamma, strict, lam,
+                                   tables, tables + m * K, tables + m * K + m,
+                                   tables + m * K + 2 * m,
+                                   every_boxes if every else tree.bounds,
+                                   NULL if every else tree.box_slot, &out[start, 0],
+                                   out.shape[1])
+                    start += GROUP_ROWS
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
                     if batched:
@@ -665,120 +715,26 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                         if batched:
                             i = start + batch_next(&batch, k, False, &s)
                         if tabled:
-                            _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, buf,
-                                                buf + m * K, buf + m * K + m,
-                                                buf + m * K + 2 * m,
+                            _predict_row_tabled(tree, &X[i, 0], gamma, strict, lam, tables,
+                                                tables + m * K, tables + m * K + m,
+                                                tables + m * K + 2 * m,
                                                 &batch if batched else NULL, s,
-                                                boxes if every else NULL, plain_walk, box,
-                                                &out[i, 0])
+                                                every_boxes if every else NULL, plain_walk,
+                                                box, &out[i, 0])
                         else:
                             _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
                                          buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
                                          s, &out[i, 0])
                     start = stop
+            if fresh:
+                cache.store(tree, (gamma, lam), kept)
+                fresh = False
     finally:
+        if fresh:  # (built only part way: its bytes go back to the budget)
+            cache.release(kept.nbytes)
         free(box)
         free(buf)
         free(values)
         free(boxes)
         free(queue)
         batch_free(&batch)
-
-
-cdef void _dirichlet_row(MondrianTree tree, const float64_t* x, float64_t alpha,
-                         float64_t lifetime, float64_t* rows, float64_t* out) noexcept nogil:
-    """Add the tree's predictive at ``x`` under independent Dirichlet leaves to ``out``.
-
-    ``x`` stays in the tree with probability ``s`` (the product over its path of
-    ``exp(-eta_j * delta_j)``, section 5.1) and reads its leaf ``(c_k + alpha / K) / (n +
-    alpha)``; otherwise it lands in a fresh cell without data, which predicts ``1 / K``. A leaf
-    whose stored points carry no label (validation points of a lifetime path) backs off to its
-    deepest labelled ancestor. ``rows``: scratch of two statistics rows.
-    """
-    cdef intp_t K = tree.n_columns, S = tree.value_stride, k
-    cdef const intp_t* cols = tree.columns
-    cdef const float64_t* val
-    cdef const float64_t* read = NULL
-    cdef float64_t n
-    cdef WalkStep step
-    walk_start(&step, tree, x, lifetime)
-    while True:
-        # The node's row: stored, or summed from the step's points (lean values), into the
-        # scratch row that does not hold the deepest labelled row so far.
-        val = stored_row(tree, step.node)
-        if val == NULL:
-            val = rows if read != rows else rows + S
-            if step.n_points >= 0:
-                points_row(tree.rows_ptr, S, step.points, step.n_points, <float64_t*>val)
-            else:
-                val = node_row(tree, step.node, <float64_t*>val)
-        n = 0.0
-        for k in range(K):
-            n += val[cols[k]]
-        if n > 0.0:
-            read = val
-        if step.is_leaf or step.survival <= 0.0:
-            if step.survival > 0.0:
-                _add_dirichlet(tree, read, alpha, step.survival, out)
-            _add_dirichlet(tree, NULL, alpha, 1.0 - step.survival, out)
-            return
-        walk_next(&step, tree, x, lifetime)
-
-
-cdef inline void _add_dirichlet(MondrianTree tree, const float64_t* val, float64_t alpha,
-                                float64_t weight, float64_t* out) noexcept nogil:
-    """Add ``weight`` times the Dirichlet posterior mean of the statistics row ``val``
-    (uniform if NULL)."""
-    cdef intp_t K = tree.n_columns, k
-    cdef const intp_t* cols = tree.columns
-    cdef float64_t n = 0.0
-    if val == NULL:
-        for k in range(K):
-            out[k] += weight / K
-        return
-    for k in range(K):
-        n += val[cols[k]]
-    for k in range(K):
-        out[k] += weight * (val[cols[k]] + alpha / K) / (n + alpha)
-
-
-def predict_proba_dirichlet_trees(list trees, const float64_t[:, ::1] X,
-                                  float64_t[:, ::1] out, float64_t alpha, lifetime=None):
-    """Add every tree's predictive under independent Dirichlet leaves to ``out``.
-
-    The model of the classification lifetime paths (section 7): a leaf with class counts
-    ``c`` predicts ``(c_k + alpha / K) / (n + alpha)``, and the extension of the tree to a test
-    point is integrated over as in section 5 (a branched-off point predicts ``1 / K``; a leaf
-    without labels backs off to its deepest labelled ancestor).
-
-    Parameters
-    ----------
-    trees : list of MondrianTree
-        Trees whose statistics are class histograms.
-    X : ndarray of shape (n_samples, n_features)
-        Test points in the scaled feature space.
-    out : ndarray of shape (n_samples, n_classes)
-        Accumulator; the sum over trees is added to it.
-    alpha : float
-        Concentration of the symmetric Dirichlet prior of every leaf.
-    lifetime : float, default=None
-        Predict with the trees pruned at this lifetime.
-    """
-    cdef MondrianTree tree
-    cdef intp_t n = X.shape[0], K = out.shape[1], i
-    cdef float64_t lam
-    cdef float64_t* rows
-    for tree in trees:
-        if tree.n_columns != K:
-            raise ValueError("the trees' statistics do not match the number of classes")
-        if tree.node_count == 0:
-            raise ValueError("cannot predict with an empty tree")
-        lam = read_lifetime(tree, lifetime)
-        with nogil:
-            rows = <float64_t*> malloc(max(2 * tree.value_stride, 1) * sizeof(float64_t))
-            if rows == NULL:
-                with gil:
-                    raise MemoryError()
-            for i in range(n):
-                _dirichlet_row(tree, &X[i, 0], alpha, lam, rows, &out[i, 0])
-            free(rows)

@@ -19,7 +19,8 @@ from mondrian.estimator.params import FOREST_PARAMETER_CONSTRAINTS, WINDOW_CONST
 from mondrian.estimator.state_checks import check_classes
 from mondrian.estimator.structure import MondrianTreeStructure
 from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, SingleTreeMixin
-from mondrian.forest._hnsp import predict_proba_dirichlet_trees, predict_proba_trees
+from mondrian.forest._dirichlet import predict_proba_dirichlet_trees
+from mondrian.forest._hnsp import predict_proba_trees
 from mondrian.forest._hnsp_one import predict_proba_row
 from mondrian.forest._ingest import IngestMixin
 from mondrian.forest._labels import (
@@ -30,6 +31,7 @@ from mondrian.forest._labels import (
     _reject_mixed_labels,
     _search_counts,
 )
+from mondrian.forest._node_cache import predict_cache
 from mondrian.forest._path_readers import DirichletLeafReader, inherit_unlabelled
 from mondrian.forest.forgetting import ClassifierForgetMixin
 from mondrian.forest.lifetime_path import LifetimePathMixin
@@ -237,7 +239,8 @@ class _BaseMondrianClassifier(
             predict_proba_dirichlet_trees(trees, X, out, float(self.concentration), lifetime)
         else:
             predict_proba_trees(trees, X, out, float(self.discount_factor),
-                                self.branch_off_counts == "tables", lifetime)
+                                self.branch_off_counts == "tables", lifetime,
+                                cache=predict_cache(self) if X.shape[0] > 1 else None)
 
     def _proba_scaled(self, X_scaled, lifetime=None):
         n_classes = len(self.classes_)

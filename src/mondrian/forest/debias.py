@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from mondrian.forest._gaussian import GaussianPrior, predict_moments_trees, upward_messages
 from mondrian.forest._gaussian_online import refresh_messages
+from mondrian.forest._node_cache import predict_cache
 
 __all__ = ["richardson_weights", "choose_combination", "combine_lifetimes", "debias_info"]
 
@@ -327,6 +328,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
     lifetime, beta, factor, shift_factor = choice
     cache = model._posterior()
     messages = _short_messages(model, cache, lifetime)
+    boxes = predict_cache(model)  # (the boxes do not depend on the lifetime read)
 
     def run(trees, X, out):
         chosen = messages
@@ -334,7 +336,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
             index = {id(t): k for k, t in enumerate(model._trees)}
             chosen = [messages[index[id(t)]] for t in trees]
         predict_moments_trees(trees, chosen, X, out, cache.params, int(model.n_quadrature),
-                              lifetime)
+                              lifetime, cache=boxes)
 
     coarse = model._accumulate(run, X_scaled, 2, model._n_jobs())[:, 0] / len(model._trees)
     shift = beta * (mean - coarse)

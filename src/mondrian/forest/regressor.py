@@ -24,6 +24,7 @@ from mondrian.estimator.tree_mixins import FeatureImportanceMixin, PruneMixin, S
 from mondrian.forest._gaussian import predict_moments_trees, upward_messages
 from mondrian.forest._hyperparameters import N_TREES_EMPIRICAL_BAYES, HyperparameterMixin
 from mondrian.forest._ingest import IngestMixin
+from mondrian.forest._node_cache import predict_cache
 from mondrian.forest._online_posterior import OnlinePosteriorMixin, _PosteriorCache
 from mondrian.forest._path_readers import GaussianLeafReader, inherit_unlabelled
 from mondrian.forest._targets import (
@@ -405,6 +406,7 @@ class _BaseMondrianRegressor(
 
     def _moments_scaled(self, X_scaled, lifetime=None):
         cache = self._posterior()
+        boxes = predict_cache(self)
 
         def run(trees, X, out):
             messages = cache.messages
@@ -412,7 +414,8 @@ class _BaseMondrianRegressor(
                 index = {id(t): k for k, t in enumerate(self._trees)}
                 messages = [messages[index[id(t)]] for t in trees]
             predict_moments_trees(
-                trees, messages, X, out, cache.params, int(self.n_quadrature), lifetime
+                trees, messages, X, out, cache.params, int(self.n_quadrature), lifetime,
+                cache=boxes,
             )
 
         spread_scale = self._spread_scale()

@@ -1,0 +1,146 @@
+/* Kernels of the classifier's predictive (mondrian.forest._hnsp), included by
+   `cdef extern from "mondrian/forest/_hnsp_kernels.h"`.
+
+   The branch-off term adds, for each class k, one expression of IEEE operations (products,
+   differences, a sum and a quotient) to out[k]: the classes are independent, so vector
+   lanes over k give the bits of the scalar loop provided that no product and sum are fused
+   (fp-contract off: GCC would otherwise fuse them in the AVX-512 clone, whose target
+   implies FMA). On x86-64 glibc GCC builds AVX2 and AVX-512 clones, chosen at load time;
+   mf_hnsp_kernels_portable forces the plain scalar loop (the reference, switched with
+   mondrian.core._batch_walk.set_portable_kernels). */
+#ifndef MONDRIAN_FOREST_HNSP_KERNELS_H
+#define MONDRIAN_FOREST_HNSP_KERNELS_H
+
+#include <stddef.h>
+
+/* (the arithmetic kernels of the posteriors, SSE2 where there is one) */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+/* Whether every a[c], c < S, is an integer of magnitude below 2**52: t = |a[c]| passes
+   when t < 2**52 and (t + 2**52) - 2**52 == t (the sum rounds t to an integer, so the
+   difference is t exactly when t is one; NaN and infinity fail t < 2**52). Two entries
+   per instruction with SSE2 (GCC does not vectorize the scalar form); the same answer
+   either way. */
+static int mf_integers(const double *a, Py_ssize_t S) {
+    const double big = 4503599627370496.0;
+    Py_ssize_t c = 0;
+    int ok = 1;
+#if defined(__SSE2__) || defined(_M_X64)
+    const __m128d vbig = _mm_set1_pd(big);
+    const __m128d sign = _mm_set1_pd(-0.0);
+    __m128d all = _mm_cmpeq_pd(vbig, vbig);
+    for (; c + 2 <= S; c += 2) {
+        __m128d t = _mm_andnot_pd(sign, _mm_loadu_pd(a + c));
+        __m128d r = _mm_sub_pd(_mm_add_pd(t, vbig), vbig);
+        all = _mm_and_pd(all, _mm_and_pd(_mm_cmplt_pd(t, vbig), _mm_cmpeq_pd(r, t)));
+    }
+    ok = _mm_movemask_pd(all) == 3;
+#endif
+    for (; c < S; c++) {
+        double t = a[c] < 0.0 ? -a[c] : a[c];
+        ok &= (t < big) & ((t + big) - big == t);
+    }
+    return ok;
+}
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+/* g[k] = (a c[k] - b min(c[k], 1)) + e p[k] for k < K (the posterior of _posterior):
+   the same IEEE operations in the same order per entry, two entries per instruction
+   with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
+   unvectorized. */
+static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
+                         const double *p, double *g) {
+    Py_ssize_t k = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+    const __m128d va = _mm_set1_pd(a), vb = _mm_set1_pd(b), ve = _mm_set1_pd(e);
+    const __m128d one = _mm_set1_pd(1.0);
+    for (; k + 2 <= K; k += 2) {
+        __m128d ck = _mm_loadu_pd(c + k);
+        __m128d t = _mm_min_pd(ck, one);
+        __m128d v = _mm_sub_pd(_mm_mul_pd(va, ck), _mm_mul_pd(vb, t));
+        _mm_storeu_pd(g + k, _mm_add_pd(v, _mm_mul_pd(ve, _mm_loadu_pd(p + k))));
+    }
+#endif
+    for (; k < K; k++) {
+        double t = c[k] < 1.0 ? c[k] : 1.0;
+        g[k] = a * c[k] - b * t + e * p[k];
+    }
+}
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+/* count < 1 ? count : 1 (the tables of _table) without a branch: MINSD returns its first
+   operand when it is below the second, else the second, which is that expression for
+   every input (NaN gives 1, -0.0 gives -0.0). GCC compiled the scalar form to a
+   compare and a jump, mispredicted on class counts that are 0 or not at random. */
+static inline double mf_table(double count) {
+#if defined(__SSE2__) || defined(_M_X64)
+    return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(count), _mm_set_sd(1.0)));
+#else
+    return count < 1.0 ? count : 1.0;
+#endif
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define MF_HNSP_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), \
+                                      optimize("fp-contract=off")))
+#else
+#define MF_HNSP_CLONES
+#endif
+
+/* Nonzero: the plain scalar loop (the switch of the tests). */
+static int mf_hnsp_kernels_portable = 0;
+
+static void mf_branch_off_plain(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                                double n_cust, int strict, const double *counts,
+                                const double *g_parent, double *out) {
+    /* The reference: _add_branch_off's loop as it was written, one class after another. */
+    Py_ssize_t k;
+    for (k = 0; k < K; k++) {
+        double tab = counts[k] < 1.0 ? counts[k] : 1.0;
+        if (strict)
+            out[k] = out[k] + (weight * (((1.0 - d_bar) * tab) + ((d_bar * n_tab) * g_parent[k])))
+                     / n_tab;
+        else
+            out[k] = out[k] + (weight * ((counts[k] - (d_bar * tab))
+                                         + ((d_bar * n_tab) * g_parent[k]))) / n_cust;
+    }
+}
+
+MF_HNSP_CLONES
+static void mf_branch_off_fast(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                               double n_cust, int strict, const double *restrict counts,
+                               const double *restrict g_parent, double *restrict out) {
+    /* The same expressions with the loop-invariant factors computed once (the same values)
+       and out distinct from the inputs, so that the loops run in vector lanes. */
+    const double a = 1.0 - d_bar, b = d_bar * n_tab;
+    Py_ssize_t k;
+    if (strict) {
+        for (k = 0; k < K; k++) {
+            double tab = counts[k] < 1.0 ? counts[k] : 1.0;
+            out[k] = out[k] + (weight * ((a * tab) + (b * g_parent[k]))) / n_tab;
+        }
+    } else {
+        for (k = 0; k < K; k++) {
+            double c = counts[k];
+            double tab = c < 1.0 ? c : 1.0;
+            out[k] = out[k] + (weight * ((c - (d_bar * tab)) + (b * g_parent[k]))) / n_cust;
+        }
+    }
+}
+
+static inline void mf_branch_off(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                                 double n_cust, int strict, const double *counts,
+                                 const double *g_parent, double *out) {
+    /* out[k] += the branch-off term of class k (out distinct from counts and g_parent). */
+    if (mf_hnsp_kernels_portable)
+        mf_branch_off_plain(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+    else
+        mf_branch_off_fast(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+}
+
+#endif

@@ -1,0 +1,87 @@
+"""The classifier's dispatched kernels (``forest/_hnsp_kernels.h``: the branch-off terms in
+vector lanes, AVX2 / AVX-512 clones) give the bits of the scalar reference loop forced by
+``set_portable_kernels``, for every count of classes (full lanes and remainders), strict and
+plain branch-off counts, weighted counts, one-row and tabulated calls, and far rows (every
+node of their paths branching off)."""
+
+import numpy as np
+import pytest
+
+from mondrian import MondrianForestClassifier
+from mondrian.core._batch_walk import set_portable_kernels
+from mondrian.forest import _node_cache
+
+pytestmark = pytest.mark.exact
+
+
+def _both(model, S):
+    """Predictions with the dispatched kernels, then with the portable ones (uncached)."""
+    out = []
+    old_budget = _node_cache.CACHE_BYTES
+    _node_cache.CACHE_BYTES = 0
+    try:
+        for portable in (False, True):
+            old = set_portable_kernels(portable)
+            try:
+                out.append((model.predict_proba(S),
+                            np.vstack([model.predict_proba(S[i:i + 1]) for i in range(20)])))
+            finally:
+                set_portable_kernels(old)
+    finally:
+        _node_cache.CACHE_BYTES = old_budget
+    return out
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 9, 26])
+@pytest.mark.parametrize("counts", ["tables", "node"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dispatched_branch_off_is_the_portable_loop(n_classes, counts, weighted):
+    rng = np.random.default_rng(n_classes)
+    X = rng.normal(size=(500, 5))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], np.linspace(-2, 2, n_classes - 1))
+    weight = rng.uniform(0.3, 2.5, size=500) if weighted else None
+    model = MondrianForestClassifier(n_estimators=3, random_state=n_classes,
+                                     branch_off_counts=counts)
+    model.fit(X, y, sample_weight=weight)
+    S = np.vstack([X[:100] + 0.1 * rng.normal(size=(100, 5)), 20.0 * rng.normal(size=(30, 5))])
+    (fast, fast_rows), (plain, plain_rows) = _both(model, S)
+    assert fast.tobytes() == plain.tobytes()
+    assert fast_rows.tobytes() == plain_rows.tobytes()
+    assert np.allclose(fast[:20], fast_rows, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_grouped_walks_on_paths_deeper_than_the_walk_keeps(k):
+    """A tabulated call of a tree of few features walks its rows side by side over every box
+    (rebuilt on a lean tree, stored on a full one); a path deeper than WALK_DEPTH_MAX (192)
+    is walked the plain way, rows outside every box branch off at every node: the bits of
+    the plain walk, with the dispatched kernels and the portable ones."""
+    from mondrian.core._walk import walk_path
+    from mondrian.forest._hnsp import predict_proba_trees
+
+    from _checks import box_min_samples
+
+    # Halving values: most cuts split off the largest point, so the paths are long.
+    x0 = 0.5 ** np.arange(400)
+    X = np.c_[x0, np.zeros((400, 3))]
+    y = np.arange(400) % 3
+    with box_min_samples(k):
+        model = MondrianForestClassifier(n_estimators=2, random_state=7).fit(X, y)
+    S = np.ascontiguousarray(model._validate_X_predict(
+        np.vstack([np.c_[x0, np.full((400, 3), 5.0)], X, X[:13] + 1e-3])))
+    depth = max(len(walk_path(tree, s)["eta"]) for tree in model._trees for s in S)
+    assert depth > 192
+
+    def proba(plain):
+        out = np.zeros((S.shape[0], 3))
+        predict_proba_trees(model._trees, S, out, float(model.discount_factor), False, None,
+                            plain)
+        return out
+
+    reference = proba(True)
+    for portable in (False, True):
+        old = set_portable_kernels(portable)
+        try:
+            assert proba(False).tobytes() == reference.tobytes()
+        finally:
+            set_portable_kernels(old)
