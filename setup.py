@@ -69,7 +69,9 @@ def extension(name):
         # "src": the core's C headers are included as "mondrian/core/<name>.h".
         include_dirs=[numpy.get_include(), "src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
-        extra_compile_args=["-O3"] if os.name != "nt" else [],
+        # No fused multiply-adds, whatever CFLAGS say (-march=native): the kernels' clones and
+        # their portable references must round alike.
+        extra_compile_args=["-O3", "-ffp-contract=off"] if os.name != "nt" else [],
     )
 
 

@@ -250,6 +250,32 @@ def test_a_shallow_copy_of_a_view_stays_a_view_of_its_forest():
     assert model_lock(deep) is not model_lock(forest)
 
 
+
+def test_a_shallow_copy_of_a_fitted_forest_shares_its_lock():
+    """``copy.copy`` of a fitted forest shares its trees, so it shares its lock: a write
+    through the original waits for the copy's reads and drops the copy's prediction cache
+    (the copy then predicts from the updated trees, like the original)."""
+    import copy
+
+    from mondrian import MondrianForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(400, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    forest = MondrianForestClassifier(n_estimators=3, random_state=0,
+                                      feature_weights=None).fit(X[:300], y[:300])
+    shallow = copy.copy(forest)
+    assert model_lock(shallow) is model_lock(forest)
+    for _ in range(3):  # the second call and later read a cache
+        shallow.predict_proba(X)
+    before = shallow.predict_proba(X)
+    # A row inside the data's box seldom adds nodes: the cache is keyed by the trees.
+    forest.learn_one(X[310], y[310])
+    np.testing.assert_array_equal(shallow.predict_proba(X), forest.predict_proba(X))
+    assert not np.array_equal(shallow.predict_proba(X), before)
+    unfitted = copy.copy(MondrianForestClassifier())
+    assert model_lock(unfitted) is not model_lock(forest)
+
 def test_a_failed_pickle_releases_the_lock():
     model, _, _ = fitted(estimator_classes()[3])
     model.__dict__["_probe"] = lambda: None  # not picklable

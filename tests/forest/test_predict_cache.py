@@ -134,9 +134,13 @@ def test_the_cache_is_not_part_of_the_model():
     _twice(model, S)
     assert _cache(model)._entries
     assert pickle.dumps(model) == data
-    for other in (pickle.loads(data), copy.deepcopy(model), copy.copy(model)):
+    for other in (pickle.loads(data), copy.deepcopy(model)):
         assert _cache(other) is None or not _cache(other)._entries
         assert other.predict_proba(S).tobytes() == reference.tobytes()
+    # A shallow copy shares the trees and their lock, so it reads the same cache.
+    shallow = copy.copy(model)
+    assert _cache(shallow) is _cache(model)
+    assert shallow.predict_proba(S).tobytes() == reference.tobytes()
 
 
 def test_a_read_inside_a_write_does_not_use_the_cache():

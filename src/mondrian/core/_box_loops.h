@@ -182,10 +182,10 @@ static void mf_add_rows(double *restrict val, const double *restrict rows, Py_ss
     }
 }
 
-/* Box loops of the online extension (mondrian.core._extend), branch-free (the scalar selects
-   they replace were mispredicted on every other feature) and inline on 2-double vectors,
-   the baseline x86-64 width (a call per node for a wider clone would cost more than it
-   saves on a few dozen features). */
+/* Box loops of the online extension (mondrian.core._extend), branch-free (scalar selects
+   mispredict when the side that wins changes from one feature to the next) and inline on
+   2-double vectors, the baseline x86-64 width (a call per node for a wider clone would
+   cost more than it saves on a few dozen features). */
 #if defined(__GNUC__)
 typedef double mf_v2 __attribute__((vector_size(16)));
 typedef long long mf_m2 __attribute__((vector_size(16)));

@@ -148,6 +148,10 @@ def commit_forget(list trees, object store, dict attributes,
         raise ValueError("the store's buffers do not match the forget")
     if n == 0:
         return None
+    # The arrays' owners as objects now: ``.base`` of a typed memoryview makes a new object,
+    # which may fail or start the collector, so none is made between the writes.
+    cdef object X_owner = X.base, rows_owner = rows.base
+    cdef object kept_X_owner = X_view.base, kept_rows_owner = rows_view.base
     shared = prepare_call(trees, X, rows, indices, deltas, drop, &bulk, &mark)
     arena.used = 0
     arena.cap = _arena_bytes(trees, n, m, X.shape[0], S)
@@ -169,8 +173,8 @@ def commit_forget(list trees, object store, dict attributes,
                     warm_trees(trees, t_index, &X[indices[0], 0], &X[0, 0], D, False)
                 if one_mover:
                     warm_trees(trees, t_index, &X[movers[0], 0], &X[0, 0], D, False)
-            tree._attach(X.base, &X[0, 0], X.shape[0])
-            tree._attach_rows(rows.base, rows_ptr, rows.shape[0], S)
+            tree._attach(X_owner, &X[0, 0], X.shape[0])
+            tree._attach_rows(rows_owner, rows_ptr, rows.shape[0], S)
             with nogil:
                 arena.used = 0
                 steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
@@ -192,9 +196,9 @@ def commit_forget(list trees, object store, dict attributes,
         for name, value in attributes.items():
             setattr(store, name, value)
         for tree in trees:
-            tree._attach_rows(rows_view.base, &rows_view[0, 0] if S > 0 and n_kept > 0
+            tree._attach_rows(kept_rows_owner, &rows_view[0, 0] if S > 0 and n_kept > 0
                               else NULL, n_kept, S)
-            tree._attach(X_view.base, &X_view[0, 0] if n_kept > 0 else NULL, n_kept)
+            tree._attach(kept_X_owner, &X_view[0, 0] if n_kept > 0 else NULL, n_kept)
         if work is not None:
             work[0] = steps
     finally:

@@ -52,6 +52,11 @@ class VersionedStateMixin:
                 # that forest, under its lock (a deep copy owns its data and its lock).
                 out.__dict__[VIEW_ATTRIBUTE] = self.__dict__[VIEW_ATTRIBUTE]
                 share_lock(out, self.__dict__[VIEW_ATTRIBUTE][0])
+            elif self.__dict__.get("_ensemble") is not None:
+                # A shallow copy of a fitted model shares its trees: it reads and writes them
+                # under the same lock, so a write through either waits for the other's reads
+                # and drops what readers derived from the trees (the prediction cache).
+                share_lock(out, self)
         return out
 
     def __deepcopy__(self, memo):

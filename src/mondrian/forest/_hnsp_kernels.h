@@ -44,9 +44,6 @@ static int mf_integers(const double *a, Py_ssize_t S) {
     return ok;
 }
 
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-#endif
 /* g[k] = (a c[k] - b min(c[k], 1)) + e p[k] for k < K (the posterior of _posterior):
    the same IEEE operations in the same order per entry, two entries per instruction
    with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
@@ -70,13 +67,10 @@ static void mf_posterior(Py_ssize_t K, double a, double b, double e, const doubl
     }
 }
 
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-#endif
 /* count < 1 ? count : 1 (the tables of _table) without a branch: MINSD returns its first
    operand when it is below the second, else the second, which is that expression for
-   every input (NaN gives 1, -0.0 gives -0.0). GCC compiled the scalar form to a
-   compare and a jump, mispredicted on class counts that are 0 or not at random. */
+   every input (NaN gives 1, -0.0 gives -0.0). A compiler may turn the scalar form into
+   a compare and a jump, which class counts of 0 and 1 mispredict. */
 static inline double mf_table(double count) {
 #if defined(__SSE2__) || defined(_M_X64)
     return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(count), _mm_set_sd(1.0)));
@@ -98,7 +92,7 @@ static int mf_hnsp_kernels_portable = 0;
 static void mf_branch_off_plain(Py_ssize_t K, double weight, double d_bar, double n_tab,
                                 double n_cust, int strict, const double *counts,
                                 const double *g_parent, double *out) {
-    /* The reference: _add_branch_off's loop as it was written, one class after another. */
+    /* The reference: one class after another, in the order of _add_branch_off. */
     Py_ssize_t k;
     for (k = 0; k < K; k++) {
         double tab = counts[k] < 1.0 ? counts[k] : 1.0;
