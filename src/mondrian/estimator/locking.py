@@ -46,8 +46,8 @@ import threading
 import types
 from contextlib import ExitStack, contextmanager
 
-__all__ = ["ReadWriteLock", "LockedMethodsMixin", "model_lock", "mutating", "share_lock",
-           "read_locked"]
+__all__ = ["ReadWriteLock", "LockedMethodsMixin", "model_lock", "mutating", "own_lock",
+           "share_lock", "read_locked"]
 
 # Guards the lazy creation of the per-estimator locks (two threads must not create two).
 _CREATION = threading.Lock()
@@ -169,6 +169,13 @@ def share_lock(view, owner):
     lock. A copy or pickle of the view gets a lock of its own, like any estimator."""
     view.__dict__[LOCK_ATTRIBUTE] = model_lock(owner)
     return view
+
+
+def own_lock(copied):
+    """Give ``copied`` (a shallow copy whose trees were just replaced by its own) a lock of its
+    own: it no longer shares the original's buffers, so it need not wait for its writers."""
+    copied.__dict__.pop(LOCK_ATTRIBUTE, None)
+    return copied
 
 
 @contextmanager

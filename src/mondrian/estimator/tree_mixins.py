@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from mondrian.estimator.locking import own_lock
 from mondrian.estimator.structure import TREE_LEAF
 
 __all__ = ["PruneMixin", "pruned_copy", "FeatureImportanceMixin", "SingleTreeMixin"]
@@ -60,6 +61,7 @@ def pruned_copy(estimator, lifetime, allow_zero):
     pruned.lifetime = float(lifetime)
     pruned.lifetime_ = float(lifetime)
     pruned._ensemble = estimator._ensemble.pruned(float(lifetime))
+    own_lock(pruned)
     pruned._fit_params = {**getattr(estimator, "_fit_params", {}), "lifetime": pruned.lifetime}
     return pruned
 

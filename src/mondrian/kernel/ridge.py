@@ -27,6 +27,7 @@ from mondrian.estimator.atomic import atomic_fit, atomic_update
 from mondrian.estimator.ensemble import BaseMondrianEnsemble
 from mondrian.estimator.holdout import holdout_split
 from mondrian.estimator.inputs import dense_blocks, sparse_output
+from mondrian.estimator.locking import own_lock
 from mondrian.estimator.targets import centre_and_scale, check_target_scale
 from mondrian.kernel._features import extension_leaves
 from mondrian.kernel._ridge_inverse import RidgeInverse
@@ -221,12 +222,12 @@ class _KernelPathMixin:
         """
         model = copy.copy(self)
         model._ensemble, _ = self._ensemble.with_points(self._scaler.transform(X_val, clip=True))
-        return model
+        return own_lock(model)
 
     def _path_probe(self, X, y):
         """A copy of the estimator with trees sampled on ``(X, y)`` up to ``max_lifetime`` and
         nothing trained: what the path of ``lifetime="auto"`` reads."""
-        probe = copy.copy(self)
+        probe = own_lock(copy.copy(self))  # (its trees are replaced below)
         X, y = probe._validate_training(X, y)
         probe._sample(X, float(self.max_lifetime))
         probe._y_fit = y
