@@ -309,44 +309,6 @@ cdef inline float64_t points_distance(const float64_t* X, intp_t D, const intp_t
     return eta
 
 
-cdef inline float64_t points_extent(const float64_t* X, intp_t D, const intp_t* points,
-                                    intp_t n, const float64_t* bmin, const float64_t* bmax,
-                                    float64_t* extent, float64_t* box) noexcept nogil:
-    """The extent of the batch box ``[bmin, bmax]`` outside the box of ``points`` (rows of
-    ``X``, ``n > 0``), per feature into ``extent``, and its sum: the bits of the extent against
-    ``points_box``'s box (exact minima and maxima, the same terms in the same order). A
-    feature's scan stops once it met a point at or below ``bmin`` and one at or above ``bmax``
-    (no extent there: a new point inside the node's range costs a few reads per feature, not
-    one per point); the features with an extent are scanned in full and their bounds written
-    to ``box[d]`` and ``box[D + d]`` (the only entries of ``box`` then defined)."""
-    cdef intp_t d, k
-    cdef float64_t lo, hi, v, below, above, total = 0.0
-    cdef bint low_seen, high_seen
-    for d in range(D):
-        low_seen = False
-        high_seen = False
-        lo = X[points[0] * D + d]
-        hi = lo
-        for k in range(n):
-            v = X[points[k] * D + d]
-            low_seen = low_seen or v <= bmin[d]
-            high_seen = high_seen or v >= bmax[d]
-            if low_seen and high_seen:
-                break
-            lo = v if v < lo else lo
-            hi = v if v > hi else hi
-        if low_seen and high_seen:
-            extent[d] = 0.0
-        else:
-            below = lo - bmin[d] if bmin[d] < lo else 0.0
-            above = bmax[d] - hi if bmax[d] > hi else 0.0
-            extent[d] = below + above
-            box[d] = lo
-            box[D + d] = hi
-        total += extent[d]
-    return total
-
-
 cdef inline int check_points(MondrianTree tree) except -1:
     """Raise unless ``tree`` can rebuild the boxes (and, lean values, the statistics rows) it
     does not store: its points (and their contribution rows) attached."""
