@@ -51,6 +51,9 @@ cdef struct BatchEtas:
 
 cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
                     intp_t x_step, float64_t lifetime) except -1 nogil
+cdef int batch_etas_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
+                          intp_t x_step, float64_t lifetime,
+                          const float64_t* boxes) except -1 nogil
 cdef void batch_free(BatchEtas* b) noexcept nogil
 
 

@@ -102,8 +102,26 @@ cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t 
                     intp_t x_step, float64_t lifetime) except -1 nogil:
     """Fill ``b.top`` and ``b.etas`` for the ``n`` rows of ``X`` (row ``i`` at ``X + i
     x_step``, at most ``BATCH_ROWS``) in ``tree`` pruned at ``lifetime`` (not empty)."""
-    cdef intp_t D = tree.n_features, i
     cdef bint have = False
+    _batch_start(b, tree, n)
+    _visit(b, tree, X, x_step, lifetime, 0, b.idx, n, 0, b.boxes, &have)
+    return 0
+
+
+cdef int batch_etas_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
+                          intp_t x_step, float64_t lifetime,
+                          const float64_t* boxes) except -1 nogil:
+    """:func:`batch_etas` reading every node's box from ``boxes`` (``node_count`` rows of
+    ``2 D``: ``MondrianTree._all_boxes``, for instance kept by a prediction cache) instead of
+    the stored boxes and the points: the same values, no box built."""
+    _batch_start(b, tree, n)
+    _visit_boxes(b, tree, X, x_step, lifetime, boxes, 0, b.idx, n, 0)
+    return 0
+
+
+cdef int _batch_start(BatchEtas* b, MondrianTree tree, intp_t n) except -1 nogil:
+    """Size the scratch of ``b`` for ``n`` rows and put them all at the root."""
+    cdef intp_t D = tree.n_features, i
     reserve(<void**> &b.top, &b.top_size, n * sizeof(intp_t))
     reserve(<void**> &b.leaf, &b.leaf_size, n * sizeof(intp_t))
     reserve(<void**> &b.leaf_depth, &b.leaf_depth_size, n * sizeof(intp_t))
@@ -118,7 +136,6 @@ cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t 
             (WALK_DEPTH_MAX + 1) * 4 * D * sizeof(float64_t))
     for i in range(n):
         b.idx[i] = i
-    _visit(b, tree, X, x_step, lifetime, 0, b.idx, n, 0, b.boxes, &have)
     return 0
 
 
@@ -129,7 +146,7 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
     up to here, move those still outside this node's box (eta > 0: its parent's is needed) to
     the front of ``idx`` and return their number. A lean node that measured rows leaves its
     box in ``box_out`` (``have_box[0]`` True), for its parent's union."""
-    cdef intp_t D = tree.n_features, lc, rc, n_left = 0, k, a_left, a_right, active, t, i, s
+    cdef intp_t D = tree.n_features, lc, rc, n_left, k, a_left, a_right, active
     cdef const float64_t* box
     cdef float64_t* left_box
     cdef float64_t* right_box
@@ -154,13 +171,7 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
             have_box[0] = True
             box = box_out
     else:
-        # Partition: the rows going left first.
-        for k in range(m):
-            if goes_left(tree, node, X + idx[k] * x_step):
-                t = idx[k]
-                idx[k] = idx[n_left]
-                idx[n_left] = t
-                n_left += 1
+        n_left = _split_rows(tree, node, X, x_step, idx, m)
         lc = tree.nodes[node].left_child
         rc = tree.nodes[node].right_child
         left_box = b.boxes + 4 * D * (depth + 1)
@@ -169,11 +180,7 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
                         &have_left)
         a_right = _visit(b, tree, X, x_step, lifetime, rc, idx + n_left, m - n_left,
                          depth + 1, right_box, &have_right)
-        for k in range(a_right):  # the right side's active rows after the left side's
-            t = idx[a_left + k]
-            idx[a_left + k] = idx[n_left + k]
-            idx[n_left + k] = t
-        active = a_left + a_right
+        active = _join_active(idx, a_left, n_left, a_right)
         if active == 0:
             # No row needs this node's eta, but its parent may: a lean node whose children
             # both have their boxes at hand leaves their union (2 D reads), which spares the
@@ -190,8 +197,73 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
             have_box[0] = True
             box = box_out
     mf_rows_eta(box, D, X, x_step, idx, active, b.dist)
-    # Each row's eta here; the rows still outside (eta > 0) to the front, for the parent.
-    t = 0
+    return _keep_outside(b, idx, active, node, depth)
+
+
+cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x_step,
+                         float64_t lifetime, const float64_t* boxes, intp_t node, intp_t* idx,
+                         intp_t m, intp_t depth) noexcept nogil:
+    """:func:`_visit` with every node's box read from ``boxes``."""
+    cdef intp_t n_left, a_left, a_right, active
+    if m == 0:
+        return 0
+    if depth >= WALK_DEPTH_MAX:
+        _take_slots(b, idx, m, node, depth)
+        return 0
+    # This node's box, read when its subtree is done (most rows are outside their leaf's
+    # box): asked for now, its lines arrive while the subtree is walked (a hint).
+    group_prefetch(boxes + 2 * tree.n_features * node, 2 * tree.n_features * sizeof(float64_t))
+    if is_leaf_at(tree, node, lifetime):
+        active = m
+        _take_slots(b, idx, m, node, depth)
+    else:
+        n_left = _split_rows(tree, node, X, x_step, idx, m)
+        a_left = _visit_boxes(b, tree, X, x_step, lifetime, boxes, tree.nodes[node].left_child,
+                              idx, n_left, depth + 1)
+        a_right = _visit_boxes(b, tree, X, x_step, lifetime, boxes,
+                               tree.nodes[node].right_child, idx + n_left, m - n_left,
+                               depth + 1)
+        active = _join_active(idx, a_left, n_left, a_right)
+        if active == 0:
+            return 0
+    mf_rows_eta(boxes + 2 * tree.n_features * node, tree.n_features, X, x_step, idx, active,
+                b.dist)
+    return _keep_outside(b, idx, active, node, depth)
+
+
+cdef inline intp_t _split_rows(MondrianTree tree, intp_t node, const float64_t* X,
+                               intp_t x_step, intp_t* idx, intp_t m) noexcept nogil:
+    """Put the rows ``idx[:m]`` going left at ``node`` first; return their number. Each row
+    is swapped with the first right one whatever its side (two right rows trade places when
+    it goes right), so that the side is added, not branched on: a coin toss per row, which
+    a branch mispredicts half the time."""
+    cdef intp_t k, t, n_left = 0
+    for k in range(m):
+        t = idx[k]
+        idx[k] = idx[n_left]
+        idx[n_left] = t
+        n_left += goes_left(tree, node, X + t * x_step)
+    return n_left
+
+
+cdef inline intp_t _join_active(intp_t* idx, intp_t a_left, intp_t n_left,
+                                intp_t a_right) noexcept nogil:
+    """Move the right side's active rows (at ``n_left``) after the left side's (``a_left`` at
+    the front); return their total."""
+    cdef intp_t k, t
+    for k in range(a_right):
+        t = idx[a_left + k]
+        idx[a_left + k] = idx[n_left + k]
+        idx[n_left + k] = t
+    return a_left + a_right
+
+
+cdef inline intp_t _keep_outside(BatchEtas* b, intp_t* idx, intp_t active, intp_t node,
+                                 intp_t depth) noexcept nogil:
+    """Record the etas ``b.dist[:active]`` of the rows ``idx[:active]`` at ``node``; move the
+    rows still outside its box (eta > 0: their parent's is needed) to the front and return
+    their number (0 at the root)."""
+    cdef intp_t k, i, s, t = 0
     for k in range(active):
         i = idx[k]
         s = b.slot[i]

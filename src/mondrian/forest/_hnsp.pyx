@@ -30,6 +30,7 @@ from mondrian.core._batch_walk cimport (
     GROUP_ROWS,
     BatchEtas,
     batch_etas,
+    batch_etas_boxes,
     batch_free,
     batch_next,
     batch_row,
@@ -268,19 +269,20 @@ cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const fl
     mf_posterior(K, a, b, c, counts, g_parent, g)
 
 
-cdef inline void _add_branch_off(WalkStep* step, intp_t K, float64_t gamma, bint strict,
-                                 const float64_t* counts, float64_t n_cust, float64_t n_tab,
-                                 const float64_t* g_parent, float64_t* out) noexcept nogil:
-    """Add the mass of ``x`` branching off above the node: a new node whose discount is the
-    one of a cut at the branching time, averaged over that time."""
+cdef inline void _branch_off(float64_t eta, float64_t delta, float64_t p, float64_t reach,
+                             intp_t K, float64_t gamma, bint strict, const float64_t* counts,
+                             float64_t n_cust, float64_t n_tab, const float64_t* g_parent,
+                             float64_t* out) noexcept nogil:
+    """Add the mass of ``x`` branching off above the node (a step with these ``eta``,
+    ``delta``, ``p`` and ``reach``): a new node whose discount is the one of a cut at the
+    branching time, averaged over that time."""
     cdef float64_t d_bar, weight
-    if step.delta == INFINITY:
-        d_bar = step.eta / (step.eta + gamma)
+    if delta == INFINITY:
+        d_bar = eta / (eta + gamma)
     else:
         # -p is expm1(-eta * delta), exactly.
-        d_bar = (step.eta / (step.eta + gamma)
-                 * expm1(-(step.eta + gamma) * step.delta) / -step.p)
-    weight = step.reach * step.p
+        d_bar = eta / (eta + gamma) * expm1(-(eta + gamma) * delta) / -p
+    weight = reach * p
     if weight > 0.0:
         # out[k] += weight * ((1 - d_bar) tab + d_bar n_tab g_parent[k]) / n_tab (strict),
         # else weight * (counts[k] - d_bar tab + d_bar n_tab g_parent[k]) / n_cust, with
@@ -374,7 +376,8 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
                          &second)
         _node_counts(tree, first, second, step.is_leaf, counts, &n_cust, &n_tab)
         if step.p > 0.0:
-            _add_branch_off(&step, K, gamma, strict, counts, n_cust, n_tab, g_parent, out)
+            _branch_off(step.eta, step.delta, step.p, step.reach, K, gamma, strict, counts,
+                        n_cust, n_tab, g_parent, out)
             if step.survival <= 0.0:
                 return
         _posterior(K, gamma, step.delta, counts, n_cust, n_tab, g_parent, g)
@@ -497,16 +500,15 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
     cdef intp_t K = tree.n_columns, j, k, parent = tree.node_count
     cdef WalkStep step
     if top >= 0:
-        walk_start_path(&step, tree, x, lifetime, path, etas, top, top)
-        if top > 0:
-            parent = path[top - 1]
-    else:
-        walk_start(&step, tree, x, lifetime)
+        _path_walk(tree, gamma, strict, lifetime, counts, n_cust, n_tab, g, path, etas, top,
+                   out)
+        return
+    walk_start(&step, tree, x, lifetime)
     while True:
         j = step.node
         if step.p > 0.0:
-            _add_branch_off(&step, K, gamma, strict, counts + j * K, n_cust[j], n_tab[j],
-                            g + parent * K, out)
+            _branch_off(step.eta, step.delta, step.p, step.reach, K, gamma, strict,
+                        counts + j * K, n_cust[j], n_tab[j], g + parent * K, out)
             if step.survival <= 0.0:
                 return
         if step.is_leaf:
@@ -515,6 +517,45 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
             return
         parent = j
         walk_next(&step, tree, x, lifetime)
+
+
+cdef inline void _path_walk(MondrianTree tree, float64_t gamma, bint strict, float64_t lifetime,
+                            const float64_t* counts, const float64_t* n_cust,
+                            const float64_t* n_tab, const float64_t* g, const intp_t* path,
+                            const float64_t* etas, intp_t top, float64_t* out) noexcept nogil:
+    """The walk of :func:`_tabled_walk` from depth ``top >= 0`` along the nodes of ``path``
+    (found by the descent: no cut read again), with the arithmetic of ``walk_start_path``,
+    ``walk_next`` and :func:`_branch_off` (the same quantities in the same order, so the
+    same bits): every node above ``top`` has eta 0, so the walk starts there with reach 1."""
+    cdef intp_t K = tree.n_columns, j, k, d = top, parent = tree.node_count
+    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, survival, reach = 1.0
+    cdef bint leaf
+    if top > 0:
+        parent = path[top - 1]
+        tau_parent = tree.nodes[parent].split_time
+    while True:
+        j = path[d]
+        leaf = is_leaf_at(tree, j, lifetime)
+        tau = lifetime if leaf else tree.nodes[j].split_time
+        delta = tau - tau_parent
+        eta = etas[d]
+        p = 0.0
+        if eta > 0.0 and delta > 0.0:
+            p = 1.0 if delta == INFINITY else -expm1(-eta * delta)
+        survival = reach * (1.0 - p)
+        if p > 0.0:
+            _branch_off(eta, delta, p, reach, K, gamma, strict, counts + j * K, n_cust[j],
+                        n_tab[j], g + parent * K, out)
+            if survival <= 0.0:
+                return
+        if leaf:
+            for k in range(K):
+                out[k] += survival * g[j * K + k]
+            return
+        parent = j
+        tau_parent = tau
+        reach = survival
+        d += 1
 
 
 cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t rows,
@@ -564,6 +605,16 @@ cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table
     return kept, kept is not None
 
 
+cdef bint _keeps_boxes(object cache, MondrianTree tree, intp_t K, intp_t forest_trees):
+    """Whether a batched (lean) tree keeps every node's box in ``cache`` with its tables, for
+    its batches to read (``batch_etas_boxes``) rather than rebuild from points: when about
+    ``forest_trees`` such entries (8 (2 K + 2) + 16 D bytes per node) fit the budget (satimage
+    688 bytes per node, 223 MB for 100 trees; usps 4272, 3.1 GB: its tables alone)."""
+    cdef intp_t m = tree.node_count, D = tree.n_features
+    return tree.box_min_samples > 0 and ((
+        (2 * m + 1) * K + 2 * m + 2 * m * D) * sizeof(float64_t) * forest_trees <= cache.budget)
+
+
 cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
                       float64_t* kept_tables, float64_t* kept_boxes, bint fresh, bint every,
                       float64_t** buf, size_t* buf_size, float64_t** values,
@@ -603,7 +654,7 @@ cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
 
 def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1] out,
                         float64_t discount_factor, bint strict, lifetime=None,
-                        bint plain_walk=False, cache=None):
+                        bint plain_walk=False, cache=None, intp_t forest_trees=0):
     """Add the predictive distribution of every tree in ``trees`` to ``out``.
 
     Parameters
@@ -626,6 +677,9 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cache : PredictCache, default=None
         Where a call of many rows keeps each tree's node tables (and boxes) for the next
         calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
+    forest_trees : int, default=0
+        Trees of the whole model (``trees`` may be one thread's share; 0: ``len(trees)``),
+        for the cache's box policy (:func:`_keeps_boxes`).
     """
     cdef MondrianTree tree
     cdef NodeTables kept
@@ -643,7 +697,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
-    cdef bint tabled, batched, every, grouped
+    cdef bint tabled, batched, every, grouped, boxed
     for tree in trees:
         if tree.n_columns != K:
             raise ValueError("the trees' statistics do not match the number of classes")
@@ -674,8 +728,11 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # for the next calls when the cache has room, else this call's scratch.
             kept, fresh = None, False
             if tabled and cache is not None and not plain_walk:  # (one-row calls skip it)
-                kept, fresh = _kept_tables(cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
-                                           2 * m * tree.n_features if every else 0)
+                kept, fresh = _kept_tables(
+                    cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
+                    2 * m * tree.n_features if every or (batched and _keeps_boxes(
+                        cache, tree, K, forest_trees or len(trees))) else 0)
+            boxed = batched and kept is not None and kept.boxes != NULL  # (every box kept)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -688,7 +745,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                         continue
                 else:
                     _fill_tables(tree, gamma, lam, NULL if kept is None else kept.tables,
-                                 NULL if kept is None else kept.boxes, fresh, every, &buf,
+                                 NULL if kept is None else kept.boxes, fresh, every or boxed, &buf,
                                  &buf_size, &values, &values_size, &boxes, &boxes_size,
                                  &queue, &queue_size, &tables, &every_boxes)
                 # Every box at hand (rebuilt, or all stored): the rows in groups, walked
@@ -705,7 +762,10 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     start += GROUP_ROWS
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
-                    if batched:
+                    if boxed:
+                        batch_etas_boxes(&batch, tree, &X[start, 0], stop - start, X.shape[1],
+                                         lam, every_boxes)
+                    elif batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
                     for k in range(stop - start):
                         # Row i and its slot s in the batch (the rows in their own order:

@@ -240,7 +240,8 @@ class _BaseMondrianClassifier(
         else:
             predict_proba_trees(trees, X, out, float(self.discount_factor),
                                 self.branch_off_counts == "tables", lifetime,
-                                cache=predict_cache(self) if X.shape[0] > 1 else None)
+                                cache=predict_cache(self) if X.shape[0] > 1 else None,
+                                forest_trees=len(self._trees))
 
     def _proba_scaled(self, X_scaled, lifetime=None):
         n_classes = len(self.classes_)
