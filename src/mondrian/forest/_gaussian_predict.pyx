@@ -8,7 +8,7 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 (``predict_moments_trees``, ``predict_moments_grid``) live in :mod:`mondrian.forest._gaussian`.
 """
 
-from libc.math cimport log1p
+from libc.math cimport INFINITY, log1p
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free
 
@@ -23,6 +23,7 @@ from mondrian.core._batch_walk cimport (
     batch_row,
     group_etas,
 )
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -49,6 +50,11 @@ cdef enum:
     OUT_PSI = 2
     OUT_PSI_PARENT = 3
     OUTER_FIELDS = 4
+    # A kept record (one prior: ``fill_records``): the OUTER_FIELDS, then the node's message
+    # (mean, variance), in one 64-byte line, so that a walk reads one line per node.
+    KEPT_FIELDS = 8
+    KEPT_MSG_MEAN = 4
+    KEPT_MSG_VAR = 5
 
 
 cdef inline bint _batched(MondrianTree tree, intp_t n_rows) noexcept nogil:
@@ -105,12 +111,15 @@ cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
 
 cdef inline float64_t* _record(Outer* o, intp_t P, intp_t j, intp_t depth) noexcept nogil:
     """The record of node ``j`` at ``depth`` on the row's path."""
+    if o.kept != NULL:
+        return <float64_t*> o.kept + KEPT_FIELDS * j
     return o.rec + OUTER_FIELDS * P * (j if o.memo else depth & 1)
 
 
 cdef inline bint _known(const Outer* o, intp_t j) noexcept nogil:
-    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path)."""
-    return o.memo and o.known[j]
+    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path;
+    always when the call reads kept records)."""
+    return o.kept != NULL or (o.memo and o.known[j])
 
 
 cdef void _outer_end(Outer* o) noexcept nogil:
@@ -126,13 +135,15 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
                       bint squared_mean, const float64_t* boxes=NULL,
-                      const int32_t* slots=NULL) except -1 nogil:
+                      const int32_t* slots=NULL, const float64_t* records=NULL) except -1 nogil:
     """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``), or, when ``boxes`` holds every node's
     box (node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), by groups of rows
-    walked side by side (``group_etas``); ``o`` holds the call's scratch."""
+    walked side by side (``group_etas``); ``o`` holds the call's scratch. ``records``: every
+    node's record (``fill_records``, one prior) kept from an earlier call, or NULL (filled as
+    the rows reach them)."""
     cdef intp_t i, k, s, start = 0, stop, rows
     cdef intp_t length[GROUP_ROWS]
     cdef intp_t top[GROUP_ROWS]
@@ -141,10 +152,12 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
+    o.kept = records if P == 1 else NULL
     while boxes != NULL and not plain and start < n:
         rows = min(<intp_t>GROUP_ROWS, n - start)
         group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
                    boxes_at, etas, length, top)
+        _request_records(o, path, length, top, rows)
         for k in range(rows):
             _predict_row_grid(tree, hs, P, X + (start + k) * x_step, msg_means, msg_vars,
                               n_quadrature, NULL, 0, box, plain, o, sums,
@@ -175,9 +188,33 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     return 0
 
 
+cdef inline void _request_records(const Outer* o, const intp_t* path, const intp_t* length,
+                                  const intp_t* top, intp_t rows) noexcept nogil:
+    """Ask the cache for the kept records (messages included) that the walks of a group's
+    rows read at the nodes of their paths from ``top`` down, before the first walk reads any:
+    scattered loads that would otherwise come one walk after another (a hint, no effect on
+    values)."""
+    cdef intp_t r, i, j
+    if o.kept == NULL:
+        return
+    for r in range(rows):
+        for i in range(max(top[r], 0), length[r]):
+            j = path[r * WALK_DEPTH_MAX + i]
+            MONDRIAN_TREE_PREFETCH(o.kept + KEPT_FIELDS * j)
+
+
 cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
     """Variance of a node's outside message at the node's own time (a record's)."""
     return r[OUT_VAR] + r[OUT_PSI] - r[OUT_PSI_PARENT]
+
+
+cdef inline float64_t _message(const Outer* o, float64_t** msg, const float64_t* r, intp_t k,
+                               intp_t j, intp_t field) noexcept nogil:
+    """Node ``j``'s message (mean or variance: ``msg``, the ``field`` of a kept record ``r``)
+    under prior ``k``: from its kept record beside the rest, else from the messages."""
+    if o.kept != NULL:
+        return r[field]
+    return msg[k][j]
 
 
 cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
@@ -186,9 +223,41 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
     """Fill the record of node ``j`` at ``depth`` from its ``parent``'s (filled; -1 at the
     root: the virtual node above it): the same arithmetic whichever row needs it first, so a
     row's bits do not depend on the other rows of the call."""
+    _fill_record(tree, hs, P, msg_means, msg_vars, _record(o, P, j, depth),
+                 _record(o, P, parent if parent >= 0 else j, depth - 1), j, parent)
+    if o.memo:
+        o.known[j] = 1
+        o.filled[o.n_filled] = j
+        o.n_filled += 1
+
+
+cdef void fill_records(MondrianTree tree, const Hyper* hs, float64_t** msg_means,
+                       float64_t** msg_vars, float64_t* rec, const intp_t* order,
+                       intp_t count) noexcept nogil:
+    """The records of the ``count`` nodes ``order`` lists (parents before children, the root
+    first) under the one prior ``hs`` into ``rec`` (node ``j``'s at ``rec + KEPT_FIELDS j``,
+    its message beside it): those ``_outer_fill`` gives a call, kept for the next calls of
+    the model (``predict_rows``' ``records``)."""
+    cdef intp_t i, j, parent
+    cdef float64_t* r
+    for i in range(count):
+        j = order[i]
+        parent = tree.nodes[j].parent if i > 0 else -1
+        r = rec + KEPT_FIELDS * j
+        _fill_record(tree, hs, 1, msg_means, msg_vars, r,
+                     rec + KEPT_FIELDS * (parent if parent >= 0 else j), j, parent)
+        r[KEPT_MSG_MEAN] = msg_means[0][j]
+        r[KEPT_MSG_VAR] = msg_vars[0][j]
+        r[KEPT_MSG_VAR + 1] = 0.0
+        r[KEPT_MSG_VAR + 2] = 0.0
+
+
+cdef inline void _fill_record(MondrianTree tree, const Hyper* hs, intp_t P,
+                              float64_t** msg_means, float64_t** msg_vars, float64_t* r,
+                              const float64_t* up, intp_t j, intp_t parent) noexcept nogil:
+    """Node ``j``'s record at ``r`` from its ``parent``'s at ``up`` (-1: the root)."""
     cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
-    cdef float64_t* r = _record(o, P, j, depth)
-    cdef const float64_t* up = _record(o, P, parent if parent >= 0 else j, depth - 1)
+    cdef float64_t* start = r
     cdef float64_t d_node, d_above, d_sibling, m, v
     cdef intp_t k, sibling
     cdef const Hyper* h
@@ -215,7 +284,7 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
                 r[OUT_PSI_PARENT] = up[OUT_PSI]
                 r += OUTER_FIELDS
                 up += OUTER_FIELDS
-        r = _record(o, P, j, depth)
+        r = start
         for k in range(P):
             r[OUT_PSI] = hs[k].sigma2 / d_node
             r += OUTER_FIELDS
@@ -233,10 +302,70 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
                 r[OUT_VAR] = up[OUT_VAR]
             r += OUTER_FIELDS
             up += OUTER_FIELDS
-    if o.memo:
-        o.known[j] = 1
-        o.filled[o.n_filled] = j
-        o.n_filled += 1
+
+
+cdef enum:
+    # Quadrature points whose terms are found side by side (in vector lanes).
+    QUADRATURE_LANES = 8
+
+
+cdef inline void _branch_off(const Hyper* hs, intp_t P, const float64_t* r,
+                             float64_t** msg_means, float64_t** msg_vars, intp_t j,
+                             const Outer* o, intp_t n_quadrature, float64_t w,
+                             float64_t tau_parent, float64_t p, float64_t eta,
+                             float64_t* mean_sum, float64_t* second_sum) noexcept nogil:
+    """Add to ``mean_sum``, ``second_sum`` (P each) the hierarchical model's predictive of a
+    row branching off above node ``j`` (record ``r``), at the quadrature's branching times
+    (weight ``w`` each). The times and clocks, then each prior's Gaussian products of a few
+    points at once, in loops without calls or branches (the divisions in vector lanes), then
+    the sums point by point: each sum in the order of the points, the bits of one point
+    after another."""
+    cdef float64_t d_t[QUADRATURE_LANES]
+    cdef float64_t m[QUADRATURE_LANES]
+    cdef float64_t v[QUADRATURE_LANES]
+    cdef intp_t q0 = 0, q, k, lanes
+    while q0 < n_quadrature:
+        lanes = min(<intp_t>QUADRATURE_LANES, n_quadrature - q0)
+        for q in range(lanes):
+            d_t[q] = log1p(-o.u[q0 + q] * p)
+        for q in range(lanes):
+            d_t[q] = tau_parent - d_t[q] / eta
+        for q in range(lanes):
+            d_t[q] = _clock_denominator(hs[0].rate, d_t[q])
+        for k in range(P):
+            _branch_terms(d_t, lanes, hs[k].sigma2, r + OUTER_FIELDS * k,
+                          _message(o, msg_means, r, k, j, KEPT_MSG_MEAN),
+                          _message(o, msg_vars, r, k, j, KEPT_MSG_VAR), o.psi_end[k],
+                          hs[k].noise, m, v)
+            for q in range(lanes):
+                mean_sum[k] += w * m[q]
+                second_sum[k] += w * (v[q] + m[q] * m[q])
+        q0 += lanes
+
+
+cdef inline void _branch_terms(const float64_t* d_t, intp_t lanes, float64_t sigma2,
+                               const float64_t* r, float64_t mean_j, float64_t var_j,
+                               float64_t psi_end, float64_t noise, float64_t* m,
+                               float64_t* v) noexcept nogil:
+    """The mean ``m[q]`` and variance ``v[q]`` a prior predicts at the clock denominators
+    ``d_t[q]`` (``_product`` of the record's outside message carried to the time and node
+    ``j``'s message, then the time's leaf variance and the noise), one point per lane."""
+    cdef float64_t psi_t, va, vb, total, mp, vp
+    cdef float64_t out_mean = r[OUT_MEAN], out_var = r[OUT_VAR]
+    cdef float64_t psi_parent = r[OUT_PSI_PARENT], psi_node = r[OUT_PSI]
+    cdef intp_t q
+    for q in range(lanes):
+        psi_t = sigma2 / d_t[q]
+        va = out_var + (psi_t - psi_parent)
+        vb = var_j + (psi_node - psi_t)
+        total = va + vb
+        # _product, its flat factors (an infinite variance) as selections
+        vp = va * vb / total
+        mp = (out_mean * vb + mean_j * va) / total
+        vp = vb if va == INFINITY else (va if vb == INFINITY else vp)
+        mp = mean_j if va == INFINITY else (out_mean if vb == INFINITY else mp)
+        m[q] = mp
+        v[q] = vp + (psi_end - psi_t + noise)
 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
@@ -259,18 +388,18 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
 
     The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
     cannot branch off there and those nodes only pass their records down, read from ``o``."""
-    cdef intp_t j, q, k, i, top = 0, parent, above = 0
+    cdef intp_t j, k, i, top = 0, parent, above = 0
     cdef intp_t path_rows[WALK_DEPTH_MAX]
     cdef float64_t eta_rows[WALK_DEPTH_MAX]
     cdef intp_t* path = path_rows
     cdef float64_t* etas = eta_rows
-    cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
+    cdef float64_t weight, m, v
     cdef float64_t* mean_sum = sums
     cdef float64_t* second_sum = sums + P
     cdef const float64_t* r
     cdef const Hyper* h
     cdef bint hierarchical = hs[0].hierarchical
-    cdef float64_t rate = hs[0].rate, lifetime = hs[0].lifetime
+    cdef float64_t lifetime = hs[0].lifetime
     cdef WalkStep step
     for k in range(P):
         mean_sum[k] = 0.0
@@ -310,20 +439,9 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             weight = step.reach * step.p
             if weight > 0.0:
                 if hierarchical:
-                    w = weight / n_quadrature
-                    for q in range(n_quadrature):
-                        t = step.tau_parent - log1p(-o.u[q] * step.p) / step.eta
-                        d_t = _clock_denominator(rate, t)
-                        for k in range(P):
-                            psi_t = hs[k].sigma2 / d_t
-                            a = psi_t - r[OUTER_FIELDS * k + OUT_PSI_PARENT]
-                            b = r[OUTER_FIELDS * k + OUT_PSI] - psi_t
-                            _product(r[OUTER_FIELDS * k + OUT_MEAN],
-                                     r[OUTER_FIELDS * k + OUT_VAR] + a, msg_means[k][j],
-                                     msg_vars[k][j] + b, &m, &v)
-                            v += o.psi_end[k] - psi_t + hs[k].noise
-                            mean_sum[k] += w * m
-                            second_sum[k] += w * (v + m * m)
+                    _branch_off(hs, P, r, msg_means, msg_vars, j, o, n_quadrature,
+                                weight / n_quadrature, step.tau_parent, step.p, step.eta,
+                                mean_sum, second_sum)
                 else:
                     for k in range(P):
                         h = &hs[k]
@@ -335,7 +453,8 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             for k in range(P):
                 h = &hs[k]
                 if hierarchical:
-                    _product(r[OUT_MEAN], _q_var(r), msg_means[k][j], msg_vars[k][j], &m, &v)
+                    _product(r[OUT_MEAN], _q_var(r), _message(o, msg_means, r, k, j, KEPT_MSG_MEAN),
+                             _message(o, msg_vars, r, k, j, KEPT_MSG_VAR), &m, &v)
                     v += h.noise
                 else:
                     m = r[OUT_MEAN]
