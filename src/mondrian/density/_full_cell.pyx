@@ -15,12 +15,14 @@ Everything is computed in log space.
 """
 
 from libc.math cimport INFINITY, exp, log
+from libc.stdlib cimport free, malloc
 
 from mondrian.core._random cimport RandomState, rng_seed, rng_uniform
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport goes_left, is_leaf_at
 from mondrian.density._full_cell_builder cimport extend_cells
+from mondrian.forest._node_cache cimport NodeTables
 
 import numpy as np
 
@@ -235,6 +237,105 @@ def log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,
         OUT: ``log(sum_m p_m(u))``; ``-inf`` when ``trees`` is empty.
     """
     _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 0)
+
+
+cdef void _fill_node_log_densities(MondrianTree tree, float64_t concentration,
+                                   float64_t* value, intp_t* stack) noexcept nogil:
+    """``value[j]``: the log density of node ``j``'s cell were it the leaf (its log mass, the
+    prefix sum of the shares from the root in the order of a descent, minus its log volume),
+    for every node (``stack``: 2 node_count integers of scratch): what
+    ``_add_tree_log_densities`` adds at the leaf it stops at, whatever the lifetime."""
+    cdef intp_t top = 1, j, depth, left, right
+    stack[0] = 0
+    stack[1] = 0
+    value[0] = 0.0
+    while top > 0:
+        top -= 1
+        j = stack[2 * top]
+        depth = stack[2 * top + 1]
+        left = tree.nodes[j].left_child
+        right = tree.nodes[j].right_child
+        if left != TREE_LEAF:
+            value[left] = value[j] + _log_child_share(tree, j, True, depth, concentration, 0)
+            value[right] = value[j] + _log_child_share(tree, j, False, depth, concentration, 0)
+            stack[2 * top] = left
+            stack[2 * top + 1] = depth + 1
+            stack[2 * top + 2] = right
+            stack[2 * top + 3] = depth + 1
+            top += 2
+        value[j] = value[j] - _log_cell_volume(tree, j)
+
+
+cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t concentration):
+    """The cached ``_fill_node_log_densities`` of ``tree`` at ``concentration`` (a
+    ``NodeTables``; built now if the cache has room), or None (no cache, no room)."""
+    cdef NodeTables kept
+    cdef intp_t* stack
+    if cache is None:
+        return None
+    key = ("density", concentration)
+    kept = cache.find(tree, key)
+    if kept is not None:
+        return kept
+    kept = cache.reserve(tree, key, tree.node_count, 0)
+    if kept is None:
+        return None
+    stack = <intp_t*> malloc(2 * tree.node_count * sizeof(intp_t))
+    if stack == NULL:
+        cache.release(kept.nbytes)
+        raise MemoryError()
+    with nogil:
+        _fill_node_log_densities(tree, concentration, kept.tables, stack)
+    free(stack)
+    cache.store(tree, key, kept)
+    return kept
+
+
+cdef inline void _add_kept_log_density(MondrianTree tree, const float64_t* value,
+                                       const float64_t* u, float64_t lifetime,
+                                       float64_t* peak, float64_t* total) noexcept nogil:
+    """``_add_tree_log_densities`` at one lifetime (``removed`` 0) reading the node values
+    ``value`` (``_fill_node_log_densities``): the descent alone, the same bits."""
+    cdef intp_t j = 0
+    while not is_leaf_at(tree, j, lifetime):
+        j = tree.nodes[j].left_child if goes_left(tree, j, u) else tree.nodes[j].right_child
+    _log_add(peak, total, value[j])
+
+
+def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t lifetime,
+                             float64_t concentration, float64_t[::1] out, cache):
+    """:func:`log_density_trees` (the same bits) keeping each tree's node values (the log
+    density of every node's cell were it the leaf: 8 bytes per node, filled once per
+    concentration) in ``cache`` (a :class:`mondrian.forest._node_cache.PredictCache` or
+    None), so that the next calls only descend the trees. A call of one row keeps nothing."""
+    cdef intp_t n = U.shape[0], i
+    cdef MondrianTree tree
+    cdef const float64_t* value
+    if cache is None or n <= 1:
+        log_density_trees(trees, U, lifetime, concentration, out)
+        return
+    _check_trees(trees, U.shape[1])
+    if out.shape[0] != n:
+        raise ValueError("out must have one entry per point")
+    peak_array = np.full(n, -INFINITY)
+    total_array = np.zeros(n)
+    cdef float64_t[::1] peak = peak_array
+    cdef float64_t[::1] total = total_array
+    for tree in trees:
+        found = _kept_log_densities(cache, tree, concentration)
+        with nogil:
+            if found is None:
+                for i in range(n):
+                    _add_tree_log_densities(tree, &U[i, 0], &lifetime, 1, concentration, 0,
+                                            &peak[i], &total[i])
+            else:
+                value = (<NodeTables> found).tables
+                for i in range(n):
+                    _add_kept_log_density(tree, value, &U[i, 0], lifetime, &peak[i],
+                                          &total[i])
+    with nogil:
+        for i in range(n):
+            out[i] = peak[i] + log(total[i])
 
 
 def _loo_log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,

@@ -19,9 +19,7 @@ Upward messages are kept per node in arrays owned by the estimator, so predictio
 O(depth) per point once they are computed (O(nodes) per tree). A prediction call also keeps,
 per tree, what a node contributes whatever the test point (its outside message, the variance
 clock at its time), filled on first use: below the root, a row then computes only on the
-nodes where it may branch off (eta > 0) and at its leaf. The next calls of a model that did not
-change read every node's record, its messages beside it, from the prediction cache
-(``_every_record``: 64 bytes per node, filled once by the second call).
+nodes where it may branch off (eta > 0) and at its leaf.
 """
 
 cimport cython
@@ -34,7 +32,7 @@ from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport is_leaf_at, node_time, read_lifetime, reserve
 from mondrian.forest._gaussian_model cimport _clock_denominator, _leaf_message, _product
-from mondrian.forest._gaussian_predict cimport Outer, fill_records, outer_free, predict_rows
+from mondrian.forest._gaussian_predict cimport Outer, outer_free, predict_rows
 from mondrian.forest._node_cache cimport NodeTables
 
 import numpy as np
@@ -305,67 +303,6 @@ cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_wal
     return kept
 
 
-class _Same:
-    """A cache key's part that is one object (a message array): equal to another only for
-    the same object, which it keeps alive (its id cannot be reused while the entry lives)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __eq__(self, other):
-        return isinstance(other, _Same) and other.obj is self.obj
-
-    def __hash__(self):
-        return id(self.obj)
-
-
-# Floats of a node's kept record (KEPT_FIELDS of _gaussian_predict: one 64-byte line).
-cdef intp_t RECORD_FLOATS = 8
-
-
-cdef inline float64_t* _aligned(float64_t* start) noexcept nogil:
-    """The first 64-byte boundary from ``start`` (8-byte aligned; 8 floats kept for it)."""
-    return start + ((64 - (<size_t> start) % 64) % 64) // sizeof(float64_t)
-
-
-cdef object _every_record(object cache, MondrianTree tree, GaussianPrior params, Hyper* h,
-                          object mm, object mv, intp_t n, bint plain_walk):
-    """The cached records of every node of ``tree`` read at ``h`` with the messages ``mm``,
-    ``mv`` (a ``NodeTables``: ``fill_records``; built now if the cache has room), or None (no
-    cache, no room, or a call of one row). They depend on the prior, the lifetime read and the
-    messages, all in the key: 64 bytes per node, aligned on 64 (``_aligned``)."""
-    cdef NodeTables kept
-    cdef intp_t* order
-    cdef intp_t count
-    cdef float64_t* means[1]
-    cdef float64_t* variances[1]
-    cdef const float64_t[::1] mm_view = mm
-    cdef const float64_t[::1] mv_view = mv
-    if cache is None or n <= 1 or plain_walk or tree.node_count == 0:
-        return None
-    key = ("records", params.__reduce__()[1], h.lifetime, _Same(mm), _Same(mv))
-    kept = cache.find(tree, key)
-    if kept is not None:
-        return kept
-    kept = cache.reserve(tree, key, RECORD_FLOATS * (tree.node_count + 1), 0)
-    if kept is None:
-        return None
-    order = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
-    if order == NULL:
-        cache.release(kept.nbytes)
-        raise MemoryError()
-    means[0] = <float64_t*> &mm_view[0]
-    variances[0] = <float64_t*> &mv_view[0]
-    with nogil:
-        count = _pruned_preorder(tree, h.lifetime, order)
-        fill_records(tree, h, means, variances, _aligned(kept.tables), order, count)
-    free(order)
-    cache.store(tree, key, kept)
-    return kept
-
-
 def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                           float64_t[:, ::1] out, GaussianPrior params not None,
                           intp_t n_quadrature=4,
@@ -400,7 +337,6 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cdef Hyper h
     cdef const float64_t* boxes
     cdef const int32_t* slots
-    cdef const float64_t* records
     cdef intp_t n = X.shape[0], m
     cdef const float64_t[::1] mm
     cdef const float64_t[::1] mv
@@ -424,17 +360,12 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     try:
         for m in range(len(trees)):
             tree = trees[m]
-            mm_obj, mv_obj = messages[m]
-            mm, mv = mm_obj, mv_obj
+            mm, mv = messages[m]
             if mm.shape[0] != tree.node_count or mv.shape[0] != tree.node_count:
                 raise ValueError("stale messages: the tree changed since they were computed")
             h = params.at(read_lifetime(tree, lifetime))
             means[0] = <float64_t*> &mm[0]
             variances[0] = <float64_t*> &mv[0]
-            kept_records = _every_record(cache, tree, params, &h, mm_obj, mv_obj, n,
-                                         plain_walk)
-            records = (NULL if kept_records is None
-                       else _aligned((<NodeTables> kept_records).tables))
             kept = _every_box(cache, tree, n, plain_walk)
             boxes, slots = NULL, NULL
             if kept is not None:
@@ -445,7 +376,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
                              n_quadrature, box, plain_walk, &o, sums, moments,
-                             out.shape[1], 0, squared_mean, boxes, slots, records)
+                             out.shape[1], 0, squared_mean, boxes, slots)
     finally:
         outer_free(&o)
         free(box)

@@ -21,7 +21,6 @@ cdef struct Outer:
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
     BatchEtas batch        # the etas of a batch of rows (_batched)
-    const float64_t* kept  # every node's record, kept from an earlier call (or NULL)
     size_t known_size, filled_size, rec_size, psi_end_size, u_size
 
 
@@ -32,10 +31,5 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
                       bint squared_mean, const float64_t* boxes=*,
-                      const int32_t* slots=*, const float64_t* records=*) except -1 nogil
+                      const int32_t* slots=*) except -1 nogil
 cdef void outer_free(Outer* o) noexcept nogil
-# The records of the count nodes of order (parents first) under the one prior hs, each with the
-# node's messages, at rec + 8 j (8 floats per node): what predict_rows reads as records.
-cdef void fill_records(MondrianTree tree, const Hyper* hs, float64_t** msg_means,
-                       float64_t** msg_vars, float64_t* rec, const intp_t* order,
-                       intp_t count) noexcept nogil

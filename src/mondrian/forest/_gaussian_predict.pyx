@@ -23,7 +23,6 @@ from mondrian.core._batch_walk cimport (
     batch_row,
     group_etas,
 )
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -50,11 +49,6 @@ cdef enum:
     OUT_PSI = 2
     OUT_PSI_PARENT = 3
     OUTER_FIELDS = 4
-    # A kept record (one prior: ``fill_records``): the OUTER_FIELDS, then the node's message
-    # (mean, variance), in one 64-byte line, so that a walk reads one line per node.
-    KEPT_FIELDS = 8
-    KEPT_MSG_MEAN = 4
-    KEPT_MSG_VAR = 5
 
 
 cdef inline bint _batched(MondrianTree tree, intp_t n_rows) noexcept nogil:
@@ -111,15 +105,12 @@ cdef void _outer_begin(Outer* o, const Hyper* hs, intp_t P,
 
 cdef inline float64_t* _record(Outer* o, intp_t P, intp_t j, intp_t depth) noexcept nogil:
     """The record of node ``j`` at ``depth`` on the row's path."""
-    if o.kept != NULL:
-        return <float64_t*> o.kept + KEPT_FIELDS * j
     return o.rec + OUTER_FIELDS * P * (j if o.memo else depth & 1)
 
 
 cdef inline bint _known(const Outer* o, intp_t j) noexcept nogil:
-    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path;
-    always when the call reads kept records)."""
-    return o.kept != NULL or (o.memo and o.known[j])
+    """Whether node ``j``'s record is filled (never without ``memo``: the row fills its path)."""
+    return o.memo and o.known[j]
 
 
 cdef void _outer_end(Outer* o) noexcept nogil:
@@ -135,15 +126,13 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
                       bint squared_mean, const float64_t* boxes=NULL,
-                      const int32_t* slots=NULL, const float64_t* records=NULL) except -1 nogil:
+                      const int32_t* slots=NULL) except -1 nogil:
     """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``), or, when ``boxes`` holds every node's
     box (node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), by groups of rows
-    walked side by side (``group_etas``); ``o`` holds the call's scratch. ``records``: every
-    node's record (``fill_records``, one prior) kept from an earlier call, or NULL (filled as
-    the rows reach them)."""
+    walked side by side (``group_etas``); ``o`` holds the call's scratch."""
     cdef intp_t i, k, s, start = 0, stop, rows
     cdef intp_t length[GROUP_ROWS]
     cdef intp_t top[GROUP_ROWS]
@@ -152,12 +141,10 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
-    o.kept = records if P == 1 else NULL
     while boxes != NULL and not plain and start < n:
         rows = min(<intp_t>GROUP_ROWS, n - start)
         group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
                    boxes_at, etas, length, top)
-        _request_records(o, path, length, top, rows)
         for k in range(rows):
             _predict_row_grid(tree, hs, P, X + (start + k) * x_step, msg_means, msg_vars,
                               n_quadrature, NULL, 0, box, plain, o, sums,
@@ -188,33 +175,9 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     return 0
 
 
-cdef inline void _request_records(const Outer* o, const intp_t* path, const intp_t* length,
-                                  const intp_t* top, intp_t rows) noexcept nogil:
-    """Ask the cache for the kept records (messages included) that the walks of a group's
-    rows read at the nodes of their paths from ``top`` down, before the first walk reads any:
-    scattered loads that would otherwise come one walk after another (a hint, no effect on
-    values)."""
-    cdef intp_t r, i, j
-    if o.kept == NULL:
-        return
-    for r in range(rows):
-        for i in range(max(top[r], 0), length[r]):
-            j = path[r * WALK_DEPTH_MAX + i]
-            MONDRIAN_TREE_PREFETCH(o.kept + KEPT_FIELDS * j)
-
-
 cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:
     """Variance of a node's outside message at the node's own time (a record's)."""
     return r[OUT_VAR] + r[OUT_PSI] - r[OUT_PSI_PARENT]
-
-
-cdef inline float64_t _message(const Outer* o, float64_t** msg, const float64_t* r, intp_t k,
-                               intp_t j, intp_t field) noexcept nogil:
-    """Node ``j``'s message (mean or variance: ``msg``, the ``field`` of a kept record ``r``)
-    under prior ``k``: from its kept record beside the rest, else from the messages."""
-    if o.kept != NULL:
-        return r[field]
-    return msg[k][j]
 
 
 cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** msg_means,
@@ -223,41 +186,9 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
     """Fill the record of node ``j`` at ``depth`` from its ``parent``'s (filled; -1 at the
     root: the virtual node above it): the same arithmetic whichever row needs it first, so a
     row's bits do not depend on the other rows of the call."""
-    _fill_record(tree, hs, P, msg_means, msg_vars, _record(o, P, j, depth),
-                 _record(o, P, parent if parent >= 0 else j, depth - 1), j, parent)
-    if o.memo:
-        o.known[j] = 1
-        o.filled[o.n_filled] = j
-        o.n_filled += 1
-
-
-cdef void fill_records(MondrianTree tree, const Hyper* hs, float64_t** msg_means,
-                       float64_t** msg_vars, float64_t* rec, const intp_t* order,
-                       intp_t count) noexcept nogil:
-    """The records of the ``count`` nodes ``order`` lists (parents before children, the root
-    first) under the one prior ``hs`` into ``rec`` (node ``j``'s at ``rec + KEPT_FIELDS j``,
-    its message beside it): those ``_outer_fill`` gives a call, kept for the next calls of
-    the model (``predict_rows``' ``records``)."""
-    cdef intp_t i, j, parent
-    cdef float64_t* r
-    for i in range(count):
-        j = order[i]
-        parent = tree.nodes[j].parent if i > 0 else -1
-        r = rec + KEPT_FIELDS * j
-        _fill_record(tree, hs, 1, msg_means, msg_vars, r,
-                     rec + KEPT_FIELDS * (parent if parent >= 0 else j), j, parent)
-        r[KEPT_MSG_MEAN] = msg_means[0][j]
-        r[KEPT_MSG_VAR] = msg_vars[0][j]
-        r[KEPT_MSG_VAR + 1] = 0.0
-        r[KEPT_MSG_VAR + 2] = 0.0
-
-
-cdef inline void _fill_record(MondrianTree tree, const Hyper* hs, intp_t P,
-                              float64_t** msg_means, float64_t** msg_vars, float64_t* r,
-                              const float64_t* up, intp_t j, intp_t parent) noexcept nogil:
-    """Node ``j``'s record at ``r`` from its ``parent``'s at ``up`` (-1: the root)."""
     cdef float64_t lifetime = hs[0].lifetime, rate = hs[0].rate
-    cdef float64_t* start = r
+    cdef float64_t* r = _record(o, P, j, depth)
+    cdef const float64_t* up = _record(o, P, parent if parent >= 0 else j, depth - 1)
     cdef float64_t d_node, d_above, d_sibling, m, v
     cdef intp_t k, sibling
     cdef const Hyper* h
@@ -284,7 +215,7 @@ cdef inline void _fill_record(MondrianTree tree, const Hyper* hs, intp_t P,
                 r[OUT_PSI_PARENT] = up[OUT_PSI]
                 r += OUTER_FIELDS
                 up += OUTER_FIELDS
-        r = start
+        r = _record(o, P, j, depth)
         for k in range(P):
             r[OUT_PSI] = hs[k].sigma2 / d_node
             r += OUTER_FIELDS
@@ -302,6 +233,10 @@ cdef inline void _fill_record(MondrianTree tree, const Hyper* hs, intp_t P,
                 r[OUT_VAR] = up[OUT_VAR]
             r += OUTER_FIELDS
             up += OUTER_FIELDS
+    if o.memo:
+        o.known[j] = 1
+        o.filled[o.n_filled] = j
+        o.n_filled += 1
 
 
 cdef enum:
@@ -333,10 +268,8 @@ cdef inline void _branch_off(const Hyper* hs, intp_t P, const float64_t* r,
         for q in range(lanes):
             d_t[q] = _clock_denominator(hs[0].rate, d_t[q])
         for k in range(P):
-            _branch_terms(d_t, lanes, hs[k].sigma2, r + OUTER_FIELDS * k,
-                          _message(o, msg_means, r, k, j, KEPT_MSG_MEAN),
-                          _message(o, msg_vars, r, k, j, KEPT_MSG_VAR), o.psi_end[k],
-                          hs[k].noise, m, v)
+            _branch_terms(d_t, lanes, hs[k].sigma2, r + OUTER_FIELDS * k, msg_means[k][j],
+                          msg_vars[k][j], o.psi_end[k], hs[k].noise, m, v)
             for q in range(lanes):
                 mean_sum[k] += w * m[q]
                 second_sum[k] += w * (v[q] + m[q] * m[q])
@@ -453,8 +386,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             for k in range(P):
                 h = &hs[k]
                 if hierarchical:
-                    _product(r[OUT_MEAN], _q_var(r), _message(o, msg_means, r, k, j, KEPT_MSG_MEAN),
-                             _message(o, msg_vars, r, k, j, KEPT_MSG_VAR), &m, &v)
+                    _product(r[OUT_MEAN], _q_var(r), msg_means[k][j], msg_vars[k][j], &m, &v)
                     v += h.noise
                 else:
                     m = r[OUT_MEAN]
