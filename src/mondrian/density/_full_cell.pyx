@@ -239,54 +239,71 @@ def log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,
     _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 0)
 
 
-cdef void _fill_node_log_densities(MondrianTree tree, float64_t concentration,
-                                   float64_t* value, intp_t* stack) noexcept nogil:
-    """``value[j]``: the log density of node ``j``'s cell were it the leaf (its log mass, the
-    prefix sum of the shares from the root in the order of a descent, minus its log volume),
-    for every node (``stack``: 2 node_count integers of scratch): what
-    ``_add_tree_log_densities`` adds at the leaf it stops at, whatever the lifetime."""
-    cdef intp_t top = 1, j, depth, left, right
-    stack[0] = 0
-    stack[1] = 0
-    value[0] = 0.0
-    while top > 0:
-        top -= 1
-        j = stack[2 * top]
-        depth = stack[2 * top + 1]
-        left = tree.nodes[j].left_child
-        right = tree.nodes[j].right_child
-        if left != TREE_LEAF:
-            value[left] = value[j] + _log_child_share(tree, j, True, depth, concentration, 0)
-            value[right] = value[j] + _log_child_share(tree, j, False, depth, concentration, 0)
-            stack[2 * top] = left
-            stack[2 * top + 1] = depth + 1
-            stack[2 * top + 2] = right
-            stack[2 * top + 3] = depth + 1
-            top += 2
+cdef inline bint _fill_node(MondrianTree tree, intp_t j, intp_t depth, float64_t lifetime,
+                            float64_t concentration, float64_t* value) noexcept nogil:
+    """From ``value[j]``, node ``j``'s log mass: its log density if it is a leaf at
+    ``lifetime`` (True: no children to visit), else its children's log masses."""
+    cdef intp_t left, right
+    if is_leaf_at(tree, j, lifetime):
         value[j] = value[j] - _log_cell_volume(tree, j)
+        return True
+    left = tree.nodes[j].left_child
+    right = tree.nodes[j].right_child
+    value[left] = value[j] + _log_child_share(tree, j, True, depth, concentration, 0)
+    value[right] = value[j] + _log_child_share(tree, j, False, depth, concentration, 0)
+    return False
 
 
-cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t concentration):
-    """The cached ``_fill_node_log_densities`` of ``tree`` at ``concentration`` (a
-    ``NodeTables``; built now if the cache has room), or None (no cache, no room)."""
+cdef bint _fill_node_log_densities(MondrianTree tree, float64_t lifetime,
+                                   float64_t concentration, float64_t* value,
+                                   intp_t* depth) noexcept nogil:
+    """``value[j]`` for every leaf ``j`` of the tree read at ``lifetime``: the log density
+    ``_add_tree_log_densities`` adds there (the log mass, the prefix sum of the shares from
+    the root in the order of a descent, minus the log volume), the nodes in index order (one
+    pass through memory); ``depth``: node_count integers of scratch. False (nothing filled)
+    unless every parent comes before its children, as the trees create them."""
+    cdef intp_t n = tree.node_count, j
+    for j in range(1, n):
+        if tree.nodes[j].parent >= j:
+            return False
+    value[0] = 0.0
+    depth[0] = 0
+    for j in range(1, n):
+        depth[j] = -1
+    for j in range(n):
+        if depth[j] >= 0 and not _fill_node(tree, j, depth[j], lifetime, concentration, value):
+            depth[tree.nodes[j].left_child] = depth[j] + 1
+            depth[tree.nodes[j].right_child] = depth[j] + 1
+    return True
+
+
+cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t lifetime,
+                                float64_t concentration):
+    """The cached ``_fill_node_log_densities`` of ``tree`` at ``lifetime`` and
+    ``concentration`` (a ``NodeTables``; built now if the cache has room), or None (no
+    cache, no room, or a tree whose nodes are not in creation order)."""
     cdef NodeTables kept
     cdef intp_t* stack
     if cache is None:
         return None
-    key = ("density", concentration)
+    key = ("density", lifetime, concentration)
     kept = cache.find(tree, key)
     if kept is not None:
         return kept
     kept = cache.reserve(tree, key, tree.node_count, 0)
     if kept is None:
         return None
-    stack = <intp_t*> malloc(2 * tree.node_count * sizeof(intp_t))
+    cdef bint filled
+    stack = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
     if stack == NULL:
         cache.release(kept.nbytes)
         raise MemoryError()
     with nogil:
-        _fill_node_log_densities(tree, concentration, kept.tables, stack)
+        filled = _fill_node_log_densities(tree, lifetime, concentration, kept.tables, stack)
     free(stack)
+    if not filled:
+        cache.release(kept.nbytes)
+        return None
     cache.store(tree, key, kept)
     return kept
 
@@ -304,9 +321,9 @@ cdef inline void _add_kept_log_density(MondrianTree tree, const float64_t* value
 
 def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t lifetime,
                              float64_t concentration, float64_t[::1] out, cache):
-    """:func:`log_density_trees` (the same bits) keeping each tree's node values (the log
-    density of every node's cell were it the leaf: 8 bytes per node, filled once per
-    concentration) in ``cache`` (a :class:`mondrian.forest._node_cache.PredictCache` or
+    """:func:`log_density_trees` (the same bits) keeping each tree's leaf values (the log
+    density of every leaf's cell at ``lifetime``: 8 bytes per node, filled once per lifetime
+    and concentration) in ``cache`` (a :class:`mondrian.forest._node_cache.PredictCache` or
     None), so that the next calls only descend the trees. A call of one row keeps nothing."""
     cdef intp_t n = U.shape[0], i
     cdef MondrianTree tree
@@ -322,7 +339,7 @@ def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t li
     cdef float64_t[::1] peak = peak_array
     cdef float64_t[::1] total = total_array
     for tree in trees:
-        found = _kept_log_densities(cache, tree, concentration)
+        found = _kept_log_densities(cache, tree, lifetime, concentration)
         with nogil:
             if found is None:
                 for i in range(n):
