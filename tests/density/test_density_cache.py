@@ -18,12 +18,10 @@ def _data(n, seed):
 
 
 def _uncached(model, X):
-    old = _node_cache.CACHE_BYTES
-    _node_cache.CACHE_BYTES = 0
-    try:
+    """``score_samples`` without a cache (a budget of 0 bytes)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_node_cache, "CACHE_BYTES", 0)
         return model.score_samples(X)
-    finally:
-        _node_cache.CACHE_BYTES = old
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])

@@ -308,15 +308,36 @@ cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t lifet
     return kept
 
 
-cdef inline void _add_kept_log_density(MondrianTree tree, const float64_t* value,
-                                       const float64_t* u, float64_t lifetime,
-                                       float64_t* peak, float64_t* total) noexcept nogil:
-    """``_add_tree_log_densities`` at one lifetime (``removed`` 0) reading the node values
-    ``value`` (``_fill_node_log_densities``): the descent alone, the same bits."""
-    cdef intp_t j = 0
-    while not is_leaf_at(tree, j, lifetime):
-        j = tree.nodes[j].left_child if goes_left(tree, j, u) else tree.nodes[j].right_child
-    _log_add(peak, total, value[j])
+cdef enum:
+    # Rows whose descents of one tree go side by side (their node loads overlap).
+    DESCENT_ROWS = 8
+
+
+cdef inline void _add_kept_log_densities(MondrianTree tree, const float64_t* value,
+                                         const float64_t* U, intp_t step, intp_t rows,
+                                         float64_t lifetime, float64_t* peak,
+                                         float64_t* total) noexcept nogil:
+    """``_add_tree_log_densities`` at one lifetime (``removed`` 0) of ``rows`` rows (row
+    ``r`` at ``U + r step``, its sums at ``peak[r]``, ``total[r]``) reading the leaf values
+    ``value`` (``_fill_node_log_densities``): the descents alone, a step of every row at a
+    time (each step's node loads requested before any is read), the same bits."""
+    cdef intp_t node[DESCENT_ROWS]
+    cdef intp_t r, j, remaining = rows
+    for r in range(rows):
+        node[r] = 0
+    while remaining > 0:
+        remaining = 0
+        for r in range(rows):
+            j = node[r]
+            if j < 0:
+                continue
+            if is_leaf_at(tree, j, lifetime):
+                _log_add(&peak[r], &total[r], value[j])
+                node[r] = -1
+                continue
+            remaining += 1
+            node[r] = (tree.nodes[j].left_child if goes_left(tree, j, U + r * step)
+                       else tree.nodes[j].right_child)
 
 
 def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t lifetime,
@@ -347,9 +368,12 @@ def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t li
                                             &peak[i], &total[i])
             else:
                 value = (<NodeTables> found).tables
-                for i in range(n):
-                    _add_kept_log_density(tree, value, &U[i, 0], lifetime, &peak[i],
-                                          &total[i])
+                i = 0
+                while i < n:
+                    _add_kept_log_densities(tree, value, &U[i, 0], U.shape[1],
+                                            min(<intp_t>DESCENT_ROWS, n - i), lifetime,
+                                            &peak[i], &total[i])
+                    i += DESCENT_ROWS
     with nogil:
         for i in range(n):
             out[i] = peak[i] + log(total[i])
