@@ -4,8 +4,10 @@ For each set, one fit of the Mondrian forest (``--trees`` trees, ``n_jobs=1``), 
 fresh process per build (this one, and ``--baseline SRC`` when given) loads it and times
 ``predict_proba`` (``predict`` on the regression sets) on calls of 1, 3, 10, ..., 10000 rows
 drawn from the test rows (one warm-up call, then the minimum of ``--calls`` timed calls: the
-thread's CPU time). Prints a table of the time per call and per row, and plots both against
-the number of rows (log-log) into ``benchmarks/results/predict_rows.png``.
+thread's CPU time; the first timed call is reported too: the second call of a model of more
+than one row fills its prediction cache, ``mondrian.forest._node_cache``). Prints a table of
+the time per call and per row, and plots both against the number of rows (log-log) into
+``benchmarks/results/predict_rows.png``.
 
 Run from the repository root::
 
@@ -54,7 +56,7 @@ def _child(path: str, name: str, calls: int, src: str) -> None:
             start = time.thread_time()
             predict(rows)
             cpu.append(time.thread_time() - start)
-        out[n] = float(np.min(cpu))
+        out[n] = [float(np.min(cpu)), cpu[0]]
     print(json.dumps(out))
 
 
@@ -63,6 +65,15 @@ def _timed(path: str, name: str, calls: int, src: str) -> dict:
                           "--calls", str(calls), "--src", src], capture_output=True,
                          text=True, check=True)
     return {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def _per_row_steps(times: dict) -> str:
+    """The largest rise of the cost per row from one size to the next (x times), where a
+    call of more rows costs more per row than the call of fewer before it (a step)."""
+    n = sorted(times)
+    rises = [(times[b][0] / b) / (times[a][0] / a) for a, b in zip(n[:-1], n[1:], strict=True)]
+    worst = int(np.argmax(rises))
+    return f"{rises[worst]:.2f} ({n[worst]} -> {n[worst + 1]} rows)"
 
 
 def _plot(curves: dict, path: str) -> None:
@@ -75,7 +86,7 @@ def _plot(curves: dict, path: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (name, build), times in curves.items():
         n = np.array(sorted(times))
-        t = np.array([times[k] for k in n])
+        t = np.array([times[k][0] for k in n])
         style = "-o" if build == "this build" else "--x"
         axes[0].loglog(n, t, style, label=f"{name} ({build})")
         axes[1].loglog(n, t / n, style, label=f"{name} ({build})")
@@ -127,10 +138,16 @@ def main(argv=None) -> None:
         for n in SIZES:
             row = {"data": name, "rows": n}
             for build, _ in builds:
-                row[f"{build} (ms/call)"] = 1e3 * curves[name, build][n]
-                row[f"{build} (us/row)"] = 1e6 * curves[name, build][n] / n
+                row[f"{build} (ms/call)"] = 1e3 * curves[name, build][n][0]
+                row[f"{build} (us/row)"] = 1e6 * curves[name, build][n][0] / n
+                row[f"{build} first (ms)"] = 1e3 * curves[name, build][n][1]
             rows.append(row)
-    columns = ["data", "rows"] + [f"{b} ({u})" for b, _ in builds for u in ("ms/call", "us/row")]
+        for build, _ in builds:
+            log(f"  {name} ({build}): largest rise of the cost per row "
+                f"{_per_row_steps(curves[name, build])}")
+    columns = ["data", "rows"] + [f"{b} ({u})" for b, _ in builds
+                                  for u in ("ms/call", "us/row")] + [
+        f"{b} first (ms)" for b, _ in builds]
     text = "\n".join([environment_line(), "", f"{args.trees} trees, minimum of {args.calls} "
                       "calls, thread CPU time", "", markdown_table(
                           rows, columns, {c: ".2f" for c in columns[2:]}),

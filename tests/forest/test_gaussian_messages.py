@@ -179,16 +179,18 @@ def _fitted_tree(smoothing, lifetime, seed=0):
 @pytest.mark.parametrize("smoothing", ["hierarchical", "independent"])
 @pytest.mark.parametrize("lifetime", [2.0, np.inf])
 @pytest.mark.parametrize("plain_walk", [False, True])
-def test_predictive_matches_reference_walk(smoothing, lifetime, plain_walk):
+@pytest.mark.parametrize("n_quadrature", [3, 11])  # (11: more points than vector lanes)
+def test_predictive_matches_reference_walk(smoothing, lifetime, plain_walk, n_quadrature):
     est, X = _fitted_tree(smoothing, lifetime)
     t = TreeArrays.from_estimator(est)
     tree = est._trees[0]
     for prior in _priors(smoothing == "hierarchical", 1.3) + [est._posterior().params]:
         msg_mean, msg_var, _ = upward_messages(tree, prior)
         out = np.zeros((len(X), 2))
-        predict_moments_trees([tree], [(msg_mean, msg_var)], X, out, prior, 3,
+        predict_moments_trees([tree], [(msg_mean, msg_var)], X, out, prior, n_quadrature,
                               plain_walk=plain_walk)
-        expected = [_reference_moments(t, msg_mean, msg_var, prior, x, 3) for x in X]
+        expected = [_reference_moments(t, msg_mean, msg_var, prior, x, n_quadrature)
+                    for x in X]
         np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-14)
 
 

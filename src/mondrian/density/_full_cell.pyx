@@ -15,12 +15,14 @@ Everything is computed in log space.
 """
 
 from libc.math cimport INFINITY, exp, log
+from libc.stdlib cimport free, malloc
 
 from mondrian.core._random cimport RandomState, rng_seed, rng_uniform
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t, uint64_t
 from mondrian.core._walk cimport goes_left, is_leaf_at
 from mondrian.density._full_cell_builder cimport extend_cells
+from mondrian.forest._node_cache cimport NodeTables
 
 import numpy as np
 
@@ -235,6 +237,146 @@ def log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,
         OUT: ``log(sum_m p_m(u))``; ``-inf`` when ``trees`` is empty.
     """
     _log_sum_one_lifetime(trees, U, lifetime, concentration, out, 0)
+
+
+cdef inline bint _fill_node(MondrianTree tree, intp_t j, intp_t depth, float64_t lifetime,
+                            float64_t concentration, float64_t* value) noexcept nogil:
+    """From ``value[j]``, node ``j``'s log mass: its log density if it is a leaf at
+    ``lifetime`` (True: no children to visit), else its children's log masses."""
+    cdef intp_t left, right
+    if is_leaf_at(tree, j, lifetime):
+        value[j] = value[j] - _log_cell_volume(tree, j)
+        return True
+    left = tree.nodes[j].left_child
+    right = tree.nodes[j].right_child
+    value[left] = value[j] + _log_child_share(tree, j, True, depth, concentration, 0)
+    value[right] = value[j] + _log_child_share(tree, j, False, depth, concentration, 0)
+    return False
+
+
+cdef bint _fill_node_log_densities(MondrianTree tree, float64_t lifetime,
+                                   float64_t concentration, float64_t* value,
+                                   intp_t* depth) noexcept nogil:
+    """``value[j]`` for every leaf ``j`` of the tree read at ``lifetime``: the log density
+    ``_add_tree_log_densities`` adds there (the log mass, the prefix sum of the shares from
+    the root in the order of a descent, minus the log volume), the nodes in index order (one
+    pass through memory); ``depth``: node_count integers of scratch. False (nothing filled)
+    unless every parent comes before its children, as the trees create them."""
+    cdef intp_t n = tree.node_count, j
+    for j in range(1, n):
+        if tree.nodes[j].parent >= j:
+            return False
+    value[0] = 0.0
+    depth[0] = 0
+    for j in range(1, n):
+        depth[j] = -1
+    for j in range(n):
+        if depth[j] >= 0 and not _fill_node(tree, j, depth[j], lifetime, concentration, value):
+            depth[tree.nodes[j].left_child] = depth[j] + 1
+            depth[tree.nodes[j].right_child] = depth[j] + 1
+    return True
+
+
+cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t lifetime,
+                                float64_t concentration):
+    """The cached ``_fill_node_log_densities`` of ``tree`` at ``lifetime`` and
+    ``concentration`` (a ``NodeTables``; built now if the cache has room), or None (no
+    cache, no room, or a tree whose nodes are not in creation order)."""
+    cdef NodeTables kept
+    cdef intp_t* stack
+    if cache is None:
+        return None
+    key = ("density", lifetime, concentration)
+    kept = cache.find(tree, key)
+    if kept is not None:
+        return kept
+    kept = cache.reserve(tree, key, tree.node_count, 0)
+    if kept is None:
+        return None
+    cdef bint filled
+    stack = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
+    if stack == NULL:
+        cache.release(kept.nbytes)
+        raise MemoryError()
+    with nogil:
+        filled = _fill_node_log_densities(tree, lifetime, concentration, kept.tables, stack)
+    free(stack)
+    if not filled:
+        cache.release(kept.nbytes)
+        return None
+    cache.store(tree, key, kept)
+    return kept
+
+
+cdef enum:
+    # Rows whose descents of one tree go side by side (their node loads overlap).
+    DESCENT_ROWS = 8
+
+
+cdef inline void _add_kept_log_densities(MondrianTree tree, const float64_t* value,
+                                         const float64_t* U, intp_t step, intp_t rows,
+                                         float64_t lifetime, float64_t* peak,
+                                         float64_t* total) noexcept nogil:
+    """``_add_tree_log_densities`` at one lifetime (``removed`` 0) of ``rows`` rows (row
+    ``r`` at ``U + r step``, its sums at ``peak[r]``, ``total[r]``) reading the leaf values
+    ``value`` (``_fill_node_log_densities``): the descents alone, a step of every row at a
+    time (each step's node loads requested before any is read), the same bits."""
+    cdef intp_t node[DESCENT_ROWS]
+    cdef intp_t r, j, remaining = rows
+    for r in range(rows):
+        node[r] = 0
+    while remaining > 0:
+        remaining = 0
+        for r in range(rows):
+            j = node[r]
+            if j < 0:
+                continue
+            if is_leaf_at(tree, j, lifetime):
+                _log_add(&peak[r], &total[r], value[j])
+                node[r] = -1
+                continue
+            remaining += 1
+            node[r] = (tree.nodes[j].left_child if goes_left(tree, j, U + r * step)
+                       else tree.nodes[j].right_child)
+
+
+def log_density_trees_cached(list trees, const float64_t[:, ::1] U, float64_t lifetime,
+                             float64_t concentration, float64_t[::1] out, cache):
+    """:func:`log_density_trees` (the same bits) keeping each tree's leaf values (the log
+    density of every leaf's cell at ``lifetime``: 8 bytes per node, filled once per lifetime
+    and concentration) in ``cache`` (a :class:`mondrian.forest._node_cache.PredictCache` or
+    None), so that the next calls only descend the trees. A call of one row keeps nothing."""
+    cdef intp_t n = U.shape[0], i
+    cdef MondrianTree tree
+    cdef const float64_t* value
+    if cache is None or n <= 1:
+        log_density_trees(trees, U, lifetime, concentration, out)
+        return
+    _check_trees(trees, U.shape[1])
+    if out.shape[0] != n:
+        raise ValueError("out must have one entry per point")
+    peak_array = np.full(n, -INFINITY)
+    total_array = np.zeros(n)
+    cdef float64_t[::1] peak = peak_array
+    cdef float64_t[::1] total = total_array
+    for tree in trees:
+        found = _kept_log_densities(cache, tree, lifetime, concentration)
+        with nogil:
+            if found is None:
+                for i in range(n):
+                    _add_tree_log_densities(tree, &U[i, 0], &lifetime, 1, concentration, 0,
+                                            &peak[i], &total[i])
+            else:
+                value = (<NodeTables> found).tables
+                i = 0
+                while i < n:
+                    _add_kept_log_densities(tree, value, &U[i, 0], U.shape[1],
+                                            min(<intp_t>DESCENT_ROWS, n - i), lifetime,
+                                            &peak[i], &total[i])
+                    i += DESCENT_ROWS
+    with nogil:
+        for i in range(n):
+            out[i] = peak[i] + log(total[i])
 
 
 def _loo_log_density_trees(list trees, const float64_t[:, ::1] U, float64_t lifetime,

@@ -14,7 +14,7 @@ from mondrian.density._full_cell import (
     FullCellTree,
     _loo_log_density_trees,
     leaf_log_masses,
-    log_density_trees,
+    log_density_trees_cached,
     path_edges,
     sample_trees,
 )
@@ -27,6 +27,7 @@ from mondrian.estimator.params import WINDOW_CONSTRAINT
 from mondrian.estimator.relevance import beats, power_weights
 from mondrian.estimator.tree_mixins import pruned_copy
 from mondrian.estimator.versioned import VersionedStateMixin
+from mondrian.forest._node_cache import predict_cache
 from mondrian.path._engine import plan_path, run_path
 from mondrian.path.result import LifetimePath, check_direction
 
@@ -638,9 +639,13 @@ class MondrianForestDensity(DensityForgetMixin, EnsembleMixin, VersionedStateMix
         U, inside = self._to_unit(X)
         log_forest = np.full(X.shape[0], -np.inf)
         if inside.any():
+            cache = predict_cache(self)  # (the trees' node values, kept between calls)
+
+            def kernel(trees, U, lifetime, concentration, out):
+                log_density_trees_cached(trees, U, lifetime, concentration, out, cache)
+
             log_forest[inside] = (
-                self._log_mean_trees(log_density_trees, U[inside], self.lifetime_)
-                - self._log_scale()
+                self._log_mean_trees(kernel, U[inside], self.lifetime_) - self._log_scale()
             )
         w = self.outside_weight_
         out = np.logaddexp(np.log1p(-w) + log_forest, np.log(w) + self._log_background(X))

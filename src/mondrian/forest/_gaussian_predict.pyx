@@ -8,7 +8,7 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 (``predict_moments_trees``, ``predict_moments_grid``) live in :mod:`mondrian.forest._gaussian`.
 """
 
-from libc.math cimport log1p
+from libc.math cimport INFINITY, log1p
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free
 
@@ -239,6 +239,68 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
         o.n_filled += 1
 
 
+cdef enum:
+    # Quadrature points whose terms are found side by side (in vector lanes).
+    QUADRATURE_LANES = 8
+
+
+cdef inline void _branch_off(const Hyper* hs, intp_t P, const float64_t* r,
+                             float64_t** msg_means, float64_t** msg_vars, intp_t j,
+                             const Outer* o, intp_t n_quadrature, float64_t w,
+                             float64_t tau_parent, float64_t p, float64_t eta,
+                             float64_t* mean_sum, float64_t* second_sum) noexcept nogil:
+    """Add to ``mean_sum``, ``second_sum`` (P each) the hierarchical model's predictive of a
+    row branching off above node ``j`` (record ``r``), at the quadrature's branching times
+    (weight ``w`` each). The times and clocks, then each prior's Gaussian products of a few
+    points at once, in loops without calls or branches (the divisions in vector lanes), then
+    the sums point by point: each sum in the order of the points, the bits of one point
+    after another."""
+    cdef float64_t d_t[QUADRATURE_LANES]
+    cdef float64_t m[QUADRATURE_LANES]
+    cdef float64_t v[QUADRATURE_LANES]
+    cdef intp_t q0 = 0, q, k, lanes
+    while q0 < n_quadrature:
+        lanes = min(<intp_t>QUADRATURE_LANES, n_quadrature - q0)
+        for q in range(lanes):
+            d_t[q] = log1p(-o.u[q0 + q] * p)
+        for q in range(lanes):
+            d_t[q] = tau_parent - d_t[q] / eta
+        for q in range(lanes):
+            d_t[q] = _clock_denominator(hs[0].rate, d_t[q])
+        for k in range(P):
+            _branch_terms(d_t, lanes, hs[k].sigma2, r + OUTER_FIELDS * k, msg_means[k][j],
+                          msg_vars[k][j], o.psi_end[k], hs[k].noise, m, v)
+            for q in range(lanes):
+                mean_sum[k] += w * m[q]
+                second_sum[k] += w * (v[q] + m[q] * m[q])
+        q0 += lanes
+
+
+cdef inline void _branch_terms(const float64_t* d_t, intp_t lanes, float64_t sigma2,
+                               const float64_t* r, float64_t mean_j, float64_t var_j,
+                               float64_t psi_end, float64_t noise, float64_t* m,
+                               float64_t* v) noexcept nogil:
+    """The mean ``m[q]`` and variance ``v[q]`` a prior predicts at the clock denominators
+    ``d_t[q]`` (``_product`` of the record's outside message carried to the time and node
+    ``j``'s message, then the time's leaf variance and the noise), one point per lane."""
+    cdef float64_t psi_t, va, vb, total, mp, vp
+    cdef float64_t out_mean = r[OUT_MEAN], out_var = r[OUT_VAR]
+    cdef float64_t psi_parent = r[OUT_PSI_PARENT], psi_node = r[OUT_PSI]
+    cdef intp_t q
+    for q in range(lanes):
+        psi_t = sigma2 / d_t[q]
+        va = out_var + (psi_t - psi_parent)
+        vb = var_j + (psi_node - psi_t)
+        total = va + vb
+        # _product, its flat factors (an infinite variance) as selections
+        vp = va * vb / total
+        mp = (out_mean * vb + mean_j * va) / total
+        vp = vb if va == INFINITY else (va if vb == INFINITY else vp)
+        mp = mean_j if va == INFINITY else (out_mean if vb == INFINITY else mp)
+        m[q] = mp
+        v[q] = vp + (psi_end - psi_t + noise)
+
+
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
                             float64_t** msg_means, float64_t** msg_vars, intp_t n_quadrature,
                             const BatchEtas* batch, intp_t row, float64_t* box, bint plain,
@@ -259,18 +321,18 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
 
     The walk starts where the leaf-first pass stopped (``top``): above it eta is 0, so x
     cannot branch off there and those nodes only pass their records down, read from ``o``."""
-    cdef intp_t j, q, k, i, top = 0, parent, above = 0
+    cdef intp_t j, k, i, top = 0, parent, above = 0
     cdef intp_t path_rows[WALK_DEPTH_MAX]
     cdef float64_t eta_rows[WALK_DEPTH_MAX]
     cdef intp_t* path = path_rows
     cdef float64_t* etas = eta_rows
-    cdef float64_t weight, w, t, m, v, a, b, psi_t, d_t
+    cdef float64_t weight, m, v
     cdef float64_t* mean_sum = sums
     cdef float64_t* second_sum = sums + P
     cdef const float64_t* r
     cdef const Hyper* h
     cdef bint hierarchical = hs[0].hierarchical
-    cdef float64_t rate = hs[0].rate, lifetime = hs[0].lifetime
+    cdef float64_t lifetime = hs[0].lifetime
     cdef WalkStep step
     for k in range(P):
         mean_sum[k] = 0.0
@@ -310,20 +372,9 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             weight = step.reach * step.p
             if weight > 0.0:
                 if hierarchical:
-                    w = weight / n_quadrature
-                    for q in range(n_quadrature):
-                        t = step.tau_parent - log1p(-o.u[q] * step.p) / step.eta
-                        d_t = _clock_denominator(rate, t)
-                        for k in range(P):
-                            psi_t = hs[k].sigma2 / d_t
-                            a = psi_t - r[OUTER_FIELDS * k + OUT_PSI_PARENT]
-                            b = r[OUTER_FIELDS * k + OUT_PSI] - psi_t
-                            _product(r[OUTER_FIELDS * k + OUT_MEAN],
-                                     r[OUTER_FIELDS * k + OUT_VAR] + a, msg_means[k][j],
-                                     msg_vars[k][j] + b, &m, &v)
-                            v += o.psi_end[k] - psi_t + hs[k].noise
-                            mean_sum[k] += w * m
-                            second_sum[k] += w * (v + m * m)
+                    _branch_off(hs, P, r, msg_means, msg_vars, j, o, n_quadrature,
+                                weight / n_quadrature, step.tau_parent, step.p, step.eta,
+                                mean_sum, second_sum)
                 else:
                     for k in range(P):
                         h = &hs[k]
