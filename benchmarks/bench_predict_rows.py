@@ -3,10 +3,16 @@
 For each set, one fit of the Mondrian forest (``--trees`` trees, ``n_jobs=1``), pickled; then a
 fresh process per build (this one, and ``--baseline SRC`` when given) loads it and times
 ``predict_proba`` (``predict`` on the regression sets) on calls of 1, 3, 10, ..., 10000 rows
-drawn from the test rows (one warm-up call, then the minimum of ``--calls`` timed calls: the
-thread's CPU time; the first timed call is reported too: the second call of a model of more
-than one row fills its prediction cache, ``mondrian.forest._node_cache``). Prints a table of
-the time per call and per row, and plots both against the number of rows (log-log) into
+drawn from the test rows, in two states (the thread's CPU time, the minimum of ``--calls``):
+
+- *warm*: a model whose prediction cache (``mondrian.forest._node_cache``) holds every tree's
+  entry, filled by two calls on the whole test set before the sizes are timed (one warm-up
+  call of each size, then the timed calls);
+- *cold*: the first call of a freshly unpickled model (nothing cached), one fresh model per
+  timed call.
+
+Prints a table of the time per call and per row, the largest rise of the cost per row from one
+size to the next, and plots both against the number of rows (log-log) into
 ``benchmarks/results/predict_rows.png``.
 
 Run from the repository root::
@@ -43,20 +49,29 @@ def _child(path: str, name: str, calls: int, src: str) -> None:
 
     assert os.path.dirname(os.path.dirname(mondrian.__file__)) == os.path.abspath(src)
     with open(path, "rb") as f:
-        model = pickle.load(f)
+        blob = f.read()
     _, _, X_test = _load(name)
-    predict = model.predict if name in REGRESSION else model.predict_proba
+    method = "predict" if name in REGRESSION else "predict_proba"
+    predict = getattr(pickle.loads(blob), method)
+    predict(X_test)  # (asks for every tree's entry)
+    predict(X_test)  # (fills them)
     rng = np.random.default_rng(0)
     out = {}
     for n in SIZES:
         rows = np.ascontiguousarray(X_test[rng.integers(0, len(X_test), n)])
+        cold = []
+        for _ in range(calls):
+            fresh = getattr(pickle.loads(blob), method)
+            start = time.thread_time()
+            fresh(rows)
+            cold.append(time.thread_time() - start)
         predict(rows)
-        cpu = []
+        warm = []
         for _ in range(calls):
             start = time.thread_time()
             predict(rows)
-            cpu.append(time.thread_time() - start)
-        out[n] = [float(np.min(cpu)), cpu[0]]
+            warm.append(time.thread_time() - start)
+        out[n] = [float(np.min(warm)), float(np.min(cold))]
     print(json.dumps(out))
 
 
@@ -67,11 +82,13 @@ def _timed(path: str, name: str, calls: int, src: str) -> dict:
     return {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
 
-def _per_row_steps(times: dict) -> str:
+def _per_row_steps(times: dict, state: int = 0) -> str:
     """The largest rise of the cost per row from one size to the next (x times), where a
-    call of more rows costs more per row than the call of fewer before it (a step)."""
+    call of more rows costs more per row than the call of fewer before it (a step);
+    ``state`` 0 reads the warm calls, 1 the cold ones."""
     n = sorted(times)
-    rises = [(times[b][0] / b) / (times[a][0] / a) for a, b in zip(n[:-1], n[1:], strict=True)]
+    rises = [(times[b][state] / b) / (times[a][state] / a)
+             for a, b in zip(n[:-1], n[1:], strict=True)]
     worst = int(np.argmax(rises))
     return f"{rises[worst]:.2f} ({n[worst]} -> {n[worst + 1]} rows)"
 
@@ -86,10 +103,12 @@ def _plot(curves: dict, path: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for (name, build), times in curves.items():
         n = np.array(sorted(times))
-        t = np.array([times[k][0] for k in n])
-        style = "-o" if build == "this build" else "--x"
-        axes[0].loglog(n, t, style, label=f"{name} ({build})")
-        axes[1].loglog(n, t / n, style, label=f"{name} ({build})")
+        for state, label in ((0, "warm"), (1, "cold")):
+            t = np.array([times[k][state] for k in n])
+            style = ("-o" if state == 0 else ":s") if build == "this build" else (
+                "--x" if state == 0 else "-.+")
+            axes[0].loglog(n, t, style, label=f"{name} ({build}, {label})")
+            axes[1].loglog(n, t / n, style, label=f"{name} ({build}, {label})")
     axes[0].set(xlabel="rows per call", ylabel="CPU seconds per call",
                 title="cost of a call")
     axes[1].set(xlabel="rows per call", ylabel="CPU seconds per row", title="cost per row")
@@ -122,7 +141,7 @@ def main(argv=None) -> None:
     builds = [("this build", SRC)]
     if args.baseline:
         builds.append(("baseline", os.path.abspath(args.baseline)))
-    curves, rows = {}, []
+    curves, rows, steps = {}, [], []
     for name in args.sets.split(","):
         X, y, _ = _load(name)
         cls = (mondrian.MondrianForestRegressor if name in REGRESSION
@@ -140,18 +159,21 @@ def main(argv=None) -> None:
             for build, _ in builds:
                 row[f"{build} (ms/call)"] = 1e3 * curves[name, build][n][0]
                 row[f"{build} (us/row)"] = 1e6 * curves[name, build][n][0] / n
-                row[f"{build} first (ms)"] = 1e3 * curves[name, build][n][1]
+                row[f"{build} cold (ms/call)"] = 1e3 * curves[name, build][n][1]
+                row[f"{build} cold (us/row)"] = 1e6 * curves[name, build][n][1] / n
             rows.append(row)
         for build, _ in builds:
-            log(f"  {name} ({build}): largest rise of the cost per row "
-                f"{_per_row_steps(curves[name, build])}")
-    columns = ["data", "rows"] + [f"{b} ({u})" for b, _ in builds
-                                  for u in ("ms/call", "us/row")] + [
-        f"{b} first (ms)" for b, _ in builds]
+            for state, label in ((0, "warm"), (1, "cold")):
+                steps.append(f"- {name}, {build}, {label}: largest rise of the cost per row "
+                             f"{_per_row_steps(curves[name, build], state)}")
+                log(steps[-1])
+    columns = ["data", "rows"] + [f"{b}{c} ({u})" for b, _ in builds for c in ("", " cold")
+                                  for u in ("ms/call", "us/row")]
     text = "\n".join([environment_line(), "", f"{args.trees} trees, minimum of {args.calls} "
-                      "calls, thread CPU time", "", markdown_table(
+                      "calls, thread CPU time (warm: the cache filled; cold: a fresh model's "
+                      "first call)", "", markdown_table(
                           rows, columns, {c: ".2f" for c in columns[2:]}),
-                      "", load_line(start_load)])
+                      "", *steps, "", load_line(start_load)])
     print(text)
     _plot(curves, args.plot)
     if args.output:

@@ -96,8 +96,32 @@ def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
         _node_cache.CACHE_BYTES = old
     assert at[0].tobytes() == expected.tobytes() == at[1].tobytes() == at[2].tobytes()
     assert at[0].tobytes() != reference.tobytes()
-    # A call of few rows tabulates nothing and reads along its paths.
+    # A call of few rows reads the kept tables (and boxes) of the calls of many.
     assert model.predict_proba(S[:2]).tobytes() == reference[:2].tobytes()
+
+
+@pytest.mark.parametrize("k", [0, 8])
+@pytest.mark.parametrize("d", [6, 36])
+def test_calls_of_few_rows_read_kept_tables_but_never_build_them(k, d):
+    X, y = _data(k, d=d)
+    with box_min_samples(k):
+        model = MondrianForestClassifier(n_estimators=3, random_state=k).fit(X, y)
+    S = _rows(X, k)
+    reference = _uncached(model, S)
+    few = [S[:2], S[450:455], S[-9:]]  # (inside the data, near it, far outside)
+    nodes = min(tree.node_count for tree in model._trees)
+    assert all(len(rows) * 32 < nodes for rows in few)  # (below the tabulating threshold)
+    for _ in range(3):
+        for rows in few:
+            model.predict_proba(rows)
+    assert not _cache(model)._entries  # (calls of few rows build nothing)
+    _twice(model, S)
+    entries = dict(_cache(model)._entries)
+    assert len(entries) == 3
+    for start, rows in zip((0, 450, len(S) - 9), few, strict=True):
+        got = model.predict_proba(rows)
+        assert got.tobytes() == reference[start:start + len(rows)].tobytes()
+    assert _cache(model)._entries == entries
 
 
 def test_every_write_starts_a_new_generation():

@@ -721,13 +721,23 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # row finds its own, from every box rebuilt once per call (a tabulated call of a
             # lean tree), or from the stored boxes and points.
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
+            kept, fresh = None, False
+            if not tabled and n > 1 and cache is not None and not plain_walk:
+                # A call of few rows reads the tables an earlier call kept (so its cost does
+                # not step at the tabulating threshold), but never builds them: that reads
+                # every node, more than its own walks.
+                kept = cache.find(tree, (gamma, lam))
+                if kept is not None and (kept.boxes != NULL or batched
+                                         or tree.box_min_samples == 0):
+                    tabled = True
+                else:
+                    kept = None
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
             grouped = tabled and not batched and not plain_walk and (
                 every or tree.box_min_samples == 0)
             # The tables (and boxes) of an earlier call of the same model, or new ones kept
             # for the next calls when the cache has room, else this call's scratch.
-            kept, fresh = None, False
-            if tabled and cache is not None and not plain_walk:  # (one-row calls skip it)
+            if tabled and kept is None and cache is not None and not plain_walk:
                 kept, fresh = _kept_tables(
                     cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
                     2 * m * tree.n_features if every or (batched and _keeps_boxes(
