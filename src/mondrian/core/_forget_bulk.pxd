@@ -46,6 +46,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
                            intp_t n, intp_t n_kept, const float64_t* xt,
                            Arena* arena) except -1 nogil
+cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* holes,
+                          intp_t n, intp_t n_kept, intp_t* slot_of) except -1 nogil
 cdef void warm_tree(MondrianTree t) noexcept nogil
 cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const unsigned char* drop, intp_t n, const float64_t* X,

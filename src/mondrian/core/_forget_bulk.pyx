@@ -362,6 +362,51 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
     return steps
 
 
+cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* holes,
+                          intp_t n, intp_t n_kept, intp_t* slot_of) except -1 nogil:
+    """:func:`relocate_batch` without routing the movers, for a call moving a large share of
+    the stored points (``n * WARM_SHARE >= n_samples_seen``): every link to a mover (a leaf's
+    head, or a ``sample_next`` entry) is found by one pass over the leaves and one over the
+    lists' links, and renamed where it stands; the mover's own link moves to its new place.
+    The lists end as :func:`relocate_batch` leaves them (same order, same names), and the
+    undo log saves the same entries before they are written. ``slot_of``: scratch of ``n_samples_seen - n_kept``
+    entries. Returns the number of node records and list entries read."""
+    cdef intp_t span = t.n_samples_seen - n_kept, k, j, i, v, found = 0
+    cdef intp_t* nxt = t.sample_next
+    if n == 0:
+        return 0
+    for k in range(span):
+        slot_of[k] = -1
+    for k in range(n):
+        if not n_kept <= movers[k] < t.n_samples_seen:
+            with gil:
+                raise ValueError(f"store index {movers[k]} does not move past {n_kept}")
+        slot_of[movers[k] - n_kept] = k
+    # (Only movers are still listed at or past n_kept: the forgotten points are unlinked.)
+    for j in range(t.node_count):
+        v = t.nodes[j].first_sample
+        if v >= n_kept and t.nodes[j].left_child == TREE_LEAF and slot_of[v - n_kept] >= 0:
+            t._log_node(j)
+            t.nodes[j].first_sample = holes[slot_of[v - n_kept]]
+            found += 1
+    for i in range(t.n_samples_seen):
+        v = nxt[i]
+        if v >= n_kept and slot_of[v - n_kept] >= 0:
+            t._log_sample(i)
+            nxt[i] = holes[slot_of[v - n_kept]]
+            found += 1
+    for k in range(n):
+        t._log_sample(holes[k])
+        nxt[holes[k]] = nxt[movers[k]]
+        t._log_sample(movers[k])
+        nxt[movers[k]] = TREE_LEAF
+    if found != n:
+        with gil:
+            raise ValueError(f"{n - found} of the store indices to move are not listed once "
+                             "in the tree")
+    return t.node_count + t.n_samples_seen
+
+
 cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
     """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
     cdef intp_t lo = 0, hi = n, mid

@@ -25,10 +25,13 @@ from libc.string cimport memcpy
 from mondrian.core._forget cimport _forget, prepare_call, release_call
 from mondrian.core._forget_bulk cimport (
     Arena,
+    WARM_SHARE,
     BulkCall,
     bulk_min_points,
     gather_columns,
     relocate_batch,
+    relocate_scan,
+    take,
 )
 from mondrian.core._forget_store cimport WARM_CHUNK, _relocate, warm_trees
 from mondrian.core._tree cimport MondrianTree
@@ -124,6 +127,9 @@ def commit_forget(list trees, object store, dict attributes,
     cdef float64_t* xt = NULL
     cdef bytearray full_cells = bytearray(len(trees))
     cdef bint one = n == 1, one_mover = m == 1, in_place = X_buf is not None
+    # Many movers: found by a pass over each tree's leaves and links, not routed.
+    cdef bint scan = m > 1 and m * WARM_SHARE >= X.shape[0]
+    cdef intp_t* slot_of
     # 1. Checks and allocations: nothing is written before all of them passed.
     if deltas.shape[0] != n or drop.shape[0] != n or holes.shape[0] != m:
         raise ValueError("indices, deltas and drop (movers and holes) must have the same "
@@ -156,9 +162,9 @@ def commit_forget(list trees, object store, dict attributes,
     arena.used = 0
     arena.cap = _arena_bytes(trees, n, m, X.shape[0], S)
     arena.base = <char*>malloc(arena.cap)
-    if m >= bulk_min_points:
+    if m >= bulk_min_points and not scan:
         xt = <float64_t*>malloc((m * D + 1) * sizeof(float64_t))
-    if arena.base == NULL or (m >= bulk_min_points and xt == NULL):
+    if arena.base == NULL or (m >= bulk_min_points and not scan and xt == NULL):
         release_call(&bulk, mark)
         free(arena.base)
         free(xt)
@@ -180,7 +186,10 @@ def commit_forget(list trees, object store, dict attributes,
                 steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
                                  full_cells[t_index], mark, &arena)
                 arena.used = 0
-                if xt != NULL:
+                if scan:
+                    slot_of = <intp_t*>take(&arena, (X.shape[0] - n_kept + 1) * sizeof(intp_t))
+                    steps += relocate_scan(tree, &movers[0], &holes[0], m, n_kept, slot_of)
+                elif xt != NULL:
                     steps += relocate_batch(tree, &movers[0], &holes[0], m, n_kept, xt, &arena)
                 else:
                     for k in range(m):
