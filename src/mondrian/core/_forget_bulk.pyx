@@ -369,8 +369,9 @@ cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* ho
     head, or a ``sample_next`` entry) is found by one pass over the leaves and one over the
     lists' links, and renamed where it stands; the mover's own link moves to its new place.
     The lists end as :func:`relocate_batch` leaves them (same order, same names), and the
-    undo log saves the same entries before they are written. ``slot_of``: scratch of ``n_samples_seen - n_kept``
-    entries. Returns the number of node records and list entries read."""
+    undo log saves the same entries before they are written. ``slot_of``: scratch of
+    ``n_samples_seen - n_kept`` entries. Returns the number of node records and list
+    entries read."""
     cdef intp_t span = t.n_samples_seen - n_kept, k, j, i, v, found = 0
     cdef intp_t* nxt = t.sample_next
     if n == 0:
@@ -501,53 +502,3 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
     for k in range(n):
         mark[leaves[k]] &= ~bit
     return steps
-
-
-cdef intp_t _first_column(MondrianTree t, const float64_t* row, intp_t skip) noexcept nogil:
-    """The first read column ``k`` (``t.columns[k]``, in the read order) where ``row`` is
-    non-zero, other than the stored column ``skip``; -1 if none."""
-    cdef intp_t k
-    for k in range(t.n_columns):
-        if t.columns[k] != skip and row[t.columns[k]] != 0.0:
-            return k
-    return -1
-
-
-cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows) noexcept nogil:
-    """Whether the points below the internal node ``j`` fail the pause rule, proved from two
-    of them (the first of its leftmost and of its rightmost leaf) when every contribution row
-    is non-negative; False when they do not prove it (the caller then sums every row).
-
-    With non-negative terms a rounded sum is at least each of its terms and grows with each
-    (``fl(x + y) >= x`` for ``x, y >= 0``): a column where one of the points is non-zero is
-    non-zero in the node's row, so two points non-zero in two different read columns make
-    it impure; and its weighted count (the rounded sum of the counted columns) is at least
-    ``fl(a + b)`` for the two points' entries ``a``, ``b`` in two counted columns. The
-    decision of ``should_pause`` on the summed row is then known: not paused."""
-    cdef intp_t a = j, b = j, p, q, ka, kb, counted, S = t.value_stride
-    cdef const float64_t* rp
-    cdef const float64_t* rq
-    if S == 0 or not t.pause_pure or rows == NULL:
-        return False
-    while t.nodes[a].left_child != TREE_LEAF:
-        a = t.nodes[a].left_child
-    while t.nodes[b].left_child != TREE_LEAF:
-        b = t.nodes[b].right_child
-    p = t.nodes[a].first_sample
-    q = t.nodes[b].first_sample
-    if a == b or p == TREE_LEAF or q == TREE_LEAF:
-        return False
-    rp = rows + p * S
-    rq = rows + q * S
-    ka = _first_column(t, rp, -1)
-    if ka < 0:
-        return False
-    kb = _first_column(t, rq, t.columns[ka])
-    if kb < 0:
-        return False
-    if t.count_columns == 0:
-        return t.nodes[j].n_node_samples >= t.min_samples_split
-    counted = t.n_columns if t.count_columns < 0 else t.count_columns
-    if ka >= counted or kb >= counted:
-        return False
-    return rp[t.columns[ka]] + rq[t.columns[kb]] >= t.min_samples_split

@@ -22,7 +22,8 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from mondrian.core._forget cimport _forget, prepare_call, release_call
+from mondrian.core._forget cimport _forget
+from mondrian.core._forget_call cimport prepare_call, release_call
 from mondrian.core._forget_bulk cimport (
     Arena,
     WARM_SHARE,
