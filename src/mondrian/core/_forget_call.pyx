@@ -8,12 +8,8 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcmp
 
-from mondrian.core._forget_bulk cimport (
-    WARM_SHARE,
-    bulk_min_points,
-    gather_columns,
-    nonzero_columns,
-)
+from mondrian.core._forget_bulk cimport WARM_SHARE, bulk_min_points
+from mondrian.core._forget_bulk cimport gather_columns, nonzero_columns
 from mondrian.core._tree cimport TREE_LEAF
 from mondrian.core._typedefs cimport float64_t, intp_t
 

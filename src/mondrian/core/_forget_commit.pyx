@@ -26,7 +26,6 @@ from mondrian.core._forget cimport _forget
 from mondrian.core._forget_call cimport prepare_call, release_call
 from mondrian.core._forget_bulk cimport (
     Arena,
-    WARM_SHARE,
     BulkCall,
     bulk_min_points,
     gather_columns,
@@ -39,6 +38,12 @@ from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["commit_forget"]
+
+# Movers of at least 1/SCAN_SHARE of the stored points are found by relocate_scan, not routed
+# (letter, 100 trees, the oldest 10% forgotten: the moves took a quarter of the routed time;
+# a scan's reads are a few stored points' worth of routing each, so not for a small share).
+cdef enum:
+    SCAN_SHARE = 16
 
 
 cdef size_t _round(size_t n_bytes) noexcept nogil:
@@ -128,8 +133,9 @@ def commit_forget(list trees, object store, dict attributes,
     cdef float64_t* xt = NULL
     cdef bytearray full_cells = bytearray(len(trees))
     cdef bint one = n == 1, one_mover = m == 1, in_place = X_buf is not None
-    # Many movers: found by a pass over each tree's leaves and links, not routed.
-    cdef bint scan = m > 1 and m * WARM_SHARE >= X.shape[0]
+    # Many movers: found by a pass over each tree's leaves and links (O(nodes + stored
+    # points)), not routed (O(movers x depth)).
+    cdef bint scan = m > 1 and m * SCAN_SHARE >= X.shape[0]
     cdef intp_t* slot_of
     # 1. Checks and allocations: nothing is written before all of them passed.
     if deltas.shape[0] != n or drop.shape[0] != n or holes.shape[0] != m:
