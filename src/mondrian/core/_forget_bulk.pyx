@@ -237,7 +237,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
     ``leaves[k]`` is the leaf of point ``k``. The same writes as one walk per point, in the
     order of the points, but each node is read once. Returns the number of nodes visited."""
     cdef intp_t S = t.value_stride, e, p, k, c, j, n_here, n_gone, visited = 0
-    cdef bint leaf
+    cdef bint leaf, logged = t.undo.on  # (the log calls are virtual: skipped without a log)
     cdef float64_t* row
     cdef const float64_t* dk
     cdef Levels lv
@@ -259,7 +259,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
             for e in range(n_here):
                 j = lv.here[e].node
                 visited += 1
-                t._log_node(j)
+                if logged:
+                    t._log_node(j)
                 mark[j] |= bit
                 n_marked[0] += 1
                 row = <float64_t*>stored_row(t, j)
@@ -374,6 +375,7 @@ cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* ho
     entries read."""
     cdef intp_t span = t.n_samples_seen - n_kept, k, j, i, v, found = 0
     cdef intp_t* nxt = t.sample_next
+    cdef bint logged = t.undo.on
     if n == 0:
         return 0
     for k in range(span):
@@ -387,19 +389,22 @@ cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* ho
     for j in range(t.node_count):
         v = t.nodes[j].first_sample
         if v >= n_kept and t.nodes[j].left_child == TREE_LEAF and slot_of[v - n_kept] >= 0:
-            t._log_node(j)
+            if logged:
+                t._log_node(j)
             t.nodes[j].first_sample = holes[slot_of[v - n_kept]]
             found += 1
     for i in range(t.n_samples_seen):
         v = nxt[i]
         if v >= n_kept and slot_of[v - n_kept] >= 0:
-            t._log_sample(i)
+            if logged:
+                t._log_sample(i)
             nxt[i] = holes[slot_of[v - n_kept]]
             found += 1
     for k in range(n):
-        t._log_sample(holes[k])
+        if logged:
+            t._log_sample(holes[k])
+            t._log_sample(movers[k])
         nxt[holes[k]] = nxt[movers[k]]
-        t._log_sample(movers[k])
         nxt[movers[k]] = TREE_LEAF
     if found != n:
         with gil:
@@ -470,7 +475,7 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
     stopping once all are found; count them in ``removed``. Returns the number of list
     entries visited."""
     cdef intp_t k, j, i, prev, nxt, steps = 0
-    cdef bint leaves_it
+    cdef bint leaves_it, logged = t.undo.on
     for k in range(n):
         j = leaves[k]
         if not drop[k] or mark[j] & bit:
@@ -489,9 +494,11 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
                 if prev == TREE_LEAF:
                     t.nodes[j].first_sample = nxt
                 else:
-                    t._log_sample(prev)
+                    if logged:
+                        t._log_sample(prev)
                     t.sample_next[prev] = nxt
-                t._log_sample(i)
+                if logged:
+                    t._log_sample(i)
                 t.sample_next[i] = TREE_LEAF
                 removed[0] += 1
                 if removed[0] == n_drop:
