@@ -38,6 +38,7 @@ MODULES = [
     "core._online",
     "core._forget",
     "core._forget_bulk",
+    "core._forget_call",
     "core._forget_store",
     "core._forget_commit",
     "forest._node_cache",

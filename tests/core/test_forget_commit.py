@@ -157,3 +157,29 @@ def test_bad_inputs_of_the_core_are_refused_before_any_write():
                       movers, holes, n - 10, store._X, store._rows, store._stamps,
                       store._X[:n - 10], store._rows[:n - 10])
     assert _state(model) == before
+
+
+@pytest.mark.parametrize("min_samples_split", [2, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pause_checks_by_leads_are_the_rows_decisions(min_samples_split, weighted):
+    """A large call settles its pause checks from each stored point's leading columns,
+    found once for every tree (core/_forget_call.pyx): the same bytes as reading the rows."""
+    from mondrian.core._forget_call import set_leads
+
+    rng = np.random.default_rng(min_samples_split)
+    X, y = awkward_classes(min_samples_split, 400, 4, n_duplicates=40, noise=0.5)
+    w = rng.integers(1, 4, len(X)).astype(float) if weighted else None
+    a = MondrianForestClassifier(n_estimators=4, random_state=1,
+                                 min_samples_split=min_samples_split).fit(X, y, w)
+    a = pickle.loads(pickle.dumps(a))
+    b = pickle.loads(pickle.dumps(a))
+    rows = np.sort(rng.choice(len(X), 120, replace=False))
+    plan = _plan(a, X, y, rows, None if w is None else w[rows])
+    a._ensemble.forget_committed(*plan)
+    old = set_leads(False)
+    try:
+        b._ensemble.forget_committed(*plan)
+    finally:
+        set_leads(old)
+    assert _state(a) == _state(b)
+    check_model(a)

@@ -7,8 +7,3 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const BulkCall* bulk, const unsigned char* drop, intp_t n,
                     const float64_t* X, bint full_cells, unsigned char* mark,
                     Arena* arena) except -1 nogil
-cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
-                            const float64_t[:, ::1] rows, const intp_t[::1] indices,
-                            const float64_t[:, ::1] deltas, const unsigned char[::1] drop,
-                            BulkCall* bulk, unsigned char** mark) except? NULL
-cdef void release_call(BulkCall* bulk, unsigned char* mark) noexcept

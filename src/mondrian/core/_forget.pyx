@@ -24,7 +24,7 @@ the moves (:mod:`mondrian.core._forget_bulk`): the same writes, each node read o
 
 from libc.math cimport INFINITY, isfinite, signbit
 from libc.stdint cimport int32_t
-from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 from mondrian.core._forget_store import relocate_trees  # noqa: F401 (re-exported)
@@ -33,16 +33,19 @@ from mondrian.core._forget_bulk cimport (
     WARM_SHARE,
     Arena,
     BulkCall,
-    bulk_min_points,
-    fails_pause_surely,
-    gather_columns,
     give,
-    nonzero_columns,
     route_batch,
     unlink_dropped,
     take,
     walk_paths,
     warm_tree,
+)
+from mondrian.core._forget_call cimport (
+    Lead,
+    fails_pause_surely,
+    prepare_call,
+    release_call,
+    tree_leads,
 )
 from mondrian.core._forget_store cimport (
     WARM_CHUNK,
@@ -95,6 +98,7 @@ cdef struct Work:
     intp_t* open_bounds    # (2 D,) scratch of _shrink_box: bounds not attained yet
     float64_t* extreme     # (2 D,) scratch of _shrink_box: extremes of what remains
     bint nonneg            # every contribution row is non-negative (fails_pause_surely)
+    const Lead* leads      # the rows' leads for fails_pause_surely, or NULL
     Arena* arena           # where the scratch comes from (NULL: malloc), with bounds for
     intp_t* kill_stack     # the growable buffers (and a stack for _kill_subtree) then
 
@@ -470,7 +474,8 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
             or _unchanged_cut(t, w, right):
         w.mark[j] |= FAILED
         return 0
-    if w.nonneg and stored_row(t, j) == NULL and fails_pause_surely(t, j, t.rows_ptr):
+    if w.nonneg and stored_row(t, j) == NULL \
+            and fails_pause_surely(t, j, t.rows_ptr, w.leads):
         w.mark[j] |= FAILED  # (two of its points prove it: no sum of every row)
         return 0
     row = node_row(t, j, t.row_scratch)
@@ -532,6 +537,7 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
     w.extreme = NULL
     w.n_free = w.free_cap = w.n_dead = w.dead_cap = w.points_cap = w.n_marked = 0
     w.nonneg = bulk != NULL and bulk.nonneg_rows
+    w.leads = tree_leads(t, bulk)
     w.arena = arena
     w.kill_stack = NULL
     if n == 0:
@@ -646,76 +652,6 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         give(arena, dropped)
         give(arena, nonzero)
     return steps
-
-
-cdef void release_call(BulkCall* bulk, unsigned char* mark) noexcept:
-    """Free what :func:`prepare_call` allocated."""
-    free(bulk.nz_start)
-    free(bulk.nz_columns)
-    free(bulk.gone)
-    free(bulk.xt)
-    free(mark)
-
-
-cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
-                            const float64_t[:, ::1] rows, const intp_t[::1] indices,
-                            const float64_t[:, ::1] deltas, const unsigned char[::1] drop,
-                            BulkCall* bulk, unsigned char** mark) except? NULL:
-    """Check a forget of ``indices`` (``n > 0`` points) against ``trees`` and allocate what its
-    trees share: ``mark`` (zero bytes, one per node of the largest tree), and for a call of
-    ``bulk_min_points`` points or more ``bulk`` (the deltas' non-zero entries, the points by
-    feature, flags by store index and the sign of the rows for a large call), returned
-    (else NULL, and ``bulk`` holds no buffer). Raises before anything is allocated or after
-    freeing it; :func:`release_call` frees both."""
-    cdef MondrianTree tree
-    cdef intp_t n = indices.shape[0], k, most_nodes = 0
-    cdef const float64_t* rows_ptr = &rows[0, 0] if rows.shape[1] > 0 else NULL
-    # Flags by store index (a pass over the store) only for a large share of it; else the
-    # unlinking looks the points up by binary search.
-    cdef bint flags = n * WARM_SHARE >= X.shape[0]
-    bulk.nz_start = bulk.nz_columns = NULL
-    bulk.gone = NULL
-    bulk.xt = NULL
-    bulk.nonneg_rows = False
-    for tree in trees:
-        if X.shape[1] != tree.n_features or deltas.shape[1] != tree.value_stride \
-                or rows.shape[1] != tree.value_stride or rows.shape[0] != X.shape[0]:
-            raise ValueError("store, rows and deltas do not match the trees")
-        most_nodes = max(most_nodes, tree.node_count)
-    # One mark buffer for every tree: each call leaves it zero (no pass over a tree's nodes).
-    mark[0] = <unsigned char*>calloc(most_nodes + 1, 1)
-    if n < bulk_min_points:
-        if mark[0] == NULL:
-            raise MemoryError("out of memory while forgetting points")
-        return NULL
-    # (Shared by every tree: the deltas' non-zero entries, flags.)
-    bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
-    bulk.nz_columns = <intp_t*>malloc((n * deltas.shape[1] + 1) * sizeof(intp_t))
-    if flags:
-        bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
-    bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
-    if mark[0] == NULL or bulk.nz_start == NULL or bulk.nz_columns == NULL \
-            or bulk.xt == NULL or (flags and bulk.gone == NULL):
-        release_call(bulk, mark[0])
-        mark[0] = NULL
-        raise MemoryError("out of memory while forgetting points")
-    nonzero_columns(&deltas[0, 0] if rows_ptr != NULL else NULL, n, deltas.shape[1],
-                    bulk.nz_start, bulk.nz_columns)
-    for k in range(n):
-        if not 0 <= indices[k] < X.shape[0]:
-            release_call(bulk, mark[0])
-            mark[0] = NULL
-            raise ValueError(f"store index {indices[k]} is not held by the tree")
-        if drop[k] and bulk.gone != NULL:
-            bulk.gone[indices[k]] = 1
-    gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
-    if flags and rows_ptr != NULL:  # (a large call: one pass over the rows is cheap)
-        bulk.nonneg_rows = True
-        for k in range(rows.shape[0] * rows.shape[1]):
-            if not rows_ptr[k] >= 0.0:
-                bulk.nonneg_rows = False
-                break
-    return bulk
 
 
 def forget_trees(list trees, const float64_t[:, ::1] X, const float64_t[:, ::1] rows,

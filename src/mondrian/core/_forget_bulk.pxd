@@ -1,3 +1,5 @@
+from libc.stdint cimport int32_t
+
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 
@@ -25,6 +27,15 @@ cdef void* take(Arena* arena, size_t n_bytes) noexcept nogil
 cdef void give(Arena* arena, void* p) noexcept nogil
 
 
+cdef struct Lead:
+    # A stored point's first two non-zero read columns (k1 < k2, -1 where there is none)
+    # and its row's entries there (mondrian.core._forget_call).
+    int32_t k1
+    int32_t k2
+    float64_t v1
+    float64_t v2
+
+
 cdef struct BulkCall:
     # What a forget of many points computes once for every tree.
     intp_t* nz_start       # (n + 1,) the non-zero entries of each delta row: columns of
@@ -32,6 +43,9 @@ cdef struct BulkCall:
     unsigned char* gone    # (n_stored,) 1 for the store indices that leave, or NULL (few)
     float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
     bint nonneg_rows       # every stored contribution row is >= 0 (checked for large calls)
+    Lead* leads            # (n_stored,) the rows' leads for the read columns lead_columns,
+    intp_t* lead_columns   # or NULL (tree_leads)
+    intp_t lead_n_columns
 
 
 cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
@@ -46,6 +60,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
 cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* holes,
                            intp_t n, intp_t n_kept, const float64_t* xt,
                            Arena* arena) except -1 nogil
+cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* holes,
+                          intp_t n, intp_t n_kept, intp_t* slot_of) except -1 nogil
 cdef void warm_tree(MondrianTree t) noexcept nogil
 cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const unsigned char* drop, intp_t n, const float64_t* X,
@@ -55,7 +71,6 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
                            const intp_t* leaves, const unsigned char* drop, intp_t n,
                            const intp_t* dropped, intp_t n_drop, const unsigned char* gone,
                            intp_t* removed) except -1 nogil
-cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows) noexcept nogil
 
 
 cdef inline int rename_listed(MondrianTree t, intp_t leaf, intp_t prev, intp_t old, intp_t new,

@@ -237,7 +237,7 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
     ``leaves[k]`` is the leaf of point ``k``. The same writes as one walk per point, in the
     order of the points, but each node is read once. Returns the number of nodes visited."""
     cdef intp_t S = t.value_stride, e, p, k, c, j, n_here, n_gone, visited = 0
-    cdef bint leaf
+    cdef bint leaf, logged = t.undo.on  # (the log calls are virtual: skipped without a log)
     cdef float64_t* row
     cdef const float64_t* dk
     cdef Levels lv
@@ -259,7 +259,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
             for e in range(n_here):
                 j = lv.here[e].node
                 visited += 1
-                t._log_node(j)
+                if logged:
+                    t._log_node(j)
                 mark[j] |= bit
                 n_marked[0] += 1
                 row = <float64_t*>stored_row(t, j)
@@ -362,6 +363,56 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
     return steps
 
 
+cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* holes,
+                          intp_t n, intp_t n_kept, intp_t* slot_of) except -1 nogil:
+    """:func:`relocate_batch` without routing the movers, for a call moving a large share of
+    the stored points (``n * WARM_SHARE >= n_samples_seen``): every link to a mover (a leaf's
+    head, or a ``sample_next`` entry) is found by one pass over the leaves and one over the
+    lists' links, and renamed where it stands; the mover's own link moves to its new place.
+    The lists end as :func:`relocate_batch` leaves them (same order, same names), and the
+    undo log saves the same entries before they are written. ``slot_of``: scratch of
+    ``n_samples_seen - n_kept`` entries. Returns the number of node records and list
+    entries read."""
+    cdef intp_t span = t.n_samples_seen - n_kept, k, j, i, v, found = 0
+    cdef intp_t* nxt = t.sample_next
+    cdef bint logged = t.undo.on
+    if n == 0:
+        return 0
+    for k in range(span):
+        slot_of[k] = -1
+    for k in range(n):
+        if not n_kept <= movers[k] < t.n_samples_seen:
+            with gil:
+                raise ValueError(f"store index {movers[k]} does not move past {n_kept}")
+        slot_of[movers[k] - n_kept] = k
+    # (Only movers are still listed at or past n_kept: the forgotten points are unlinked.)
+    for j in range(t.node_count):
+        v = t.nodes[j].first_sample
+        if v >= n_kept and t.nodes[j].left_child == TREE_LEAF and slot_of[v - n_kept] >= 0:
+            if logged:
+                t._log_node(j)
+            t.nodes[j].first_sample = holes[slot_of[v - n_kept]]
+            found += 1
+    for i in range(t.n_samples_seen):
+        v = nxt[i]
+        if v >= n_kept and slot_of[v - n_kept] >= 0:
+            if logged:
+                t._log_sample(i)
+            nxt[i] = holes[slot_of[v - n_kept]]
+            found += 1
+    for k in range(n):
+        if logged:
+            t._log_sample(holes[k])
+            t._log_sample(movers[k])
+        nxt[holes[k]] = nxt[movers[k]]
+        nxt[movers[k]] = TREE_LEAF
+    if found != n:
+        with gil:
+            raise ValueError(f"{n - found} of the store indices to move are not listed once "
+                             "in the tree")
+    return t.node_count + t.n_samples_seen
+
+
 cdef bint _contains(const intp_t* sorted_idx, intp_t n, intp_t i) noexcept nogil:
     """Whether ``i`` is in the sorted array ``sorted_idx[:n]`` (binary search)."""
     cdef intp_t lo = 0, hi = n, mid
@@ -424,7 +475,7 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
     stopping once all are found; count them in ``removed``. Returns the number of list
     entries visited."""
     cdef intp_t k, j, i, prev, nxt, steps = 0
-    cdef bint leaves_it
+    cdef bint leaves_it, logged = t.undo.on
     for k in range(n):
         j = leaves[k]
         if not drop[k] or mark[j] & bit:
@@ -443,9 +494,11 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
                 if prev == TREE_LEAF:
                     t.nodes[j].first_sample = nxt
                 else:
-                    t._log_sample(prev)
+                    if logged:
+                        t._log_sample(prev)
                     t.sample_next[prev] = nxt
-                t._log_sample(i)
+                if logged:
+                    t._log_sample(i)
                 t.sample_next[i] = TREE_LEAF
                 removed[0] += 1
                 if removed[0] == n_drop:
@@ -456,53 +509,3 @@ cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bi
     for k in range(n):
         mark[leaves[k]] &= ~bit
     return steps
-
-
-cdef intp_t _first_column(MondrianTree t, const float64_t* row, intp_t skip) noexcept nogil:
-    """The first read column ``k`` (``t.columns[k]``, in the read order) where ``row`` is
-    non-zero, other than the stored column ``skip``; -1 if none."""
-    cdef intp_t k
-    for k in range(t.n_columns):
-        if t.columns[k] != skip and row[t.columns[k]] != 0.0:
-            return k
-    return -1
-
-
-cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows) noexcept nogil:
-    """Whether the points below the internal node ``j`` fail the pause rule, proved from two
-    of them (the first of its leftmost and of its rightmost leaf) when every contribution row
-    is non-negative; False when they do not prove it (the caller then sums every row).
-
-    With non-negative terms a rounded sum is at least each of its terms and grows with each
-    (``fl(x + y) >= x`` for ``x, y >= 0``): a column where one of the points is non-zero is
-    non-zero in the node's row, so two points non-zero in two different read columns make
-    it impure; and its weighted count (the rounded sum of the counted columns) is at least
-    ``fl(a + b)`` for the two points' entries ``a``, ``b`` in two counted columns. The
-    decision of ``should_pause`` on the summed row is then known: not paused."""
-    cdef intp_t a = j, b = j, p, q, ka, kb, counted, S = t.value_stride
-    cdef const float64_t* rp
-    cdef const float64_t* rq
-    if S == 0 or not t.pause_pure or rows == NULL:
-        return False
-    while t.nodes[a].left_child != TREE_LEAF:
-        a = t.nodes[a].left_child
-    while t.nodes[b].left_child != TREE_LEAF:
-        b = t.nodes[b].right_child
-    p = t.nodes[a].first_sample
-    q = t.nodes[b].first_sample
-    if a == b or p == TREE_LEAF or q == TREE_LEAF:
-        return False
-    rp = rows + p * S
-    rq = rows + q * S
-    ka = _first_column(t, rp, -1)
-    if ka < 0:
-        return False
-    kb = _first_column(t, rq, t.columns[ka])
-    if kb < 0:
-        return False
-    if t.count_columns == 0:
-        return t.nodes[j].n_node_samples >= t.min_samples_split
-    counted = t.n_columns if t.count_columns < 0 else t.count_columns
-    if ka >= counted or kb >= counted:
-        return False
-    return rp[t.columns[ka]] + rq[t.columns[kb]] >= t.min_samples_split

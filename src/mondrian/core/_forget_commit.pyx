@@ -22,19 +22,28 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from mondrian.core._forget cimport _forget, prepare_call, release_call
+from mondrian.core._forget cimport _forget
+from mondrian.core._forget_call cimport prepare_call, release_call
 from mondrian.core._forget_bulk cimport (
     Arena,
     BulkCall,
     bulk_min_points,
     gather_columns,
     relocate_batch,
+    relocate_scan,
+    take,
 )
 from mondrian.core._forget_store cimport WARM_CHUNK, _relocate, warm_trees
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["commit_forget"]
+
+# Movers of at least 1/SCAN_SHARE of the stored points are found by relocate_scan, not routed
+# (letter, 100 trees, the oldest 10% forgotten: the moves took a quarter of the routed time;
+# a scan's reads are a few stored points' worth of routing each, so not for a small share).
+cdef enum:
+    SCAN_SHARE = 16
 
 
 cdef size_t _round(size_t n_bytes) noexcept nogil:
@@ -124,6 +133,10 @@ def commit_forget(list trees, object store, dict attributes,
     cdef float64_t* xt = NULL
     cdef bytearray full_cells = bytearray(len(trees))
     cdef bint one = n == 1, one_mover = m == 1, in_place = X_buf is not None
+    # Many movers: found by a pass over each tree's leaves and links (O(nodes + stored
+    # points)), not routed (O(movers x depth)).
+    cdef bint scan = m > 1 and m * SCAN_SHARE >= X.shape[0]
+    cdef intp_t* slot_of
     # 1. Checks and allocations: nothing is written before all of them passed.
     if deltas.shape[0] != n or drop.shape[0] != n or holes.shape[0] != m:
         raise ValueError("indices, deltas and drop (movers and holes) must have the same "
@@ -156,9 +169,9 @@ def commit_forget(list trees, object store, dict attributes,
     arena.used = 0
     arena.cap = _arena_bytes(trees, n, m, X.shape[0], S)
     arena.base = <char*>malloc(arena.cap)
-    if m >= bulk_min_points:
+    if m >= bulk_min_points and not scan:
         xt = <float64_t*>malloc((m * D + 1) * sizeof(float64_t))
-    if arena.base == NULL or (m >= bulk_min_points and xt == NULL):
+    if arena.base == NULL or (m >= bulk_min_points and not scan and xt == NULL):
         release_call(&bulk, mark)
         free(arena.base)
         free(xt)
@@ -180,7 +193,10 @@ def commit_forget(list trees, object store, dict attributes,
                 steps += _forget(tree, &indices[0], delta_ptr, shared, &drop[0], n, &X[0, 0],
                                  full_cells[t_index], mark, &arena)
                 arena.used = 0
-                if xt != NULL:
+                if scan:
+                    slot_of = <intp_t*>take(&arena, (X.shape[0] - n_kept + 1) * sizeof(intp_t))
+                    steps += relocate_scan(tree, &movers[0], &holes[0], m, n_kept, slot_of)
+                elif xt != NULL:
                     steps += relocate_batch(tree, &movers[0], &holes[0], m, n_kept, xt, &arena)
                 else:
                     for k in range(m):
