@@ -27,6 +27,7 @@ from mondrian.core._box_loops cimport (
     mf_join,
     mf_rows_box,
 )
+from mondrian.core._extend_warm cimport warm_batch
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._undo cimport undo_log_node
@@ -151,6 +152,8 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     if tree.node_count == 0:
         return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
 
+    # The batch's paths asked for from memory together (hints only: see _extend_warm.pxd).
+    warm_batch(tree, idx, n, X, rows)
     start_stack(&tree.extend_stack, &tree.extend_stack_capacity, 0, 0, n, 0.0)
 
     while top > 0:
