@@ -381,7 +381,7 @@ cdef inline intp_t _cursor_next(MondrianTree tree, PointCursor* c) noexcept nogi
 
 
 cdef inline intp_t _next_small_point(MondrianTree tree, PointCursor* cursor, bint* in_leaf,
-                                    intp_t i, intp_t node) noexcept nogil:
+                                     intp_t i, intp_t node) noexcept nogil:
     """The point after ``i`` in :func:`_small_node_time`'s order: the rest of the near leaf's
     list, then every point below ``node`` (the leaf's again: its min/max hold); -1 at the
     end."""
