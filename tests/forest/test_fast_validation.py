@@ -67,7 +67,7 @@ def _same(a, b):
 
 
 def _no_fast(monkeypatch):
-    monkeypatch.setattr(BaseMondrianEnsemble, "_fast_rows", lambda self, X: None)
+    monkeypatch.setattr(BaseMondrianEnsemble, "_fast_rows", lambda self, X, *limit: None)
     monkeypatch.setattr(_BaseMondrianClassifier, "_encode_known", lambda self, y: None)
 
 
@@ -126,6 +126,24 @@ def test_partial_fit_fast_path_matches_full_validation(monkeypatch, name, label,
         rows = INPUTS[name]()
         model.partial_fit(rows, LABELS[label](len(rows)))
         return model.predict_proba(X[20:40])
+
+    _assert_fast_equals_full(monkeypatch, run)
+
+
+@pytest.mark.exact
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_mini_batches_past_fast_rows_match_full_validation(monkeypatch, kind):
+    """Mini-batches larger than ``FAST_ROWS`` (``partial_fit`` takes the direct checks up to
+    ``FAST_BATCH_ROWS``) give the same model as the full validation."""
+    data = np.random.default_rng(3).random((400, 3))
+    target = (data[:, 0] * 3).astype(np.int64) if kind == "classifier" else data @ [1.0, 2.0, 3.0]
+    cls = MondrianForestClassifier if kind == "classifier" else MondrianForestRegressor
+
+    def run():
+        model = cls(n_estimators=3, random_state=0)
+        for start in range(0, 400, 100):
+            model.partial_fit(data[start:start + 100], target[start:start + 100])
+        return model.predict(X)
 
     _assert_fast_equals_full(monkeypatch, run)
 

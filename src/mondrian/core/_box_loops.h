@@ -110,26 +110,14 @@ MF_INLINE void mf_box_dim(
     hi[d] = mx;
 }
 
-MF_BOX_CLONES MF_MAYBE_UNUSED
-static void mf_rows_box(const double *restrict X, Py_ssize_t D,
-                        const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
-    /* The box of the rows idx[0..n) of X, grown in that order, into lo (lower row) and
-       lo + D (upper row); an empty set of rows gets the empty box (+inf, -inf). The box
-       does not overlap X or idx. The rows come in chunks of MF_CHUNK, which stay in L1
-       while each block of dims streams them (rows are gathered by idx, out of the reach
-       of the hardware prefetcher: the next chunk's rows are prefetched whole). */
+MF_INLINE void mf_grow_chunks(
+        const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx,
+        Py_ssize_t n, double *restrict lo) {
+    /* Grow the box (lo, lo + D) over the rows idx[0..n) in chunks of MF_CHUNK (in L1
+       while every block of dims streams them; the next chunk's rows are prefetched). */
     double *restrict hi = lo + D;
     Py_ssize_t b, k0, k1, k, c;
-    if (n <= 0) {
-        for (b = 0; b < D; b++) {
-            lo[b] = INFINITY;
-            hi[b] = -INFINITY;
-        }
-        return;
-    }
-    memcpy(lo, X + idx[0] * D, D * sizeof(double));
-    memcpy(hi, X + idx[0] * D, D * sizeof(double));
-    for (k0 = 1; k0 < n; k0 = k1) {
+    for (k0 = 0; k0 < n; k0 = k1) {
         k1 = n - k0 > MF_CHUNK ? k0 + MF_CHUNK : n;
         for (k = k1; k < n && k < k1 + MF_CHUNK; k++)
             for (c = 0; c < D; c += 8) MF_PREFETCH(X + idx[k] * D + c);
@@ -139,6 +127,37 @@ static void mf_rows_box(const double *restrict X, Py_ssize_t D,
             mf_box_block_1(X, D, idx + k0, k1 - k0, b, lo, hi);
         for (; b < D; b++) mf_box_dim(X, D, idx + k0, k1 - k0, b, lo, hi);
     }
+}
+
+MF_BOX_CLONES MF_MAYBE_UNUSED
+static void mf_rows_box(const double *restrict X, Py_ssize_t D,
+                        const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
+    /* The box of the rows idx[0..n) of X, grown in that order, into lo (lower row) and
+       lo + D (upper row); an empty set of rows gets the empty box (+inf, -inf). The box
+       does not overlap X or idx. The rows come in chunks of MF_CHUNK, which stay in L1
+       while each block of dims streams them (rows are gathered by idx, out of the reach
+       of the hardware prefetcher: the next chunk's rows are prefetched whole). */
+    double *restrict hi = lo + D;
+    Py_ssize_t b;
+    if (n <= 0) {
+        for (b = 0; b < D; b++) {
+            lo[b] = INFINITY;
+            hi[b] = -INFINITY;
+        }
+        return;
+    }
+    memcpy(lo, X + idx[0] * D, D * sizeof(double));
+    memcpy(hi, X + idx[0] * D, D * sizeof(double));
+    mf_grow_chunks(X, D, idx + 1, n - 1, lo);
+}
+
+MF_BOX_CLONES MF_MAYBE_UNUSED
+static void mf_rows_grow(const double *restrict X, Py_ssize_t D,
+                         const Py_ssize_t *restrict idx, Py_ssize_t n, double *restrict lo) {
+    /* Grow the box (lo, lo + D) to contain the rows idx[0..n) of X, in that order: the
+       loop of mf_rows_box (mf_include's tie rule, so the bits of the rows included one at
+       a time), wide on wide rows (the online extension's partial boxes of small nodes). */
+    mf_grow_chunks(X, D, idx, n, lo);
 }
 
 MF_MAYBE_UNUSED

@@ -9,6 +9,8 @@ cdef extern from "mondrian/core/_box_loops.h":
     intp_t mf_partition_boxes(intp_t* idx, intp_t start, intp_t end, const float64_t* X,
                               intp_t D, intp_t feature, float64_t threshold,
                               float64_t* left, float64_t* right) noexcept nogil
+    void mf_rows_grow(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
+                      float64_t* lo) noexcept nogil
     void mf_add_rows(float64_t* val, const float64_t* rows, intp_t S, const intp_t* idx,
                      intp_t n) noexcept nogil
     void MONDRIAN_TREE_PREFETCH(const void* p) noexcept nogil

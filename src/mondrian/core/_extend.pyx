@@ -26,7 +26,9 @@ from mondrian.core._box_loops cimport (
     mf_include,
     mf_join,
     mf_rows_box,
+    mf_rows_grow,
 )
+from mondrian.core._extend_warm cimport warm_batch
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
 from mondrian.core._undo cimport undo_log_node
@@ -42,6 +44,11 @@ from mondrian.core._tree cimport (
     node_paused,
     stored_row,
 )
+
+
+cdef enum:
+    # Points of a small node included in its partial box at once (between two bounds).
+    SMALL_CHUNK = 64
 
 
 cdef struct PointCursor:
@@ -151,6 +158,8 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     if tree.node_count == 0:
         return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
 
+    # The batch's paths asked for from memory together (hints only: see _extend_warm.pxd).
+    warm_batch(tree, idx, n, X, rows)
     start_stack(&tree.extend_stack, &tree.extend_stack_capacity, 0, 0, n, 0.0)
 
     while top > 0:
@@ -371,6 +380,20 @@ cdef inline intp_t _cursor_next(MondrianTree tree, PointCursor* c) noexcept nogi
     return i
 
 
+cdef inline intp_t _next_small_point(MondrianTree tree, PointCursor* cursor, bint* in_leaf,
+                                     intp_t i, intp_t node) noexcept nogil:
+    """The point after ``i`` in :func:`_small_node_time`'s order: the rest of the near leaf's
+    list, then every point below ``node`` (the leaf's again: its min/max hold); -1 at the
+    end."""
+    if in_leaf[0]:
+        i = tree.sample_next[i]
+        if i != TREE_LEAF:
+            return i
+        in_leaf[0] = False
+        _cursor_start(tree, cursor, node)
+    return _cursor_next(tree, cursor)
+
+
 cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const intp_t* idx,
                                 const float64_t* X, Clock* clock, NearLeaf* near,
                                 float64_t* total) noexcept nogil:
@@ -387,7 +410,8 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
     on the order of reading, but for the sign of a zero bound, which changes no extent and
     no cut), ``extent`` and ``total`` the exact extent, bit for bit that of the box rebuilt
     at once."""
-    cdef intp_t D = tree.n_features, d, i, m = 0, check = 1, j = rec.node
+    cdef intp_t D = tree.n_features, d, i, m = 1, check = 1, j = rec.node, g
+    cdef intp_t chunk[SMALL_CHUNK]
     cdef float64_t* bmin = tree.scratch
     cdef float64_t* bmax = tree.scratch + D
     cdef float64_t* extent = tree.scratch + 2 * D
@@ -422,8 +446,7 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
     row = X + i * D
     memcpy(lo, row, D * sizeof(float64_t))
     memcpy(hi, row, D * sizeof(float64_t))
-    while True:
-        m += 1
+    while True:  # (m points in the box)
         if m == check:
             bound = _extent(lo, bmin, bmax, extent, D)
             if bound == 0.0 or not rec.tau_parent + _exp(clock) / bound < split_time:
@@ -432,17 +455,19 @@ cdef float64_t _small_node_time(MondrianTree tree, const StackRecord* rec, const
             # (a point read costs more than a bound: every one at first, then doubling, so
             # a node that reads all its points pays a bounded share for the bounds)
             check = check + 1 if check < 8 else 2 * check
-        if in_leaf:
-            i = tree.sample_next[i]
-            if i == TREE_LEAF:  # then every point (the leaf's again: its min/max hold)
-                in_leaf = False
-                _cursor_start(tree, &cursor, rec.node)
-                i = _cursor_next(tree, &cursor)
-        else:
-            i = _cursor_next(tree, &cursor)
+        # The points up to the next bound, included together (points_box's tie rule: the
+        # bits of one at a time; wide loops on wide rows).
+        g = 0
+        while g < SMALL_CHUNK and m + g < check:
+            i = _next_small_point(tree, &cursor, &in_leaf, i, rec.node)
             if i < 0:
                 break
-        mf_include(lo, hi, X + i * D, D)  # (points_box's tie rule)
+            chunk[g] = i
+            g += 1
+        if g == 0:
+            break
+        mf_rows_grow(X, D, chunk, g, lo)
+        m += g
     tree.extend_work += m
     _extent(lo, bmin, bmax, extent, D)
     total[0] = _sum(extent, D)

@@ -20,6 +20,8 @@ The families supply the target checks (``_check_raw_targets`` on the input as gi
 import numpy as np
 from sklearn.utils.validation import validate_data
 
+from mondrian.estimator.rows import FAST_BATCH_ROWS
+
 __all__ = ["IngestMixin"]
 
 
@@ -63,7 +65,7 @@ class IngestMixin:
         self._check_writable()
         if first:
             self._validate_params()
-        fast = None if first else self._fast_rows(X)
+        fast = None if first else self._fast_rows(X, FAST_BATCH_ROWS)
         if fast is not None and self._fast_targets(y, len(fast)):
             return fast, y, False
         X, y = self._validated(X, y, first)
