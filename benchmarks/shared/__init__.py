@@ -22,11 +22,14 @@ One module per concern; each script imports only the modules it needs:
     whose default depends on ``--quick``, ``--output`` / ``--no-plots``).
 
 Importing this package puts ``<repo>/src`` first on ``sys.path``, so the scripts run the in-place
-build of the checkout (``python setup.py build_ext --inplace``) without installing it.
+build of the checkout (``python setup.py build_ext --inplace``) without installing it, unless
+``PYTHONPATH`` names a folder holding a ``mondrian`` package: then that build is the one timed
+(``PYTHONPATH=/other/checkout/src python benchmarks/bench_forget.py`` measures the other build).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -35,5 +38,7 @@ REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 
 _SRC_DIR = REPO_ROOT / "src"
-if str(_SRC_DIR) not in sys.path:
+_CHOSEN = any((Path(entry) / "mondrian" / "__init__.py").is_file()
+              for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry)
+if not _CHOSEN and str(_SRC_DIR) not in sys.path:
     sys.path.insert(1, str(_SRC_DIR))
