@@ -22,6 +22,12 @@
 #define MONDRIAN_TREE_PREFETCH(p) ((void)0)
 #endif
 
+/* Cache hints for the n_bytes from start, a 64-byte line at a time (no effect on any value). */
+static inline MF_MAYBE_UNUSED void mf_prefetch_span(const void *start, Py_ssize_t n_bytes) {
+    Py_ssize_t b;
+    for (b = 0; b < n_bytes; b += 64) MONDRIAN_TREE_PREFETCH((const char *)start + b);
+}
+
 /* Box loops of batch growth (mondrian.core._grow). The bounds are min/max chains with the
    tie rule of _include (a point replaces a bound only when strictly beyond it), so they
    have the same bits at any vector width; on x86-64 glibc GCC builds an AVX2 clone,

@@ -14,6 +14,7 @@ cdef extern from "mondrian/core/_box_loops.h":
     void mf_add_rows(float64_t* val, const float64_t* rows, intp_t S, const intp_t* idx,
                      intp_t n) noexcept nogil
     void MONDRIAN_TREE_PREFETCH(const void* p) noexcept nogil
+    void mf_prefetch_span(const void* start, intp_t n_bytes) noexcept nogil
     void mf_include(float64_t* lo, float64_t* hi, const float64_t* x, intp_t D) noexcept nogil
     void mf_join(float64_t* lo, float64_t* hi, const float64_t* bmin, const float64_t* bmax,
                  intp_t D) noexcept nogil

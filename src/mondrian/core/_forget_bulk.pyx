@@ -21,6 +21,7 @@ from libc.string cimport memcpy
 from libc.stdint cimport int32_t
 
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, stored_row
+from mondrian.core._box_loops cimport mf_prefetch_span
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["set_bulk_min_points"]
@@ -178,24 +179,18 @@ cdef inline void _swap_levels(Levels* lv) noexcept nogil:
     lv.next_order = order
 
 
-cdef void _prefetch_span(const void* start, intp_t n_bytes) noexcept nogil:
-    cdef intp_t b
-    for b in range(0, n_bytes, 64):
-        __builtin_prefetch(<const char*>start + b)
-
-
 cdef void warm_tree(MondrianTree t) noexcept nogil:
     """Prefetch the whole of ``t`` (node records, box slots, boxes, statistics rows, leaf
     lists) in one streaming pass: a forget of many points reads a large share of it, and
     streamed lines arrive much faster than the scattered misses of the walks."""
     cdef intp_t D = t.n_features, S = t.value_stride
-    _prefetch_span(t.nodes, t.node_count * sizeof(Node))
-    _prefetch_span(t.box_slot, t.node_count * sizeof(int32_t))
-    _prefetch_span(t.bounds, t.box_count * 2 * D * sizeof(float64_t))
+    mf_prefetch_span(t.nodes, t.node_count * sizeof(Node))
+    mf_prefetch_span(t.box_slot, t.node_count * sizeof(int32_t))
+    mf_prefetch_span(t.bounds, t.box_count * 2 * D * sizeof(float64_t))
     if S > 0:
-        _prefetch_span(t.value, (t.box_count if t.lean_values else t.node_count) * S
-                       * sizeof(float64_t))
-    _prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
+        mf_prefetch_span(t.value, (t.box_count if t.lean_values else t.node_count) * S
+                         * sizeof(float64_t))
+    mf_prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
 
 
 cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
@@ -316,7 +311,7 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
         if slot_of == NULL or leaf_list == NULL:
             _oom()
         if n * WARM_SHARE >= t.n_samples_seen:  # (most lists are walked: stream them in)
-            _prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
+            mf_prefetch_span(t.sample_next, t.n_samples_seen * sizeof(intp_t))
         for p in range(span):
             slot_of[p] = -1
         for k in range(n):

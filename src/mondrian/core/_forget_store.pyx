@@ -20,6 +20,7 @@ from mondrian.core._forget_bulk cimport (
     take,
 )
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, UndoLog
+from mondrian.core._box_loops cimport mf_prefetch_span
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 __all__ = ["attach_trees", "leaf_matches", "relocate_trees", "warm_paths"]
@@ -180,21 +181,15 @@ cdef struct Cursor:
     intp_t at               # current node or list entry (TREE_LEAF: done)
 
 
-cdef void _prefetch_span(const void* start, intp_t n_bytes) noexcept nogil:
-    cdef intp_t b
-    for b in range(0, n_bytes, 64):
-        __builtin_prefetch(<const char*>start + b)
-
-
 cdef void _prefetch_stored(Cursor* c, intp_t j, intp_t D) noexcept nogil:
     """Prefetch node ``j``'s stored box and statistics row (its slot read now: it was
     prefetched one step before)."""
     cdef intp_t s = c.box_slot[j]
     if s >= 0:
-        _prefetch_span(c.bounds + 2 * D * s, 2 * D * sizeof(float64_t))
+        mf_prefetch_span(c.bounds + 2 * D * s, 2 * D * sizeof(float64_t))
     if c.row_width > 0 and (s >= 0 or not c.lean_values):
-        _prefetch_span(c.value + c.row_width * (s if c.lean_values else j),
-                       c.row_width * sizeof(float64_t))
+        mf_prefetch_span(c.value + c.row_width * (s if c.lean_values else j),
+                         c.row_width * sizeof(float64_t))
 
 
 cdef void _prefetch_log(MondrianTree t) noexcept nogil:
@@ -259,7 +254,7 @@ cdef void _warm(Cursor* cursors, intp_t n_trees, const float64_t* x, const float
             c = &cursors[k]
             if c.at == TREE_LEAF:
                 continue
-            _prefetch_span(X + c.at * D, D * sizeof(float64_t))
+            mf_prefetch_span(X + c.at * D, D * sizeof(float64_t))
             c.at = c.sample_next[c.at]
             active += 1
 

@@ -287,12 +287,9 @@ cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t lifet
     if cache is None:
         return None
     key = ("density", lifetime, concentration)
-    kept = cache.find(tree, key)
-    if kept is not None:
+    kept, fresh = cache.entry(tree, key, tree.node_count, 0)
+    if not fresh:
         return kept
-    kept = cache.reserve(tree, key, tree.node_count, 0)
-    if kept is None:
-        return None
     cdef bint filled
     stack = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
     if stack == NULL:

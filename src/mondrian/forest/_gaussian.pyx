@@ -281,12 +281,9 @@ cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_wal
     if (cache is None or tree.box_min_samples == 0 or tree.node_count == 0
             or not _groups_pay(tree, n, plain_walk)):
         return None
-    kept = cache.find(tree, ("boxes",))
-    if kept is not None:
+    kept, fresh = cache.entry(tree, ("boxes",), 0, 2 * tree.node_count * tree.n_features)
+    if not fresh:
         return kept
-    kept = cache.reserve(tree, ("boxes",), 0, 2 * tree.node_count * tree.n_features)
-    if kept is None:
-        return None
     queue = <intp_t*> malloc(tree.node_count * sizeof(intp_t))
     if queue == NULL:
         cache.release(kept.nbytes)

@@ -36,6 +36,7 @@ from mondrian.core._batch_walk cimport (
     batch_row,
     group_etas,
 )
+from mondrian.core._box_loops cimport mf_prefetch_span
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
 from mondrian.core._warm cimport WARM_TREES, warm_trees
 from mondrian.core._walk cimport (
@@ -73,16 +74,6 @@ def _set_portable(bint portable):
 
 
 add_portable_switch(_set_portable)
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MONDRIAN_PREFETCH(p) __builtin_prefetch(p)
-    #else
-    #define MONDRIAN_PREFETCH(p) ((void)0)
-    #endif
-    """
-    void MONDRIAN_PREFETCH(const void* p) noexcept nogil
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
@@ -290,13 +281,6 @@ cdef inline void _branch_off(float64_t eta, float64_t delta, float64_t p, float6
         mf_branch_off(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out)
 
 
-cdef inline void _prefetch(const void* start, intp_t n_bytes) noexcept nogil:
-    """Ask the cache for ``n_bytes`` from ``start`` (a hint: no effect on any result)."""
-    cdef intp_t offset
-    for offset in range(0, n_bytes, 64):
-        MONDRIAN_PREFETCH(<const char*> start + offset)
-
-
 cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
     """Prefetch the statistics rows of the children of ``node`` (read at its step)."""
     cdef const Node* nd = &tree.nodes[node]
@@ -305,10 +289,10 @@ cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
     if nd.left_child != TREE_LEAF:
         row = stored_row(tree, nd.left_child)
         if row != NULL:
-            _prefetch(row, K * sizeof(float64_t))
+            mf_prefetch_span(row, K * sizeof(float64_t))
         row = stored_row(tree, nd.right_child)
         if row != NULL:
-            _prefetch(row, K * sizeof(float64_t))
+            mf_prefetch_span(row, K * sizeof(float64_t))
 
 
 cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
@@ -358,7 +342,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
         # overlap this node's arithmetic (hints only: no effect on any value).
         if not step.is_leaf:
             child = child_toward(tree, j, x)
-            _prefetch(&tree.nodes[child], sizeof(Node))
+            mf_prefetch_span(&tree.nodes[child], sizeof(Node))
         # The two scratch rows that do not hold this node's row (own, found at the previous
         # step, stays readable while its children's rows are written).
         if own == slot[0]:
@@ -580,29 +564,41 @@ cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, i
         # The leaf's posterior, each branch-off node's counts and its parent's posterior.
         p = path + r * WALK_DEPTH_MAX
         if top[r] >= 0:
-            _prefetch(g + p[length[r] - 1] * K, K * sizeof(float64_t))
+            mf_prefetch_span(g + p[length[r] - 1] * K, K * sizeof(float64_t))
             for t in range(max(top[r], 1), length[r]):
                 if etas[r * WALK_DEPTH_MAX + t] > 0.0:
-                    _prefetch(counts + p[t] * K, K * sizeof(float64_t))
-                    _prefetch(g + p[t - 1] * K, K * sizeof(float64_t))
+                    mf_prefetch_span(counts + p[t] * K, K * sizeof(float64_t))
+                    mf_prefetch_span(g + p[t - 1] * K, K * sizeof(float64_t))
     for r in range(rows):
         _tabled_walk(tree, X + r * x_step, gamma, strict, lifetime, counts, n_cust, n_tab, g,
                      path + r * WALK_DEPTH_MAX, etas + r * WALK_DEPTH_MAX, top[r],
                      out + r * out_step)
 
 
-cdef tuple _kept_tables(object cache, MondrianTree tree, tuple key, intp_t table_floats,
-                        intp_t box_floats):
-    """``(entry, fresh)``: the cached rows of ``tree`` at ``key`` (``fresh`` False), a new
-    entry of ``table_floats`` and ``box_floats`` to fill and store (``fresh`` True), or
-    ``(None, False)`` (the first call asking, or no room)."""
+cdef NodeTables _tree_entry(object cache, MondrianTree tree, intp_t n, float64_t gamma,
+                            float64_t lam, bint batched, intp_t forest_trees, bint* tabled,
+                            bint* fresh):
+    """The cached rows of ``tree`` for a call of ``n`` rows, or None (the call's scratch);
+    ``fresh``: a new entry that the call fills. A call of many rows (``tabled``) finds its
+    entry or builds it (from the second call: ``PredictCache.entry``). A call of few rows
+    reads one that an earlier call kept, and is then ``tabled`` (its cost has no step at the
+    tabulating threshold), but never builds one: that reads every node, more than its walks."""
+    cdef NodeTables kept
+    cdef intp_t m = tree.node_count, K = tree.n_columns
+    fresh[0] = False
     if cache is None:
-        return None, False
-    kept = cache.find(tree, key)
-    if kept is not None:
-        return kept, False
-    kept = cache.reserve(tree, key, table_floats, box_floats)
-    return kept, kept is not None
+        return None
+    if not tabled[0]:
+        kept = cache.find(tree, (gamma, lam)) if n > 1 else None
+        if kept is None or not (kept.boxes != NULL or batched or tree.box_min_samples == 0):
+            return None
+        tabled[0] = True
+        return kept
+    kept, fresh[0] = cache.entry(
+        tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
+        2 * m * tree.n_features if (tree.box_min_samples > 0 and not batched) or (
+            batched and _keeps_boxes(cache, tree, K, forest_trees)) else 0)
+    return kept
 
 
 cdef bint _keeps_boxes(object cache, MondrianTree tree, intp_t K, intp_t forest_trees):
@@ -721,27 +717,13 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             # row finds its own, from every box rebuilt once per call (a tabulated call of a
             # lean tree), or from the stored boxes and points.
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
-            kept, fresh = None, False
-            if not tabled and n > 1 and cache is not None and not plain_walk:
-                # A call of few rows reads the tables an earlier call kept (so its cost does
-                # not step at the tabulating threshold), but never builds them: that reads
-                # every node, more than its own walks.
-                kept = cache.find(tree, (gamma, lam))
-                if kept is not None and (kept.boxes != NULL or batched
-                                         or tree.box_min_samples == 0):
-                    tabled = True
-                else:
-                    kept = None
+            # The tables (and boxes) of an earlier call of the same model, or new ones kept
+            # for the next calls when the cache has room, else this call's scratch.
+            kept = _tree_entry(None if plain_walk else cache, tree, n, gamma, lam, batched,
+                               forest_trees or len(trees), &tabled, &fresh)
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
             grouped = tabled and not batched and not plain_walk and (
                 every or tree.box_min_samples == 0)
-            # The tables (and boxes) of an earlier call of the same model, or new ones kept
-            # for the next calls when the cache has room, else this call's scratch.
-            if tabled and kept is None and cache is not None and not plain_walk:
-                kept, fresh = _kept_tables(
-                    cache, tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
-                    2 * m * tree.n_features if every or (batched and _keeps_boxes(
-                        cache, tree, K, forest_trees or len(trees))) else 0)
             boxed = batched and kept is not None and kept.boxes != NULL  # (every box kept)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))

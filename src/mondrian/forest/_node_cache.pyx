@@ -113,6 +113,15 @@ class PredictCache:
             self.release(nbytes)
             return None
 
+    def entry(self, tree, key, intp_t table_floats, intp_t box_floats):
+        """``(entry, fresh)``: the entry of ``tree`` at ``key`` (``fresh`` False), new buffers
+        to fill and :meth:`store` (``fresh`` True; see :meth:`reserve`), or ``(None, False)``."""
+        kept = self.find(tree, key)
+        if kept is not None:
+            return kept, False
+        kept = self.reserve(tree, key, table_floats, box_floats)
+        return kept, kept is not None
+
     def release(self, nbytes):
         """Give back the bytes of an entry that was not stored."""
         with self._lock:
