@@ -11,6 +11,8 @@ drawn from the test rows, in two states (the thread's CPU time, the minimum of `
 - *cold*: the first call of a freshly unpickled model (nothing cached), one fresh model per
   timed call.
 
+Every call draws other rows (the same rows again would find their paths in the CPU's caches).
+
 Prints a table of the time per call and per row, the largest rise of the cost per row from one
 size to the next, and plots both against the number of rows (log-log) into
 ``benchmarks/results/predict_rows.png``.
@@ -58,16 +60,19 @@ def _child(path: str, name: str, calls: int, src: str) -> None:
     rng = np.random.default_rng(0)
     out = {}
     for n in SIZES:
-        rows = np.ascontiguousarray(X_test[rng.integers(0, len(X_test), n)])
+        # Other rows at every call: the same rows again would find their paths in the CPU's
+        # caches, which a call of few rows does not in use.
+        draws = [np.ascontiguousarray(X_test[rng.integers(0, len(X_test), n)])
+                 for _ in range(2 * calls + 1)]
         cold = []
-        for _ in range(calls):
+        for rows in draws[:calls]:
             fresh = getattr(pickle.loads(blob), method)
             start = time.thread_time()
             fresh(rows)
             cold.append(time.thread_time() - start)
-        predict(rows)
+        predict(draws[calls])
         warm = []
-        for _ in range(calls):
+        for rows in draws[calls + 1:]:
             start = time.thread_time()
             predict(rows)
             warm.append(time.thread_time() - start)

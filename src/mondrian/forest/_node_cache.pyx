@@ -1,14 +1,14 @@
 """Per-tree quantities of prediction kept between calls of a model that did not change.
 
 A call of many rows first fills, for every node of each tree, what does not depend on the test
-points (the classifier's IKN tables, and on a lean tree of few features every node's box
-rebuilt from its points): work proportional to the whole tree, repeated by every call. A
+points (the classifier's IKN tables, a lean tree's every node's box rebuilt from its points, a
+density's leaf log densities): work proportional to the whole tree, repeated by every call. A
 :class:`PredictCache` keeps them per tree, for the calls of one *generation* of a model (its
 lock's count of completed writes, kept in the lock: views sharing a forest's lock share its
 cache): ``fit``, ``partial_fit``, ``forget``, ``set_params`` and every other writer drop it
 when they begin, a pickled or copied model starts with none (the cache is not part of the
-model). Entries are built by the second call that needs them (a model predicted once keeps
-nothing), into buffers of their own, and published by one dictionary assignment (atomic
+model). Entries are built by the second call of many rows that needs them (a model predicted
+once keeps nothing; calls of a few rows read entries but never build them), into buffers of their own, and published by one dictionary assignment (atomic
 under the GIL), so concurrent readers see a whole entry or none; two readers may both build
 one, the second's is dropped.
 The bytes kept per model are bounded by :data:`CACHE_BYTES`; trees past the bound are
@@ -27,10 +27,11 @@ __all__ = ["CACHE_BYTES", "NodeTables", "PredictCache", "predict_cache"]
 
 # Bytes of cached rows a model may keep (0: no cache; the environment variable
 # MONDRIAN_PREDICT_CACHE_BYTES sets it at import). A classifier tree's entry holds
-# 8 (2 K + 2) bytes per node of tables (K classes) and, below 32 features on a lean tree,
-# 16 D more of boxes (D features); a lean regressor tree's, 16 D of boxes. 100 trees: letter
-# 713 MB (688 bytes per node), pendigits 134 MB (432), kin8nm 189 MB (128), usps 124 MB
-# (176: tables only, its rows are batched), satimage 36 MB (112).
+# 8 (2 K + 2) bytes per node of tables (K classes) and, on a lean tree below 32 features or
+# when the whole model's fit the budget, 16 D more of boxes (D features); a lean regressor
+# tree's, 16 D of boxes; a density tree's, 8 bytes of leaf log density. 100 trees: letter
+# 713 MB (688 bytes per node), satimage 223 MB (688), dna 204 MB (2944), pendigits 134 MB
+# (432), kin8nm 189 MB (128), usps 124 MB (176: tables only, its boxes would pass the budget).
 
 
 def _budget_from_environment(default=1 << 30):
