@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "mondrian"
-DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "mondrian"
+DESIGN = ROOT / "docs" / "design.md"
 SOURCES = sorted(p for ext in ("*.py", "*.pyx", "*.pxd", "*.h") for p in SRC.rglob(ext))
+# The size rules hold for the benchmarks, tools and tests as well.
+SCRIPTS = sorted(p for folder in ("benchmarks", "tools", "tests")
+                 for p in (ROOT / folder).rglob("*.py"))
 
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 150
@@ -27,10 +31,10 @@ _DEF = re.compile(
 
 
 def _relative(path):
-    return path.relative_to(SRC).as_posix()
+    return path.relative_to(SRC if path.is_relative_to(SRC) else ROOT).as_posix()
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=_relative)
+@pytest.mark.parametrize("path", SOURCES + SCRIPTS, ids=_relative)
 def test_module_size(path):
     n = len(path.read_text().splitlines())
     assert n <= MAX_MODULE_LINES, f"{_relative(path)} has {n} lines"
@@ -77,8 +81,8 @@ def _cython_spans(text):
     return spans
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.suffix in (".py", ".pyx", ".pxd")],
-                         ids=_relative)
+@pytest.mark.parametrize(
+    "path", [p for p in SOURCES if p.suffix in (".py", ".pyx", ".pxd")] + SCRIPTS, ids=_relative)
 def test_function_size(path):
     text = path.read_text()
     spans = _python_spans(text) if path.suffix == ".py" else _cython_spans(text)
