@@ -65,3 +65,20 @@ def test_kept_leaf_values_follow_the_lifetime_and_concentration():
         log_density_trees_cached(model._trees, U, 6.0, 1.0, got, small)
     log_density_trees(model._trees, U, 6.0, 1.0, expected)
     assert got.tobytes() == expected.tobytes() and not small._entries
+
+
+def test_trees_out_of_creation_order_are_refused_once():
+    X = _data(400, 6)
+    model = MondrianForestDensity(n_estimators=4, random_state=2).fit(X)
+    model.forget(X[::3])  # (its holes are filled by later nodes: children before parents)
+    U = np.ascontiguousarray(model._to_unit(_data(100, 7))[0].clip(0.0, 1.0))
+    expected = np.empty(len(U))
+    log_density_trees(model._trees, U, model._trees[0].lifetime, 1.0, expected)
+    cache = _node_cache.PredictCache(0, 1 << 30)
+    for _ in range(4):
+        got = np.empty(len(U))
+        log_density_trees_cached(model._trees, U, model._trees[0].lifetime, 1.0, got, cache)
+        assert got.tobytes() == expected.tobytes()
+    refused = len(cache._refused)
+    assert refused > 0 and len(cache._entries) + refused == 4
+    assert cache.nbytes == sum(entry.nbytes for _, entry in cache._entries.values())

@@ -361,9 +361,10 @@ cdef intp_t relocate_batch(MondrianTree t, const intp_t* movers, const intp_t* h
 cdef intp_t relocate_scan(MondrianTree t, const intp_t* movers, const intp_t* holes,
                           intp_t n, intp_t n_kept, intp_t* slot_of) except -1 nogil:
     """:func:`relocate_batch` without routing the movers, for a call moving a large share of
-    the stored points (``n * WARM_SHARE >= n_samples_seen``): every link to a mover (a leaf's
-    head, or a ``sample_next`` entry) is found by one pass over the leaves and one over the
-    lists' links, and renamed where it stands; the mover's own link moves to its new place.
+    the stored points (``commit_forget``: ``n * SCAN_SHARE >= n_stored``): every link to a
+    mover (a leaf's head, or a ``sample_next`` entry) is found by one pass over the leaves
+    and one over the lists' links, and renamed where it stands; the mover's own link moves to
+    its new place.
     The lists end as :func:`relocate_batch` leaves them (same order, same names), and the
     undo log saves the same entries before they are written. ``slot_of``: scratch of
     ``n_samples_seen - n_kept`` entries. Returns the number of node records and list

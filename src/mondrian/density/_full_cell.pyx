@@ -298,8 +298,8 @@ cdef object _kept_log_densities(object cache, MondrianTree tree, float64_t lifet
     with nogil:
         filled = _fill_node_log_densities(tree, lifetime, concentration, kept.tables, stack)
     free(stack)
-    if not filled:
-        cache.release(kept.nbytes)
+    if not filled:  # (not in creation order, e.g. after a forget: for the whole generation)
+        cache.refuse(tree, key, kept.nbytes)
         return None
     cache.store(tree, key, kept)
     return kept

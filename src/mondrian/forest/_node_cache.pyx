@@ -8,9 +8,9 @@ lock's count of completed writes, kept in the lock: views sharing a forest's loc
 cache): ``fit``, ``partial_fit``, ``forget``, ``set_params`` and every other writer drop it
 when they begin, a pickled or copied model starts with none (the cache is not part of the
 model). Entries are built by the second call of many rows that needs them (a model predicted
-once keeps nothing; calls of a few rows read entries but never build them), into buffers of their own, and published by one dictionary assignment (atomic
-under the GIL), so concurrent readers see a whole entry or none; two readers may both build
-one, the second's is dropped.
+once keeps nothing; calls of a few rows read entries but never build them), into buffers of
+their own, and published by one dictionary assignment (atomic under the GIL), so concurrent
+readers see a whole entry or none; two readers may both build one, the second's is dropped.
 The bytes kept per model are bounded by :data:`CACHE_BYTES`; trees past the bound are
 tabulated per call as without a cache. Reading cached rows gives the bits of rows built in the
 call: the same functions fill them.
@@ -86,6 +86,7 @@ class PredictCache:
         self.nbytes = 0
         self._entries = {}
         self._asked = {}  # the trees and keys asked for once (their tree kept: ids stay theirs)
+        self._refused = set()  # the trees and keys whose entry cannot be built (see refuse)
         self._lock = threading.Lock()
 
     def find(self, tree, key):
@@ -102,6 +103,8 @@ class PredictCache:
         counted now, so that threads building at once stay within it)."""
         cdef intp_t nbytes = (table_floats + box_floats) * sizeof(float64_t)
         with self._lock:
+            if (id(tree), key) in self._refused:
+                return None
             if (id(tree), key) not in self._asked:
                 self._asked[(id(tree), key)] = tree
                 return None
@@ -127,6 +130,14 @@ class PredictCache:
         """Give back the bytes of an entry that was not stored."""
         with self._lock:
             self.nbytes -= nbytes
+
+    def refuse(self, tree, key, nbytes):
+        """Give back the bytes of an entry of ``tree`` at ``key`` that could not be built,
+        and reserve none for it again in this generation (the tree is as it was)."""
+        with self._lock:
+            self.nbytes -= nbytes
+            self._asked[(id(tree), key)] = tree
+            self._refused.add((id(tree), key))
 
     def store(self, tree, key, NodeTables tables):
         """Publish a built entry (a second one for the same tree and key is dropped)."""
