@@ -283,6 +283,12 @@ def test_regressor_groups_and_cached_boxes_keep_the_bits(k):
     assert moments(False).tobytes() == reference.tobytes()
     assert moments(False, cache, step=1).tobytes() == reference.tobytes()
     assert moments(False, cache, step=7).tobytes() == reference.tobytes()
+    # Calls of few rows read the kept boxes but never build them.
+    few = _node_cache.PredictCache(0, 1 << 30)
+    assert all(7 * 32 < tree.node_count for tree in model._trees)
+    for _ in range(3):
+        assert moments(False, few, step=7).tobytes() == reference.tobytes()
+    assert not few._entries and not few.nbytes
     # Pruned at the call: the same boxes, other leaves.
     assert (moments(False, cache, lifetime=0.5).tobytes()
             == moments(True, lifetime=0.5).tobytes())

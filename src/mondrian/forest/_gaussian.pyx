@@ -266,6 +266,11 @@ def upward_messages(MondrianTree tree, GaussianPrior params not None, lifetime=N
 # walks its rows in groups side by side rather than partitioning them down the tree.
 cdef intp_t GROUP_MAX_FEATURES = 32
 
+# A call builds the cached boxes only with at least one row per this many nodes (building reads
+# every node: a call of fewer rows costs more that way than its own walks); it reads them
+# whatever its rows (the classifier's TABLE_ROWS_PER_NODE).
+cdef intp_t BUILD_ROWS_PER_NODE = 32
+
 
 cdef bint _groups_pay(MondrianTree tree, intp_t n, bint plain_walk):
     """Whether a call of ``n`` rows walks them in groups when every box is at hand (few
@@ -275,12 +280,15 @@ cdef bint _groups_pay(MondrianTree tree, intp_t n, bint plain_walk):
 
 cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_walk):
     """The cached boxes of every node of the lean ``tree`` (a ``NodeTables``; built now if
-    the cache has room), or None (no cache, no room, or the call does not group its rows)."""
+    the cache has room and the call has many rows), or None (no cache, no room, none kept for
+    a call of few rows, or the call does not group its rows)."""
     cdef NodeTables kept
     cdef intp_t* queue
     if (cache is None or tree.box_min_samples == 0 or tree.node_count == 0
             or not _groups_pay(tree, n, plain_walk)):
         return None
+    if n * BUILD_ROWS_PER_NODE < tree.node_count:
+        return cache.find(tree, ("boxes",))
     kept, fresh = cache.entry(tree, ("boxes",), 0, 2 * tree.node_count * tree.n_features)
     if not fresh:
         return kept
