@@ -65,14 +65,20 @@ def _twice(model, S):
     model.predict_proba(S)
 
 
+def _fitted(k, d, n_estimators):
+    """A classifier on ``_data(k, d=d)`` (lean boxes below ``k`` points), its test rows and
+    their uncached prediction."""
+    X, y = _data(k, d=d)
+    with box_min_samples(k):
+        model = MondrianForestClassifier(n_estimators=n_estimators, random_state=k).fit(X, y)
+    S = _rows(X, k)
+    return model, S, _uncached(model, S)
+
+
 @pytest.mark.parametrize("k", [0, 8])
 @pytest.mark.parametrize("d", [6, 36])
 def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
-    X, y = _data(k, d=d)
-    with box_min_samples(k):
-        model = MondrianForestClassifier(n_estimators=4, random_state=k).fit(X, y)
-    S = _rows(X, k)
-    reference = _uncached(model, S)
+    model, S, reference = _fitted(k, d, 4)
     first = model.predict_proba(S)  # asks for the entries (a model predicted once keeps none)
     assert not _cache(model)._entries
     second = model.predict_proba(S)  # builds them
@@ -103,11 +109,7 @@ def test_cached_calls_give_the_bits_of_uncached_ones(k, d):
 @pytest.mark.parametrize("k", [0, 8])
 @pytest.mark.parametrize("d", [6, 36])
 def test_calls_of_few_rows_read_kept_tables_but_never_build_them(k, d):
-    X, y = _data(k, d=d)
-    with box_min_samples(k):
-        model = MondrianForestClassifier(n_estimators=3, random_state=k).fit(X, y)
-    S = _rows(X, k)
-    reference = _uncached(model, S)
+    model, S, reference = _fitted(k, d, 3)
     few = [S[:2], S[450:455], S[-9:]]  # (inside the data, near it, far outside)
     nodes = min(tree.node_count for tree in model._trees)
     assert all(len(rows) * 32 < nodes for rows in few)  # (below the tabulating threshold)
