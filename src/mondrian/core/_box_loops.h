@@ -22,10 +22,12 @@
 #define MONDRIAN_TREE_PREFETCH(p) ((void)0)
 #endif
 
-/* Cache hints for the n_bytes from start, a 64-byte line at a time (no effect on any value). */
+/* Cache hints for the n_bytes from start, a 64-byte line at a time, and the last byte (the
+   last line of a span that does not start on a line); no effect on any value. */
 static inline MF_MAYBE_UNUSED void mf_prefetch_span(const void *start, Py_ssize_t n_bytes) {
     Py_ssize_t b;
     for (b = 0; b < n_bytes; b += 64) MONDRIAN_TREE_PREFETCH((const char *)start + b);
+    if (n_bytes > 0) MONDRIAN_TREE_PREFETCH((const char *)start + n_bytes - 1);
 }
 
 /* Box loops of batch growth (mondrian.core._grow). The bounds are min/max chains with the

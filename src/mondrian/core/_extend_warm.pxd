@@ -12,7 +12,7 @@
 # (its links, the points and their rows) when the leaf keeps no box. The waits of the points
 # overlap and the extension then finds its data in the cache. It writes nothing and computes
 # nothing the extension uses: every result is unchanged, bit for bit; only speed depends on it.
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 
@@ -28,14 +28,6 @@ cdef struct BatchWalker:
     intp_t at       # the node of the descent, or the stored point of the leaf list
     intp_t point    # the batch point (store index)
     intp_t steps    # -1 in the descent, else the leaf-list points visited
-
-
-cdef inline void _warm_span(const void* start, intp_t n_bytes) noexcept nogil:
-    cdef intp_t offset
-    for offset in range(0, n_bytes, 64):
-        MONDRIAN_TREE_PREFETCH(<const char*> start + offset)
-    if n_bytes > 0:
-        MONDRIAN_TREE_PREFETCH(<const char*> start + n_bytes - 1)
 
 
 cdef inline void _warm_record(MondrianTree tree, intp_t node) noexcept nogil:
@@ -55,12 +47,12 @@ cdef inline intp_t _warm_node(MondrianTree tree, BatchWalker* w, const float64_t
     cdef const Node* nd = &tree.nodes[j]
     cdef const float64_t* x
     if slot >= 0:
-        _warm_span(tree.bounds + 2 * D * slot, 2 * D * <intp_t> sizeof(float64_t))
+        mf_prefetch_span(tree.bounds + 2 * D * slot, 2 * D * <intp_t> sizeof(float64_t))
     if tree.lean_values:
         if slot >= 0:
-            _warm_span(tree.value + S * slot, S * <intp_t> sizeof(float64_t))
+            mf_prefetch_span(tree.value + S * slot, S * <intp_t> sizeof(float64_t))
     else:
-        _warm_span(tree.value + S * j, S * <intp_t> sizeof(float64_t))
+        mf_prefetch_span(tree.value + S * j, S * <intp_t> sizeof(float64_t))
     if nd.left_child == TREE_LEAF:
         # A leaf with a stored box is never rebuilt; else its list and points are read.
         if slot >= 0 or nd.first_sample == TREE_LEAF:
@@ -79,9 +71,9 @@ cdef inline intp_t _warm_list(MondrianTree tree, BatchWalker* w, const float64_t
     """One step of ``w`` along a leaf list, at the stored point ``w.at`` (its link hinted a
     step before): hints for the point and its row, then the next link; the next point or -1."""
     cdef intp_t D = tree.n_features, S = tree.value_stride, i = w.at
-    _warm_span(X + D * i, D * <intp_t> sizeof(float64_t))
+    mf_prefetch_span(X + D * i, D * <intp_t> sizeof(float64_t))
     if rows != NULL and tree.lean_values:
-        _warm_span(rows + S * i, S * <intp_t> sizeof(float64_t))
+        mf_prefetch_span(rows + S * i, S * <intp_t> sizeof(float64_t))
     i = tree.sample_next[i]
     w.steps += 1
     if i == TREE_LEAF or w.steps >= WARM_LIST_STEPS:

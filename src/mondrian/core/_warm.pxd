@@ -15,20 +15,10 @@
 # depends on it.
 from libc.stdint cimport int32_t
 
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
 from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport read_lifetime
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MONDRIAN_WARM(p) __builtin_prefetch(p)
-    #else
-    #define MONDRIAN_WARM(p) ((void)0)
-    #endif
-    """
-    void MONDRIAN_WARM(const void* p) noexcept nogil
-
 
 cdef enum:
     # Trees walked together (more would evict the first paths before they are read).
@@ -89,16 +79,10 @@ cdef inline void warm_tree(WarmPath* w, MondrianTree tree, float64_t lifetime) n
     w.steps = 0
 
 
-cdef inline void _warm_bytes(const void* start, intp_t n_bytes) noexcept nogil:
-    cdef intp_t offset
-    for offset in range(0, n_bytes, 64):
-        MONDRIAN_WARM(<const char*> start + offset)
-
-
 cdef inline void _warm_row(const WarmPath* w, intp_t node) noexcept nogil:
     cdef intp_t r = w.slot[node] if w.lean else node
     if r >= 0:
-        _warm_bytes(<const char*> w.value + r * w.row_bytes, w.row_bytes)
+        mf_prefetch_span(<const char*> w.value + r * w.row_bytes, w.row_bytes)
 
 
 cdef inline void _descent_step(WarmPath* p, const float64_t* x) noexcept nogil:
@@ -118,7 +102,7 @@ cdef inline void _descent_step(WarmPath* p, const float64_t* x) noexcept nogil:
         # The leaf-first walk reads the boxes from the leaf up: the deepest stored one
         # (those below it are rebuilt from the points of the frontier's subtree).
         if p.boxed >= 0:
-            _warm_bytes(<const char*> p.bounds + p.slot[p.boxed] * p.box_bytes, p.box_bytes)
+            mf_prefetch_span(<const char*> p.bounds + p.slot[p.boxed] * p.box_bytes, p.box_bytes)
         if p.frontier >= 0 and p.points != NULL:
             p.node = p.frontier
             p.phase = WARM_DOWN
@@ -128,10 +112,10 @@ cdef inline void _descent_step(WarmPath* p, const float64_t* x) noexcept nogil:
     lc = nd.left_child
     rc = nd.right_child
     if p.lean:
-        MONDRIAN_WARM(&p.slot[lc])
-        MONDRIAN_WARM(&p.slot[rc])
+        MONDRIAN_TREE_PREFETCH(&p.slot[lc])
+        MONDRIAN_TREE_PREFETCH(&p.slot[rc])
     j = lc if x[nd.feature] <= nd.threshold else rc
-    MONDRIAN_WARM(&p.nodes[j])
+    MONDRIAN_TREE_PREFETCH(&p.nodes[j])
     p.parent = p.node
     p.node = j
 
@@ -147,18 +131,18 @@ cdef inline void _subtree_step(WarmPath* p) noexcept nogil:
     elif p.phase == WARM_DOWN:
         if p.nodes[j].left_child != TREE_LEAF:
             p.node = p.nodes[j].left_child
-            MONDRIAN_WARM(&p.nodes[p.node])
+            MONDRIAN_TREE_PREFETCH(&p.nodes[p.node])
         else:
             p.sample = p.nodes[j].first_sample
             p.phase = WARM_SAMPLES
     elif p.phase == WARM_SAMPLES:
         if p.sample >= 0:
-            _warm_bytes(<const char*> p.points + p.sample * p.point_bytes, p.point_bytes)
+            mf_prefetch_span(<const char*> p.points + p.sample * p.point_bytes, p.point_bytes)
             if p.rows != NULL:
-                _warm_bytes(<const char*> p.rows + p.sample * p.row_bytes, p.row_bytes)
+                mf_prefetch_span(<const char*> p.rows + p.sample * p.row_bytes, p.row_bytes)
             p.sample = p.sample_next[p.sample]
             if p.sample >= 0:
-                MONDRIAN_WARM(&p.sample_next[p.sample])
+                MONDRIAN_TREE_PREFETCH(&p.sample_next[p.sample])
         else:
             p.phase = WARM_UP
     elif j == p.frontier:  # WARM_UP at the top: every leaf was visited
@@ -167,7 +151,7 @@ cdef inline void _subtree_step(WarmPath* p) noexcept nogil:
         up = p.nodes[j].parent
         if p.nodes[up].left_child == j:
             p.node = p.nodes[up].right_child
-            MONDRIAN_WARM(&p.nodes[p.node])
+            MONDRIAN_TREE_PREFETCH(&p.nodes[p.node])
             p.phase = WARM_DOWN
         else:
             p.node = up
