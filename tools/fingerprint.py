@@ -9,6 +9,11 @@ Usage::
 
     python tools/fingerprint.py write before.json
     python tools/fingerprint.py compare before.json   # exits 1 and lists what differs
+
+A change allowed to round differently (issue 24 allows 1e-12 relative) is checked on the values
+themselves: ``write-values before.npz`` keeps every read, and ``close before.npz [rtol]`` compares
+each array to ``rtol`` (default 1e-12, elementwise, relative to the earlier value; NaN and infinite
+entries must match exactly) and every other read (pickle bytes, refusals) by its hash.
 """
 
 import hashlib
@@ -42,43 +47,52 @@ def digest(value):
     return h.hexdigest()[:16]
 
 
-def reads(model, X, y):
-    """Hashes of every read ``model`` offers on ``X``."""
+def reads(model, X, y, values=None):
+    """Hashes of every read ``model`` offers on ``X``; the results themselves go to ``values``."""
     out = {}
+
+    def keep(name, value):
+        out[name] = digest(value)
+        if values is not None:
+            values[name] = value
+
     for name in READS:
         method = getattr(model, name, None)
         if method is None:
             continue
         try:
-            out[name] = digest(method(X))
+            keep(name, method(X))
         except Exception as exc:  # a read a model refuses is part of its fingerprint
             out[name] = f"{type(exc).__name__}"
     if "return_std" in str(inspect.signature(getattr(model, "predict", lambda: None))):
-        out["predict_std"] = digest(model.predict(X, return_std=True))
+        keep("predict_std", model.predict(X, return_std=True))
     path = getattr(model, "lifetime_path", None)
     if path is not None:
         try:
             args = (X,) if target_kind(model) is None else (X, y)
             result = path(*args)
-            out["lifetime_path"] = digest(tuple(np.asarray(v) for v in vars(result).values()
-                                                if isinstance(v, np.ndarray)))
+            keep("lifetime_path", tuple(np.asarray(v) for v in vars(result).values()
+                                        if isinstance(v, np.ndarray)))
         except Exception as exc:
             out["lifetime_path"] = f"{type(exc).__name__}"
     out["pickle"] = hashlib.sha256(pickle.dumps(model, protocol=5)).hexdigest()[:16]
-    out["reloaded_predict"] = reads_after_reload(model, X)
+    out["reloaded_predict"] = reads_after_reload(model, X, values)
     return out
 
 
-def reads_after_reload(model, X):
-    """The hash of the first read of a pickled-and-reloaded copy."""
+def reads_after_reload(model, X, values=None):
+    """The hash of the first read of a pickled-and-reloaded copy (its result goes to ``values``)."""
     copy = pickle.loads(pickle.dumps(model))
     for name in READS:
         method = getattr(copy, name, None)
         if method is not None:
             try:
-                return digest(method(X))
+                value = method(X)
             except Exception as exc:
                 return type(exc).__name__
+            if values is not None:
+                values["reloaded_predict"] = value
+            return digest(value)
     return None
 
 
@@ -110,8 +124,8 @@ def variants(cls):
     return out
 
 
-def fingerprint():
-    """Hashes for every class, variant and read."""
+def fingerprint(values=None):
+    """Hashes for every class, variant and read (results kept in ``values[key]`` if given)."""
     result = {}
     for cls in estimator_classes():
         for label, params, how in variants(cls):
@@ -141,16 +155,79 @@ def fingerprint():
                     model.fit(*args)
                     rows = [5, 17, 40]
                     model.forget(X[rows]) if kind is None else model.forget(X[rows], y[rows])
-                result[key] = reads(model, X_test, y_test)
+                kept = None if values is None else values.setdefault(key, {})
+                result[key] = reads(model, X_test, y_test, kept)
             except Exception as exc:
                 result[key] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
     return result
 
 
+def flatten(values):
+    """``{"key|read|part": float array}`` of every numeric result kept by :func:`fingerprint`."""
+    flat = {}
+    for key, kept in values.items():
+        for read, value in kept.items():
+            parts = value if isinstance(value, tuple) else (value,)
+            for i, part in enumerate(parts):
+                array = np.asarray(part.toarray() if hasattr(part, "toarray") else part)
+                if array.dtype.kind in "fc":
+                    flat[f"{key}|{read}|{i}"] = array
+    return flat
+
+
+def close(before, current, hashes_before, hashes_now, rtol):
+    """Lines naming every read that differs by more than ``rtol``, or whose hash differs when
+    it holds no floating-point array; and the largest relative difference seen."""
+    differ, largest = [], 0.0
+    for name in sorted(set(before) | set(current)):
+        a, b = before.get(name), current.get(name)
+        if a is None or b is None or a.shape != b.shape:
+            shapes = [getattr(v, "shape", None) for v in (a, b)]
+            differ.append(f"{name}: shape {shapes[0]} -> {shapes[1]}")
+            continue
+        finite = np.isfinite(a)
+        if not np.array_equal(a[~finite], b[~finite], equal_nan=True) or \
+                not np.isfinite(b[finite]).all():
+            differ.append(f"{name}: non-finite entries differ")
+            continue
+        gap = np.abs(a[finite] - b[finite])
+        scale = np.abs(a[finite])
+        if gap.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(gap == 0, 0.0, gap / scale)
+            largest = max(largest, float(rel.max()))
+            if (gap > rtol * scale).any():
+                differ.append(f"{name}: relative difference {float(rel.max()):.3g} > {rtol:g}")
+    floats = {name.split("|")[0] + "|" + name.split("|")[1] for name in before}
+    for key in sorted(set(hashes_before) | set(hashes_now)):
+        a, b = hashes_before.get(key, {}), hashes_now.get(key, {})
+        for read in sorted(set(a) | set(b)):
+            if f"{key}|{read}" not in floats and a.get(read) != b.get(read):
+                differ.append(f"{key} {read}: {a.get(read)} -> {b.get(read)}")
+    return differ, largest
+
+
 def main(argv):
-    """Write or compare fingerprints."""
+    """Write or compare fingerprints, or write or compare the values behind them."""
     warnings.simplefilter("ignore")
     command, path = argv[1], argv[2]
+    if command in ("write-values", "close"):
+        values = {}
+        hashes = fingerprint(values)
+        flat = flatten(values)
+        if command == "write-values":
+            np.savez(path, __hashes__=np.array(json.dumps(hashes, sort_keys=True)), **flat)
+            print(f"{len(flat)} arrays of {len(hashes)} fingerprints written to {path}")
+            return 0
+        rtol = float(argv[3]) if len(argv) > 3 else 1e-12
+        with np.load(path) as stored:
+            before = {name: stored[name] for name in stored.files if name != "__hashes__"}
+            hashes_before = json.loads(str(stored["__hashes__"]))
+        differ, largest = close(before, flat, hashes_before, hashes, rtol)
+        print("\n".join(differ) if differ else
+              f"all {len(flat)} arrays within {rtol:g} (largest relative difference "
+              f"{largest:.3g}) and every other read identical")
+        return 1 if differ else 0
     current = fingerprint()
     if command == "write":
         with open(path, "w") as f:
