@@ -10,7 +10,6 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 
 import numpy as np
 
-from libc.math cimport INFINITY
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free
 
@@ -46,6 +45,8 @@ cdef extern from "mondrian/forest/_vmath.h":
     int mf_vmath_portable
     void mf_vm_clocks(intp_t n, float64_t rate, const float64_t* a, const float64_t* tau,
                       const float64_t* eta, float64_t* d) noexcept nogil
+    void mf_vm_terms(intp_t n, float64_t sigma2, float64_t psi_end, float64_t noise,
+                     const float64_t* inputs, float64_t* m, float64_t* v) noexcept nogil
     void mf_vm_apply(int which, intp_t n, const float64_t* x, float64_t* out) noexcept nogil
 
 
@@ -115,7 +116,7 @@ cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadratu
     reserve(<void**> &o.pend_w, &o.pend_w_size, PENDING_NODES * sizeof(float64_t))
     reserve(<void**> &o.pend_j, &o.pend_j_size, PENDING_NODES * sizeof(intp_t))
     reserve(<void**> &o.pend_pts, &o.pend_pts_size,
-            4 * PENDING_NODES * n_quadrature * sizeof(float64_t))
+            PENDING_ARRAYS * PENDING_NODES * n_quadrature * sizeof(float64_t))
     o.n_pend = 0
     return 0
 
@@ -282,10 +283,11 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
 
 
 cdef enum:
-    # Quadrature points whose terms are found side by side (in vector lanes).
-    QUADRATURE_LANES = 8
-    # Branch-off nodes of a row whose clocks are found together (_branch_push).
+    # Branch-off nodes of a row whose terms are found together (_branch_push).
     PENDING_NODES = 32
+    # Arrays of PENDING_NODES n_quadrature floats: the arguments of the clocks (a, tau, eta),
+    # the clocks' denominators and the 6 node values of mf_vm_terms, then the terms (m, v).
+    PENDING_ARRAYS = 12
 
 
 cdef inline void _branch_push(const Hyper* hs, intp_t P, const float64_t* r,
@@ -314,61 +316,47 @@ cdef inline void _branch_push(const Hyper* hs, intp_t P, const float64_t* r,
 cdef void _branch_flush(const Hyper* hs, intp_t P, float64_t** msg_means, float64_t** msg_vars,
                         Outer* o, intp_t n_quadrature, float64_t* mean_sum,
                         float64_t* second_sum) noexcept nogil:
-    """Add the queued nodes' terms (``_branch_push``), node after node: every clock at once
-    (``mf_vm_clocks``: exp and log1p in vector lanes), then for each node each prior's Gaussian
-    products of a few points at once, in loops without calls or branches (the divisions in
-    vector lanes), then the sums point by point: each sum in the order of the points."""
-    cdef float64_t m[QUADRATURE_LANES]
-    cdef float64_t v[QUADRATURE_LANES]
-    cdef intp_t n_pts = PENDING_NODES * n_quadrature, i, j, q0, q, k, lanes
+    """Add the queued nodes' terms (``_branch_push``): every clock at once (``mf_vm_clocks``:
+    exp and log1p in vector lanes), then for each prior every point's Gaussian product
+    (``mf_vm_terms``, in vector lanes), then the sums node after node, point after point (the
+    order of the points along the row's path)."""
+    cdef intp_t n_pts = PENDING_NODES * n_quadrature, n = o.n_pend * n_quadrature
+    cdef intp_t i, j, q, k
     cdef float64_t* d = o.pend_pts + 3 * n_pts
+    cdef float64_t* m = o.pend_pts + 10 * n_pts
+    cdef float64_t* v = o.pend_pts + 11 * n_pts
+    cdef float64_t* at
     cdef const float64_t* r
-    cdef float64_t w
+    cdef float64_t w, mean, second
     if o.n_pend == 0:
         return
-    mf_vm_clocks(o.n_pend * n_quadrature, hs[0].rate, o.pend_pts, o.pend_pts + n_pts,
-                 o.pend_pts + 2 * n_pts, d)
-    for i in range(o.n_pend):
-        r = o.pend_rec[i]
-        w = o.pend_w[i]
-        j = o.pend_j[i]
-        q0 = 0
-        while q0 < n_quadrature:
-            lanes = min(<intp_t>QUADRATURE_LANES, n_quadrature - q0)
-            for k in range(P):
-                _branch_terms(d + q0, lanes, hs[k].sigma2, r + OUTER_FIELDS * k,
-                              msg_means[k][j], msg_vars[k][j], o.psi_end[k], hs[k].noise, m, v)
-                for q in range(lanes):
-                    mean_sum[k] += w * m[q]
-                    second_sum[k] += w * (v[q] + m[q] * m[q])
-            q0 += lanes
-        d += n_quadrature
+    mf_vm_clocks(n, hs[0].rate, o.pend_pts, o.pend_pts + n_pts, o.pend_pts + 2 * n_pts, d)
+    for k in range(P):
+        # (each node's values once per point: the points in vector lanes)
+        at = d + n
+        for i in range(o.n_pend):
+            r = o.pend_rec[i] + OUTER_FIELDS * k
+            j = o.pend_j[i]
+            for q in range(n_quadrature):
+                at[q] = r[OUT_MEAN]
+                at[n + q] = r[OUT_VAR]
+                at[2 * n + q] = r[OUT_PSI_PARENT]
+                at[3 * n + q] = r[OUT_PSI]
+                at[4 * n + q] = msg_means[k][j]
+                at[5 * n + q] = msg_vars[k][j]
+            at += n_quadrature
+        mf_vm_terms(n, hs[k].sigma2, o.psi_end[k], hs[k].noise, d, m, v)
+        # (in registers: the sums in memory would chain a store and a load per point)
+        mean = mean_sum[k]
+        second = second_sum[k]
+        for i in range(o.n_pend):
+            w = o.pend_w[i]
+            for q in range(i * n_quadrature, (i + 1) * n_quadrature):
+                mean += w * m[q]
+                second += w * (v[q] + m[q] * m[q])
+        mean_sum[k] = mean
+        second_sum[k] = second
     o.n_pend = 0
-
-
-cdef inline void _branch_terms(const float64_t* d_t, intp_t lanes, float64_t sigma2,
-                               const float64_t* r, float64_t mean_j, float64_t var_j,
-                               float64_t psi_end, float64_t noise, float64_t* m,
-                               float64_t* v) noexcept nogil:
-    """The mean ``m[q]`` and variance ``v[q]`` a prior predicts at the clock denominators
-    ``d_t[q]`` (``_product`` of the record's outside message carried to the time and node
-    ``j``'s message, then the time's leaf variance and the noise), one point per lane."""
-    cdef float64_t psi_t, va, vb, total, mp, vp
-    cdef float64_t out_mean = r[OUT_MEAN], out_var = r[OUT_VAR]
-    cdef float64_t psi_parent = r[OUT_PSI_PARENT], psi_node = r[OUT_PSI]
-    cdef intp_t q
-    for q in range(lanes):
-        psi_t = sigma2 / d_t[q]
-        va = out_var + (psi_t - psi_parent)
-        vb = var_j + (psi_node - psi_t)
-        total = va + vb
-        # _product, its flat factors (an infinite variance) as selections
-        vp = va * vb / total
-        mp = (out_mean * vb + mean_j * va) / total
-        vp = vb if va == INFINITY else (va if vb == INFINITY else vp)
-        mp = mean_j if va == INFINITY else (out_mean if vb == INFINITY else mp)
-        m[q] = mp
-        v[q] = vp + (psi_end - psi_t + noise)
 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,

@@ -76,25 +76,20 @@ static MF_VMATH_INLINE double mf_vm_pow2(double k) {
 static MF_VMATH_INLINE double mf_vm_exp(double x) {
     /* exp(x) within about one ulp (0 below -745.2, inf above 709.8, NaN for NaN). */
     double xc = x < -1400.0 ? -1400.0 : x;
-    double k, n, r, p, y, k1, n1, k2;
+    double k, n, r, r2, r4, s0, s1, s2, y, k1, n1, k2;
     xc = xc > 1400.0 ? 1400.0 : xc;
     k = xc * MF_VM_INV_LN2 + MF_VM_ROUND;
     n = k - MF_VM_ROUND; /* |n| <= 2020 */
     r = (xc - n * MF_VM_LN2_HI) - n * MF_VM_LN2_LO;
-    /* expm1(r) = r + r**2 (1/2! + r/3! + ... + r**11/13!) */
-    p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    y = 1.0 + (r + (r * r) * p);
+    /* expm1(r) = r + r**2 (1/2! + r/3! + ... + r**11/13!), the sum in powers of r**2 and
+       r**4 (Estrin's scheme: a short chain of dependent operations) */
+    r2 = r * r;
+    r4 = r2 * r2;
+    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0));
+    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0));
+    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
+         + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0));
+    y = 1.0 + (r + r2 * (s0 + r4 * (s1 + r4 * s2)));
     /* y 2**n as (y 2**n1) 2**n2, n1 = round(n / 2), both in the normal range */
     k1 = n * 0.5 + MF_VM_ROUND;
     n1 = k1 - MF_VM_ROUND;
@@ -116,18 +111,12 @@ static MF_VMATH_INLINE double mf_vm_log1p(double a) {
     double s = f / (2.0 + f);
     double z = s * s;
     double hfsq = 0.5 * (f * f);
-    double R, res;
-    /* R = 2 z / 3 + 2 z**2 / 5 + ... + 2 z**10 / 21: log m = 2 s + s R */
-    R = 2.0 / 21.0;
-    R = R * z + 2.0 / 19.0;
-    R = R * z + 2.0 / 17.0;
-    R = R * z + 2.0 / 15.0;
-    R = R * z + 2.0 / 13.0;
-    R = R * z + 2.0 / 11.0;
-    R = R * z + 2.0 / 9.0;
-    R = R * z + 2.0 / 7.0;
-    R = R * z + 2.0 / 5.0;
-    R = R * z + 2.0 / 3.0;
+    double z2 = z * z, z4 = z2 * z2, R, res;
+    /* R = 2 z / 3 + 2 z**2 / 5 + ... + 2 z**10 / 21 (log m = 2 s + s R), in powers of z**2
+       and z**4 (Estrin's scheme) */
+    R = ((2.0 / 3.0 + z * (2.0 / 5.0)) + z2 * (2.0 / 7.0 + z * (2.0 / 9.0)))
+        + z4 * ((2.0 / 11.0 + z * (2.0 / 13.0)) + z2 * (2.0 / 15.0 + z * (2.0 / 17.0))
+                + z4 * (2.0 / 19.0 + z * (2.0 / 21.0)));
     R = R * z;
     /* 2 s = f - hfsq + s hfsq: log(1 + a) = e ln2 + f - (hfsq - s (hfsq + R)) + c */
     res = e * MF_VM_LN2_HI - ((hfsq - (s * (hfsq + R) + (e * MF_VM_LN2_LO + c))) - f);
@@ -169,6 +158,60 @@ static void mf_vm_clocks(Py_ssize_t n, double rate, const double *a, const doubl
         mf_vm_clocks_plain(n, rate, a, tau, eta, d);
     else
         mf_vm_clocks_fast(n, rate, a, tau, eta, d);
+}
+
+static MF_VMATH_INLINE void mf_vm_term(double sigma2, double psi_end, double noise, double d,
+                                       double out_mean, double out_var, double psi_parent,
+                                       double psi_node, double mean_j, double var_j,
+                                       double *m, double *v) {
+    /* _branch_terms of _gaussian_predict.pyx at one point (the same operations in the same
+       order): the outside message carried to the time of clock denominator d times node j's
+       message (a flat factor, infinite variance, as a selection), then the time's leaf
+       variance and the noise. */
+    double psi_t = sigma2 / d;
+    double va = out_var + (psi_t - psi_parent);
+    double vb = var_j + (psi_node - psi_t);
+    double total = va + vb;
+    double vp = (va * vb) / total;
+    double mp = (out_mean * vb + mean_j * va) / total;
+    vp = va == INFINITY ? vb : (vb == INFINITY ? va : vp);
+    mp = va == INFINITY ? mean_j : (vb == INFINITY ? out_mean : mp);
+    *m = mp;
+    *v = vp + ((psi_end - psi_t) + noise);
+}
+
+/* The arrays of mf_vm_terms: the points' clock denominators, then their nodes' outside
+   message (mean, variance), psi at the parent's time and the node's, and the node's message
+   (mean, variance), one entry per point. */
+#define MF_VM_TERM_LOOP                                                                   \
+    for (i = 0; i < n; i++)                                                               \
+        mf_vm_term(sigma2, psi_end, noise, in[i], in[n + i], in[2 * n + i], in[3 * n + i], \
+                   in[4 * n + i], in[5 * n + i], in[6 * n + i], &m[i], &v[i])
+
+MF_VMATH_CLONES MF_VMATH_UNUSED
+static void mf_vm_terms_fast(Py_ssize_t n, double sigma2, double psi_end, double noise,
+                             const double *restrict in, double *restrict m,
+                             double *restrict v) {
+    Py_ssize_t i;
+    MF_VM_TERM_LOOP;
+}
+
+MF_VMATH_OPT MF_VMATH_UNUSED
+static void mf_vm_terms_plain(Py_ssize_t n, double sigma2, double psi_end, double noise,
+                              const double *in, double *m, double *v) {
+    Py_ssize_t i;
+    MF_VM_TERM_LOOP;
+}
+
+MF_VMATH_UNUSED
+static void mf_vm_terms(Py_ssize_t n, double sigma2, double psi_end, double noise,
+                        const double *in, double *m, double *v) {
+    /* The mean m[i] and variance v[i] a prior (sigma2, psi_end, noise) predicts at point
+       i < n, from the 7 arrays of n floats at in (MF_VM_TERM_LOOP; m, v distinct from in). */
+    if (mf_vmath_portable)
+        mf_vm_terms_plain(n, sigma2, psi_end, noise, in, m, v);
+    else
+        mf_vm_terms_fast(n, sigma2, psi_end, noise, in, m, v);
 }
 
 MF_VMATH_CLONES MF_VMATH_UNUSED
