@@ -159,7 +159,7 @@ def test_regressor_dispatched_is_portable(n_quadrature):
             out.append(_reads(model, S, n_quadrature))
         finally:
             set_portable_kernels(old)
-    for fast, plain in zip(*out):
+    for fast, plain in zip(*out, strict=True):
         assert fast.tobytes() == plain.tobytes()
     one, rows, grid = out[0]
     assert one.tobytes() == rows.tobytes()  # a row's bits do not depend on the call
