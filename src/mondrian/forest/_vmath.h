@@ -164,10 +164,10 @@ static MF_VMATH_INLINE void mf_vm_term(double sigma2, double psi_end, double noi
                                        double out_mean, double out_var, double psi_parent,
                                        double psi_node, double mean_j, double var_j,
                                        double *m, double *v) {
-    /* _branch_terms of _gaussian_predict.pyx at one point (the same operations in the same
-       order): the outside message carried to the time of clock denominator d times node j's
-       message (a flat factor, infinite variance, as a selection), then the time's leaf
-       variance and the noise. */
+    /* The Gaussian a prior predicts at one point of a branch-off node j (the operations of
+       _product in _gaussian_model.pxd, in the same order): the outside message carried to
+       the time of clock denominator d times node j's message (a flat factor, infinite
+       variance, as a selection), then the time's leaf variance and the noise. */
     double psi_t = sigma2 / d;
     double va = out_var + (psi_t - psi_parent);
     double vb = var_j + (psi_node - psi_t);
