@@ -21,7 +21,16 @@ cdef struct Outer:
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
     BatchEtas batch        # the etas of a batch of rows (_batched)
+    # A row's branch-off nodes waiting for their clocks (found together, in vector lanes):
+    # per node its record and weight, per quadrature point the argument of log1p, the
+    # parent's time and eta, then the clock denominator.
+    intp_t n_pend
+    const float64_t** pend_rec
+    float64_t* pend_w
+    intp_t* pend_j
+    float64_t* pend_pts    # 4 arrays of PENDING_NODES n_quadrature floats: a, tau, eta, d
     size_t known_size, filled_size, rec_size, psi_end_size, u_size
+    size_t pend_rec_size, pend_w_size, pend_j_size, pend_pts_size
 
 
 # One tree's predictive at the n rows of X under the P priors hs (see the .pyx); o zeroed

@@ -8,7 +8,8 @@ it reaches (``Outer``), whatever the number of rows. The entry points that valid
 (``predict_moments_trees``, ``predict_moments_grid``) live in :mod:`mondrian.forest._gaussian`.
 """
 
-from libc.math cimport INFINITY, log1p
+import numpy as np
+
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free
 
@@ -36,6 +37,38 @@ from mondrian.core._walk cimport (
     walk_start_path,
 )
 from mondrian.forest._gaussian_model cimport Hyper, _clock_denominator, _leaf_message, _product
+
+from mondrian.core._batch_walk import add_portable_switch
+
+
+cdef extern from "mondrian/forest/_vmath.h":
+    int mf_vmath_portable
+    void mf_vm_clocks(intp_t n, float64_t rate, const float64_t* a, const float64_t* tau,
+                      const float64_t* eta, float64_t* d) noexcept nogil
+    void mf_vm_terms(intp_t n, float64_t sigma2, float64_t psi_end, float64_t noise,
+                     const float64_t* inputs, float64_t* m, float64_t* v) noexcept nogil
+    void mf_vm_apply(int which, intp_t n, const float64_t* x, float64_t* out) noexcept nogil
+
+
+def _set_portable(bint portable):
+    """Force (True) or release (False) the plain loops of the quadrature's exp and log1p
+    (set with the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
+    global mf_vmath_portable
+    mf_vmath_portable = 1 if portable else 0
+
+
+add_portable_switch(_set_portable)
+
+
+def _vmath(str name, x):
+    """``exp`` or ``log1p`` (``name``) of the floats ``x`` by the quadrature's own functions
+    (``_vmath.h``), as the current kernels' setting says: for the tests."""
+    cdef const float64_t[::1] xs = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    out = np.empty(xs.shape[0])
+    cdef float64_t[::1] o = out
+    if xs.shape[0]:
+        mf_vm_apply(0 if name == "exp" else 1, xs.shape[0], &xs[0], &o[0])
+    return out
 
 
 cdef enum:
@@ -79,6 +112,12 @@ cdef int _outer_reserve(Outer* o, intp_t node_count, intp_t P, intp_t n_quadratu
     reserve(<void**> &o.rec, &o.rec_size, OUTER_FIELDS * n * P * sizeof(float64_t))
     reserve(<void**> &o.psi_end, &o.psi_end_size, P * sizeof(float64_t))
     reserve(<void**> &o.u, &o.u_size, n_quadrature * sizeof(float64_t))
+    reserve(<void**> &o.pend_rec, &o.pend_rec_size, PENDING_NODES * sizeof(float64_t*))
+    reserve(<void**> &o.pend_w, &o.pend_w_size, PENDING_NODES * sizeof(float64_t))
+    reserve(<void**> &o.pend_j, &o.pend_j_size, PENDING_NODES * sizeof(intp_t))
+    reserve(<void**> &o.pend_pts, &o.pend_pts_size,
+            PENDING_ARRAYS * PENDING_NODES * n_quadrature * sizeof(float64_t))
+    o.n_pend = 0
     return 0
 
 
@@ -88,6 +127,10 @@ cdef void outer_free(Outer* o) noexcept nogil:
     free(o.rec)
     free(o.psi_end)
     free(o.u)
+    free(o.pend_rec)
+    free(o.pend_w)
+    free(o.pend_j)
+    free(o.pend_pts)
     batch_free(&o.batch)
 
 
@@ -240,65 +283,80 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
 
 
 cdef enum:
-    # Quadrature points whose terms are found side by side (in vector lanes).
-    QUADRATURE_LANES = 8
+    # Branch-off nodes of a row whose terms are found together (_branch_push).
+    PENDING_NODES = 32
+    # Arrays of PENDING_NODES n_quadrature floats: the arguments of the clocks (a, tau, eta),
+    # the clocks' denominators and the 6 node values of mf_vm_terms, then the terms (m, v).
+    PENDING_ARRAYS = 12
 
 
-cdef inline void _branch_off(const Hyper* hs, intp_t P, const float64_t* r,
-                             float64_t** msg_means, float64_t** msg_vars, intp_t j,
-                             const Outer* o, intp_t n_quadrature, float64_t w,
-                             float64_t tau_parent, float64_t p, float64_t eta,
-                             float64_t* mean_sum, float64_t* second_sum) noexcept nogil:
-    """Add to ``mean_sum``, ``second_sum`` (P each) the hierarchical model's predictive of a
-    row branching off above node ``j`` (record ``r``), at the quadrature's branching times
-    (weight ``w`` each). The times and clocks, then each prior's Gaussian products of a few
-    points at once, in loops without calls or branches (the divisions in vector lanes), then
-    the sums point by point: each sum in the order of the points, the bits of one point
-    after another."""
-    cdef float64_t d_t[QUADRATURE_LANES]
-    cdef float64_t m[QUADRATURE_LANES]
-    cdef float64_t v[QUADRATURE_LANES]
-    cdef intp_t q0 = 0, q, k, lanes
-    while q0 < n_quadrature:
-        lanes = min(<intp_t>QUADRATURE_LANES, n_quadrature - q0)
-        for q in range(lanes):
-            d_t[q] = log1p(-o.u[q0 + q] * p)
-        for q in range(lanes):
-            d_t[q] = tau_parent - d_t[q] / eta
-        for q in range(lanes):
-            d_t[q] = _clock_denominator(hs[0].rate, d_t[q])
-        for k in range(P):
-            _branch_terms(d_t, lanes, hs[k].sigma2, r + OUTER_FIELDS * k, msg_means[k][j],
-                          msg_vars[k][j], o.psi_end[k], hs[k].noise, m, v)
-            for q in range(lanes):
-                mean_sum[k] += w * m[q]
-                second_sum[k] += w * (v[q] + m[q] * m[q])
-        q0 += lanes
+cdef inline void _branch_push(const Hyper* hs, intp_t P, const float64_t* r,
+                              float64_t** msg_means, float64_t** msg_vars, intp_t j,
+                              Outer* o, intp_t n_quadrature, float64_t w,
+                              float64_t tau_parent, float64_t p, float64_t eta,
+                              float64_t* mean_sum, float64_t* second_sum) noexcept nogil:
+    """Queue the hierarchical model's predictive of a row branching off above node ``j``
+    (record ``r``) at the quadrature's branching times (weight ``w`` each): the arguments of
+    its clocks, added to ``mean_sum``, ``second_sum`` by ``_branch_flush`` (at once when the
+    queue is full or the records are kept by depth, which the next nodes overwrite)."""
+    cdef intp_t q, n_pts = PENDING_NODES * n_quadrature
+    cdef float64_t* a = o.pend_pts + o.n_pend * n_quadrature
+    for q in range(n_quadrature):
+        a[q] = -o.u[q] * p
+        a[n_pts + q] = tau_parent
+        a[2 * n_pts + q] = eta
+    o.pend_rec[o.n_pend] = r
+    o.pend_w[o.n_pend] = w
+    o.pend_j[o.n_pend] = j
+    o.n_pend += 1
+    if o.n_pend == PENDING_NODES or not o.memo:
+        _branch_flush(hs, P, msg_means, msg_vars, o, n_quadrature, mean_sum, second_sum)
 
 
-cdef inline void _branch_terms(const float64_t* d_t, intp_t lanes, float64_t sigma2,
-                               const float64_t* r, float64_t mean_j, float64_t var_j,
-                               float64_t psi_end, float64_t noise, float64_t* m,
-                               float64_t* v) noexcept nogil:
-    """The mean ``m[q]`` and variance ``v[q]`` a prior predicts at the clock denominators
-    ``d_t[q]`` (``_product`` of the record's outside message carried to the time and node
-    ``j``'s message, then the time's leaf variance and the noise), one point per lane."""
-    cdef float64_t psi_t, va, vb, total, mp, vp
-    cdef float64_t out_mean = r[OUT_MEAN], out_var = r[OUT_VAR]
-    cdef float64_t psi_parent = r[OUT_PSI_PARENT], psi_node = r[OUT_PSI]
-    cdef intp_t q
-    for q in range(lanes):
-        psi_t = sigma2 / d_t[q]
-        va = out_var + (psi_t - psi_parent)
-        vb = var_j + (psi_node - psi_t)
-        total = va + vb
-        # _product, its flat factors (an infinite variance) as selections
-        vp = va * vb / total
-        mp = (out_mean * vb + mean_j * va) / total
-        vp = vb if va == INFINITY else (va if vb == INFINITY else vp)
-        mp = mean_j if va == INFINITY else (out_mean if vb == INFINITY else mp)
-        m[q] = mp
-        v[q] = vp + (psi_end - psi_t + noise)
+cdef void _branch_flush(const Hyper* hs, intp_t P, float64_t** msg_means, float64_t** msg_vars,
+                        Outer* o, intp_t n_quadrature, float64_t* mean_sum,
+                        float64_t* second_sum) noexcept nogil:
+    """Add the queued nodes' terms (``_branch_push``): every clock at once (``mf_vm_clocks``:
+    exp and log1p in vector lanes), then for each prior every point's Gaussian product
+    (``mf_vm_terms``, in vector lanes), then the sums node after node, point after point (the
+    order of the points along the row's path)."""
+    cdef intp_t n_pts = PENDING_NODES * n_quadrature, n = o.n_pend * n_quadrature
+    cdef intp_t i, j, q, k
+    cdef float64_t* d = o.pend_pts + 3 * n_pts
+    cdef float64_t* m = o.pend_pts + 10 * n_pts
+    cdef float64_t* v = o.pend_pts + 11 * n_pts
+    cdef float64_t* at
+    cdef const float64_t* r
+    cdef float64_t w, mean, second
+    if o.n_pend == 0:
+        return
+    mf_vm_clocks(n, hs[0].rate, o.pend_pts, o.pend_pts + n_pts, o.pend_pts + 2 * n_pts, d)
+    for k in range(P):
+        # (each node's values once per point: the points in vector lanes)
+        at = d + n
+        for i in range(o.n_pend):
+            r = o.pend_rec[i] + OUTER_FIELDS * k
+            j = o.pend_j[i]
+            for q in range(n_quadrature):
+                at[q] = r[OUT_MEAN]
+                at[n + q] = r[OUT_VAR]
+                at[2 * n + q] = r[OUT_PSI_PARENT]
+                at[3 * n + q] = r[OUT_PSI]
+                at[4 * n + q] = msg_means[k][j]
+                at[5 * n + q] = msg_vars[k][j]
+            at += n_quadrature
+        mf_vm_terms(n, hs[k].sigma2, o.psi_end[k], hs[k].noise, d, m, v)
+        # (in registers: the sums in memory would chain a store and a load per point)
+        mean = mean_sum[k]
+        second = second_sum[k]
+        for i in range(o.n_pend):
+            w = o.pend_w[i]
+            for q in range(i * n_quadrature, (i + 1) * n_quadrature):
+                mean += w * m[q]
+                second += w * (v[q] + m[q] * m[q])
+        mean_sum[k] = mean
+        second_sum[k] = second
+    o.n_pend = 0
 
 
 cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* x,
@@ -372,9 +430,9 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             weight = step.reach * step.p
             if weight > 0.0:
                 if hierarchical:
-                    _branch_off(hs, P, r, msg_means, msg_vars, j, o, n_quadrature,
-                                weight / n_quadrature, step.tau_parent, step.p, step.eta,
-                                mean_sum, second_sum)
+                    _branch_push(hs, P, r, msg_means, msg_vars, j, o, n_quadrature,
+                                 weight / n_quadrature, step.tau_parent, step.p, step.eta,
+                                 mean_sum, second_sum)
                 else:
                     for k in range(P):
                         h = &hs[k]
@@ -383,6 +441,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
             if step.survival <= 0.0:
                 break
         if step.is_leaf:
+            _branch_flush(hs, P, msg_means, msg_vars, o, n_quadrature, mean_sum, second_sum)
             for k in range(P):
                 h = &hs[k]
                 if hierarchical:
@@ -399,6 +458,7 @@ cdef void _predict_row_grid(MondrianTree tree, const Hyper* hs, intp_t P, const 
         walk_next(&step, tree, x, lifetime)
         if not _known(o, step.node):
             _outer_fill(tree, hs, P, msg_means, msg_vars, o, step.node, step.depth, parent)
+    _branch_flush(hs, P, msg_means, msg_vars, o, n_quadrature, mean_sum, second_sum)
     for k in range(P):
         moments[k * stride] += mean_sum[k]
         moments[k * stride + 1] += second_sum[k]
