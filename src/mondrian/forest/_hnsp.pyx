@@ -724,7 +724,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                  &buf_size, &values, &values_size, &boxes, &boxes_size,
                                  &queue, &queue_size, &tables, &every_boxes)
                     if fresh and source.codes != NULL:
-                        fill_codes(tree, kept, &boxes, &boxes_size, &queue, &queue_size)
+                        fill_codes(tree, kept, &queue, &queue_size)
                         source.codes = kept.codes  # (NULL: a bound could not be encoded)
                     if boxed:
                         source.boxes = every_boxes

@@ -7,8 +7,8 @@ from mondrian.forest._node_cache cimport NodeTables
 cdef NodeTables tree_entry(object cache, MondrianTree tree, intp_t n, float64_t gamma,
                            float64_t lam, bint batched, intp_t forest_trees, bint* tabled,
                            bint* fresh)
-cdef int fill_codes(MondrianTree tree, NodeTables kept, float64_t** boxes, size_t* boxes_size,
-                    intp_t** queue, size_t* queue_size) except -1 nogil
+cdef int fill_codes(MondrianTree tree, NodeTables kept, intp_t** queue,
+                    size_t* queue_size) except -1 nogil
 
 
 # Features from which a batch measures coded boxes from its rows' half-ranks rather than

@@ -100,15 +100,12 @@ cdef intp_t _kept_bounds(object cache, MondrianTree tree, intp_t table_floats, o
     return 0
 
 
-cdef int fill_codes(MondrianTree tree, NodeTables kept, float64_t** boxes, size_t* boxes_size,
-                    intp_t** queue, size_t* queue_size) except -1 nogil:
+cdef int fill_codes(MondrianTree tree, NodeTables kept, intp_t** queue,
+                    size_t* queue_size) except -1 nogil:
     """Write every node's box of ``tree`` to the codes of the fresh entry ``kept``
-    (``boxes`` and ``queue``: the call's scratch); drop its codes when a bound cannot be
-    encoded (its batches then rebuild the boxes from the points, as without a cache)."""
-    cdef intp_t m = tree.node_count
-    reserve(<void**> boxes, boxes_size, 2 * m * tree.n_features * sizeof(float64_t))
-    reserve(<void**> queue, queue_size, m * sizeof(intp_t))
-    tree._all_boxes(boxes[0], queue[0])
-    if not encode_boxes(kept.coder, tree, boxes[0], queue[0], kept.codes):
+    (``queue``: the call's scratch); drop its codes when a bound cannot be encoded (its
+    batches then rebuild the boxes from the points, as without a cache)."""
+    reserve(<void**> queue, queue_size, tree.node_count * sizeof(intp_t))
+    if not encode_boxes(kept.coder, tree, queue[0], kept.codes):
         kept.drop_codes()
     return 0

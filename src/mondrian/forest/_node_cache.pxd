@@ -43,5 +43,5 @@ cdef class NodeTables:
 
 cdef bint row_ranks(BoxCoder coder, const float64_t* X, intp_t n, intp_t x_step,
                     uint16_t* out) noexcept nogil
-cdef bint encode_boxes(BoxCoder coder, MondrianTree tree, const float64_t* boxes,
-                       intp_t* queue, void* codes) noexcept nogil
+cdef bint encode_boxes(BoxCoder coder, MondrianTree tree, intp_t* queue,
+                       void* codes) noexcept nogil

@@ -34,11 +34,13 @@ __all__ = ["CACHE_BYTES", "BoxCoder", "NodeTables", "PredictCache", "predict_cac
 
 # Bytes of cached rows a model may keep (0: no cache; the environment variable
 # MONDRIAN_PREDICT_CACHE_BYTES sets it at import). A classifier tree's entry holds
-# 8 (2 K + 2) bytes per node of tables (K classes) and, on a lean tree below 32 features or
-# when the whole model's fit the budget, 16 D more of boxes (D features); a lean regressor
-# tree's, 16 D of boxes; a density tree's, 8 bytes of leaf log density. 100 trees: letter
-# 713 MB (688 bytes per node), satimage 223 MB (688), dna 204 MB (2944), pendigits 134 MB
-# (432), kin8nm 189 MB (128), usps 124 MB (176: tables only, its boxes would pass the budget).
+# 8 (2 K + 2) bytes per node of tables (K classes) and, on a lean tree below 32 features,
+# 16 D more of boxes (D features); from 32 features, when the whole model's fit the budget,
+# 2 D codes of 1 or 2 bytes (BoxCoder; else 16 D of floats, as with BOX_CODES off in
+# _hnsp_cache); a lean regressor tree's, 16 D of boxes; a density tree's, 8 bytes of leaf
+# log density. 100 trees: letter 713 MB (688 bytes per node), pendigits 134 MB (432), kin8nm
+# 189 MB (128); with codes satimage 184 bytes per node, dna 424, usps 1200 (about 850 MB;
+# 4272 as floats, past the budget).
 
 
 def _budget_from_environment(default=1 << 30):
@@ -212,21 +214,6 @@ cdef inline bint _code_of(BoxCoder coder, intp_t d, float64_t v, intp_t* code) n
     return first < coder.counts[d] and _same_bits(values[first], v)
 
 
-cdef inline bint _leaf_code(BoxCoder coder, MondrianTree tree, intp_t j, intp_t e,
-                            float64_t v, intp_t* code) noexcept nogil:
-    """The code of bound ``e`` (value ``v``) of the box of the leaf ``j``: that of a point of
-    the leaf with the bits of ``v`` (the bounds of a leaf's box are its points' coordinates),
-    True when found and decoding to those bits."""
-    cdef intp_t D = tree.n_features, d = e if e < D else e - D
-    cdef intp_t i = tree.nodes[j].first_sample
-    while i >= 0 and i < coder.n_points:
-        if _same_bits(tree.points_ptr[i * D + d], v):
-            code[0] = coder.point_codes[i * D + d]
-            return code[0] != NO_CODE  # (its value has the point's bits: box_coder)
-        i = tree.sample_next[i]
-    return False
-
-
 cdef bint _leaf_codes(BoxCoder coder, MondrianTree tree, intp_t j, code_t* out) noexcept nogil:
     """The codes of the box of the leaf ``j`` (its points', not stored) into ``out``: the
     least and greatest codes of its points, feature by feature. Codes follow the values, and
@@ -256,37 +243,41 @@ cdef bint _leaf_codes(BoxCoder coder, MondrianTree tree, intp_t j, code_t* out) 
     return True
 
 
-cdef bint _encode(BoxCoder coder, MondrianTree tree, const float64_t* boxes, intp_t* queue,
+cdef bint _encode(BoxCoder coder, MondrianTree tree, intp_t* queue,
                   code_t* codes) noexcept nogil:
     """:func:`encode_boxes` with codes of type ``code_t``."""
-    cdef intp_t D = tree.n_features, tail = breadth_first(tree, queue), k, j, e, code
-    cdef intp_t lc, rc
-    cdef bint leaf
-    cdef const float64_t* box
+    cdef intp_t D = tree.n_features, tail = breadth_first(tree, queue), k, j, d, e, code
+    cdef intp_t lc
+    cdef const float64_t* stored
+    cdef const code_t* left
+    cdef const code_t* right
     cdef code_t* out
     memset(codes, 0, tree.node_count * 2 * D * sizeof(code_t))  # (unreached nodes: code 0)
-    for k in range(tail - 1, -1, -1):  # children before their parent
+    for k in range(tail - 1, -1, -1):  # children before their parent, as all_boxes
         j = queue[k]
-        box = boxes + 2 * D * j
         out = codes + 2 * D * j
         lc = tree.nodes[j].left_child
-        rc = tree.nodes[j].right_child
-        leaf = lc == TREE_LEAF and tree.box_slot[j] < 0
-        if leaf and _leaf_codes(coder, tree, j, out):
-            continue
-        for e in range(2 * D):
-            # A union of its children's boxes takes one child's bound: its code (checked);
-            # a leaf's, one of its points' coordinates.
-            if lc != TREE_LEAF and _same_bits(box[e], boxes[2 * D * lc + e]):
-                out[e] = codes[2 * D * lc + e]
-            elif lc != TREE_LEAF and _same_bits(box[e], boxes[2 * D * rc + e]):
-                out[e] = codes[2 * D * rc + e]
-            elif leaf and _leaf_code(coder, tree, j, e, box[e], &code):
+        if tree.box_slot[j] >= 0:
+            stored = tree.bounds + 2 * D * tree.box_slot[j]
+            for e in range(2 * D):
+                if not _code_of(coder, e if e < D else e - D, stored[e], &code):
+                    return False
                 out[e] = <code_t> code
-            elif _code_of(coder, e if e < D else e - D, box[e], &code):
-                out[e] = <code_t> code
-            else:
+        elif lc == TREE_LEAF and tree.nodes[j].first_sample == TREE_LEAF:
+            for d in range(D):  # (no points: lower bound +inf, upper -inf)
+                out[d] = <code_t> (coder.counts[d] - 1)
+                out[D + d] = 0
+        elif lc == TREE_LEAF:
+            if not _leaf_codes(coder, tree, j, out):
                 return False
+        else:
+            # The union of the children's boxes: the lesser and the greater value, so the
+            # lesser and the greater code (equal values have one code, of their bits).
+            left = codes + 2 * D * lc
+            right = codes + 2 * D * tree.nodes[j].right_child
+            for d in range(D):
+                out[d] = left[d] if left[d] < right[d] else right[d]
+                out[D + d] = left[D + d] if left[D + d] > right[D + d] else right[D + d]
     return True
 
 
@@ -312,17 +303,21 @@ cdef bint row_ranks(BoxCoder coder, const float64_t* X, intp_t n, intp_t x_step,
     return True
 
 
-cdef bint encode_boxes(BoxCoder coder, MondrianTree tree, const float64_t* boxes,
-                       intp_t* queue, void* codes) noexcept nogil:
-    """Write every node's box of ``boxes`` (``MondrianTree._all_boxes``) as codes of
+cdef bint encode_boxes(BoxCoder coder, MondrianTree tree, intp_t* queue,
+                       void* codes) noexcept nogil:
+    """Write every node's box of ``tree`` (those of ``MondrianTree._all_boxes``) as codes of
     ``coder`` to ``codes`` (``node_count`` rows of 2 D); ``queue``: scratch of
-    ``node_count``. False when a bound is not one of ``coder``'s values with the same bits
-    (the codes are then not to be read)."""
+    ``node_count``. Built as ``all_boxes`` builds the floats, on codes: a leaf's from its
+    points' codes, a stored box's bounds looked up, a union's the lesser and greater codes
+    of its children's. Every code given decodes to the bits of the float bound (a point's
+    code to the point's bits, a looked-up bound checked), so a union's does too. False when a
+    bound has no code of its bits (a point of -0.0 beside 0.0; a stored bound of no stored
+    point): the codes are then not to be read."""
     if coder.n_features != tree.n_features:
         return False
     if coder.code_size == 1:
-        return _encode(coder, tree, boxes, queue, <uint8_t*> codes)
-    return _encode(coder, tree, boxes, queue, <uint16_t*> codes)
+        return _encode(coder, tree, queue, <uint8_t*> codes)
+    return _encode(coder, tree, queue, <uint16_t*> codes)
 
 
 class PredictCache:
