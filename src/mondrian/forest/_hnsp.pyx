@@ -13,7 +13,7 @@ width), so the arithmetic, in the same order, gives the bits of sorted rows.
 
 from libc.math cimport INFINITY, exp, expm1
 from libc.stdlib cimport free
-from libc.stdint cimport int32_t, uint16_t
+from libc.stdint cimport int32_t
 from libc.string cimport memset
 
 from mondrian.core._tree cimport (
@@ -52,8 +52,8 @@ from mondrian.core._walk cimport (
     walk_start,
     walk_start_path,
 )
-from mondrian.forest._hnsp_cache cimport RANK_MIN_FEATURES, fill_codes, tree_entry
-from mondrian.forest._node_cache cimport NodeTables, row_ranks
+from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
+from mondrian.forest._node_cache cimport NodeTables
 
 from mondrian.core._batch_walk import add_portable_switch
 
@@ -660,10 +660,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef intp_t start, stop
     cdef BatchEtas batch
     cdef BoxSource source
-    cdef uint16_t* ranks = NULL
-    cdef size_t ranks_size = 0
-    cdef bint have_ranks = False
-    ranked = None
+    cdef CallCodes codes = CallCodes()  # (the rows' ranks, once per call)
     cdef bint tabled, batched, every, grouped, boxed
     for tree in trees:
         if tree.n_columns != K:
@@ -696,18 +693,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             grouped = tabled and not batched and not plain_walk and (
                 every or tree.box_min_samples == 0)
             boxed = batched and kept is not None and kept.boxes != NULL  # (every box kept)
-            source.boxes = NULL
-            source.codes = NULL
-            if batched and kept is not None and kept.codes != NULL:  # (as codes)
-                source.codes = kept.codes
-                source.code_size = kept.coder.code_size
-                source.values = kept.coder.values
-                source.starts = kept.coder.starts
-                if kept.coder is not ranked:  # (the rows' half-ranks, once per coder)
-                    ranked = kept.coder
-                    reserve(<void**> &ranks, &ranks_size, 2 * n * X.shape[1] * sizeof(uint16_t))
-                    have_ranks = tree.n_features >= RANK_MIN_FEATURES and row_ranks(
-                        kept.coder, &X[0, 0], n, X.shape[1], ranks)
+            codes.point(kept if batched else None, &X[0, 0], n, X.shape[1], &source)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -728,8 +714,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                         source.codes = kept.codes  # (NULL: a bound could not be encoded)
                     if boxed:
                         source.boxes = every_boxes
-                # Every box at hand (rebuilt, or all stored): the rows in groups, walked
-                # side by side.
+                # Every box at hand (rebuilt, or all stored): rows in groups, side by side.
                 start = 0
                 while grouped and start < n:
                     _predict_group(tree, &X[start, 0], X.shape[1],
@@ -742,7 +727,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     start += GROUP_ROWS
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
-                    source.ranks = ranks + 2 * start * X.shape[1] if have_ranks else NULL
+                    source.ranks = codes.rows(start)
                     if source.boxes != NULL or source.codes != NULL:
                         batch_etas_boxes(&batch, tree, &X[start, 0], stop - start, X.shape[1],
                                          lam, &source)
@@ -778,5 +763,4 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         free(values)
         free(boxes)
         free(queue)
-        free(ranks)
         batch_free(&batch)

@@ -12,8 +12,10 @@ node), 2 up to 65536 (usps, 1789 at most: 1 KB per node, 720 MB for 100 trees). 
 a box's codes and the values they index: the very doubles, so the same distances, bit for bit.
 """
 
+from libc.stdlib cimport free
+
 from mondrian.core._walk cimport reserve
-from mondrian.forest._node_cache cimport BoxCoder, encode_boxes
+from mondrian.forest._node_cache cimport encode_boxes, row_ranks
 
 # Whether a batched lean tree keeps its boxes as codes when it can (else as floats, when
 # they fit the budget); ``set_box_codes`` switches it (tests and benchmarks).
@@ -109,3 +111,47 @@ cdef int fill_codes(MondrianTree tree, NodeTables kept, intp_t** queue,
     if not encode_boxes(kept.coder, tree, queue[0], kept.codes):
         kept.drop_codes()
     return 0
+
+
+cdef class CallCodes:
+    """The rows' ranks of one call of ``predict_proba_trees`` (see the ``.pxd``)."""
+
+    def __cinit__(self):
+        self.ranks = NULL
+        self.ranks_size = 0
+        self.ranked = None
+        self.have_ranks = False
+        self.n_features = 0
+
+    def __dealloc__(self):
+        free(self.ranks)
+
+    cdef int point(self, NodeTables kept, const float64_t* X, intp_t n, intp_t x_step,
+                   BoxSource* source) except -1:
+        """Point ``source`` at the codes of ``kept`` (a batched tree's entry, or None) and
+        its coder's values, ranking the call's ``n`` rows of ``X`` (row ``i`` at ``X + i
+        x_step``) for a coder met first; at no codes (``source.codes`` NULL) without them."""
+        source.boxes = NULL
+        source.codes = NULL
+        source.ranks = NULL
+        if kept is None or kept.codes == NULL:
+            return 0
+        source.codes = kept.codes
+        source.code_size = kept.coder.code_size
+        source.values = kept.coder.values
+        source.starts = kept.coder.starts
+        if kept.coder is not self.ranked:
+            self.ranked = kept.coder
+            self.n_features = kept.coder.n_features
+            self.have_ranks = False
+            if self.n_features >= RANK_MIN_FEATURES:
+                reserve(<void**> &self.ranks, &self.ranks_size,
+                        2 * n * self.n_features * sizeof(uint16_t))
+                self.have_ranks = row_ranks(kept.coder, X, n, x_step, self.ranks)
+        return 0
+
+    cdef const uint16_t* rows(self, intp_t start) noexcept nogil:
+        """The ranks of the rows from ``start`` (NULL: none)."""
+        if not self.have_ranks:
+            return NULL
+        return self.ranks + 2 * start * self.n_features

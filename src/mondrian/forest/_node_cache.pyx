@@ -203,13 +203,14 @@ cdef inline bint _code_of(BoxCoder coder, intp_t d, float64_t v, intp_t* code) n
     that value has the bits of ``v`` (False: -0.0 for 0.0, a value of no stored point)."""
     cdef const float64_t* values = coder.values + coder.starts[d]
     cdef intp_t first = 0, n = coder.counts[d], half
-    while n > 0:
+    # Branch-free halving (the side is a coin toss: a branch mispredicts half the time):
+    # the values before ``first`` are below v, those from first + n on are not.
+    while n > 1:
         half = n >> 1
-        if values[first + half] < v:
-            first += half + 1
-            n -= half + 1
-        else:
-            n = half
+        first += half * (values[first + half - 1] < v)
+        n -= half
+    if n > 0:  # (n is 1 now, unless there are no values)
+        first += values[first] < v
     code[0] = first
     return first < coder.counts[d] and _same_bits(values[first], v)
 
