@@ -64,13 +64,13 @@ cdef NodeTables tree_entry(object cache, MondrianTree tree, intp_t n, float64_t 
     fresh[0] = False
     if cache is None:
         return None
-    key = (gamma, lam)
     if not tabled[0]:
-        kept = cache.find(tree, key) if n > 1 else None
+        kept = cache.find(tree, (gamma, lam)) if n > 1 else None
         if kept is None or not (kept.boxes != NULL or batched or tree.box_min_samples == 0):
             return None
         tabled[0] = True
         return kept
+    key = (gamma, lam)
     kept = cache.find(tree, key)
     if kept is not None:
         return kept
