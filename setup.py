@@ -43,6 +43,7 @@ MODULES = [
     "core._forget_commit",
     "forest._node_cache",
     "forest._hnsp",
+    "forest._hnsp_cache",
     "forest._hnsp_one",
     "forest._dirichlet",
     "forest._gaussian",

@@ -2,20 +2,28 @@
 in the prediction cache when the whole model's would fit its budget, and its batches then read
 them (``batch_etas_boxes``) instead of rebuilding from points the boxes that the lean trees do
 not store: the same bits as uncached calls, under both kernels; a budget too small for the
-boxes keeps the tables of every tree, as before."""
+boxes keeps the tables of every tree, as before. (Boxes kept as floats here; as codes:
+``test_predict_codes.py``.)"""
 
 import numpy as np
 import pytest
 
 from mondrian import MondrianForestClassifier
 from mondrian.core._batch_walk import set_portable_kernels
-from mondrian.forest import _node_cache
+from mondrian.forest import _hnsp_cache, _node_cache
 
 from _checks import box_min_samples
 
 pytestmark = pytest.mark.exact
 
 D = 36  # (from 32 features the classifier batches its rows)
+
+
+@pytest.fixture(autouse=True)
+def float_boxes():
+    old = _hnsp_cache.set_box_codes(False)
+    yield
+    _hnsp_cache.set_box_codes(old)
 
 
 def _model(k, n_trees=4):

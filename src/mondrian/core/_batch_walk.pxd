@@ -1,6 +1,6 @@
 # Node-major eta pass of prediction (_batch_walk.pyx): the leaf-first etas of ``walk_etas``
 # (_walk.pxd) for a batch of rows at once, each box built and read once per batch.
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint16_t
 
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree, box_distance
@@ -51,9 +51,25 @@ cdef struct BatchEtas:
 
 cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
                     intp_t x_step, float64_t lifetime) except -1 nogil
+cdef struct BoxSource:
+    # Every node's box, for batch_etas_boxes: ``boxes`` (node_count rows of 2 D floats), or
+    # when it is NULL ``codes`` (node_count rows of 2 D codes of ``code_size`` bytes, 1 or
+    # 2), the bound ``e`` of a box being ``values[starts[e] + code]`` (the prediction cache's
+    # ``BoxCoder``: the same doubles, so the same distances).
+    const float64_t* boxes
+    const void* codes
+    intp_t code_size
+    const float64_t* values
+    const intp_t* starts
+    # With codes, the ranks of the batch's rows among the values (row r's 2 D at ranks +
+    # 2 r D: ``_node_cache.row_ranks``), or NULL: a row's distance then reads the values of
+    # the bounds it lies outside of only (the others' gaps are 0), else every box is decoded.
+    const uint16_t* ranks
+
+
 cdef int batch_etas_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
                           intp_t x_step, float64_t lifetime,
-                          const float64_t* boxes) except -1 nogil
+                          const BoxSource* source) except -1 nogil
 cdef void batch_free(BatchEtas* b) noexcept nogil
 
 

@@ -15,6 +15,7 @@ the same min/max of the same points, each row's distance summed in the same orde
 import os
 
 from libc.math cimport INFINITY
+from libc.stdint cimport uint8_t, uint16_t
 from libc.string cimport memcpy
 
 from mondrian.core._tree cimport MondrianTree
@@ -37,6 +38,13 @@ cdef extern from "mondrian/core/_box_kernels.h":
                      const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
     void mf_grow_box(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
                      float64_t* lo) noexcept nogil
+
+
+cdef extern from "mondrian/core/_code_kernels.h":
+    void mf_rows_eta_codes(const uint16_t* c, intp_t D, const float64_t* values,
+                           const intp_t* starts, const uint16_t* ranks, const float64_t* X,
+                           intp_t x_step, const intp_t* idx, intp_t m,
+                           float64_t* out) noexcept nogil
 
 
 def set_portable_kernels(bint portable):
@@ -110,12 +118,12 @@ cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t 
 
 cdef int batch_etas_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,
                           intp_t x_step, float64_t lifetime,
-                          const float64_t* boxes) except -1 nogil:
-    """:func:`batch_etas` reading every node's box from ``boxes`` (``node_count`` rows of
-    ``2 D``: ``MondrianTree._all_boxes``, for instance kept by a prediction cache) instead of
-    the stored boxes and the points: the same values, no box built."""
+                          const BoxSource* source) except -1 nogil:
+    """:func:`batch_etas` reading every node's box from ``source`` (``boxes``:
+    ``MondrianTree._all_boxes``, or their codes; for instance kept by a prediction cache)
+    instead of the stored boxes and the points: the same values, no box built."""
     _batch_start(b, tree, n)
-    _visit_boxes(b, tree, X, x_step, lifetime, boxes, 0, b.idx, n, 0)
+    _visit_boxes(b, tree, X, x_step, lifetime, source, 0, b.idx, n, 0)
     return 0
 
 
@@ -201,10 +209,10 @@ cdef intp_t _visit(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x
 
 
 cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t x_step,
-                         float64_t lifetime, const float64_t* boxes, intp_t node, intp_t* idx,
+                         float64_t lifetime, const BoxSource* source, intp_t node, intp_t* idx,
                          intp_t m, intp_t depth) noexcept nogil:
-    """:func:`_visit` with every node's box read from ``boxes``."""
-    cdef intp_t n_left, a_left, a_right, active
+    """:func:`_visit` with every node's box read from ``source``."""
+    cdef intp_t n_left, a_left, a_right, active, D = tree.n_features
     if m == 0:
         return 0
     if depth >= WALK_DEPTH_MAX:
@@ -212,23 +220,69 @@ cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, in
         return 0
     # This node's box, read when its subtree is done (most rows are outside their leaf's
     # box): asked for now, its lines arrive while the subtree is walked (a hint).
-    group_prefetch(boxes + 2 * tree.n_features * node, 2 * tree.n_features * sizeof(float64_t))
+    if source.boxes != NULL:
+        group_prefetch(source.boxes + 2 * D * node, 2 * D * sizeof(float64_t))
+    else:
+        group_prefetch(<const char*> source.codes + 2 * D * source.code_size * node,
+                       2 * D * source.code_size)
     if is_leaf_at(tree, node, lifetime):
         active = m
         _take_slots(b, idx, m, node, depth)
     else:
         n_left = _split_rows(tree, node, X, x_step, idx, m)
-        a_left = _visit_boxes(b, tree, X, x_step, lifetime, boxes, tree.nodes[node].left_child,
-                              idx, n_left, depth + 1)
-        a_right = _visit_boxes(b, tree, X, x_step, lifetime, boxes,
+        a_left = _visit_boxes(b, tree, X, x_step, lifetime, source,
+                              tree.nodes[node].left_child, idx, n_left, depth + 1)
+        a_right = _visit_boxes(b, tree, X, x_step, lifetime, source,
                                tree.nodes[node].right_child, idx + n_left, m - n_left,
                                depth + 1)
         active = _join_active(idx, a_left, n_left, a_right)
         if active == 0:
             return 0
-    mf_rows_eta(boxes + 2 * tree.n_features * node, tree.n_features, X, x_step, idx, active,
-                b.dist)
+    if source.boxes != NULL:
+        mf_rows_eta(source.boxes + 2 * D * node, D, X, x_step, idx, active, b.dist)
+    elif source.ranks != NULL:
+        _rows_eta_ranks(source, D, node, X, x_step, idx, active, <uint16_t*> b.boxes, b.dist)
+    else:
+        mf_rows_eta(_decoded(source, D, node, b.boxes), D, X, x_step, idx, active, b.dist)
     return _keep_outside(b, idx, active, node, depth)
+
+
+cdef void _rows_eta_ranks(const BoxSource* source, intp_t D, intp_t node, const float64_t* X,
+                          intp_t x_step, const intp_t* idx, intp_t m, uint16_t* wide,
+                          float64_t* out) noexcept nogil:
+    """``mf_rows_eta`` of the coded box of ``node`` from the rows' ranks
+    (``mf_rows_eta_codes``: the same terms in the same order, so the bits of the distance);
+    ``wide``: scratch of 2 D codes of 16 bits."""
+    cdef intp_t e
+    cdef const uint8_t* c8
+    cdef const uint16_t* c16 = <const uint16_t*> source.codes + 2 * D * node
+    if source.code_size == 1:
+        c8 = <const uint8_t*> source.codes + 2 * D * node
+        for e in range(2 * D):
+            wide[e] = c8[e]
+        c16 = wide
+    mf_rows_eta_codes(c16, D, source.values, source.starts, source.ranks, X, x_step, idx, m,
+                      out)
+
+
+cdef inline const float64_t* _decoded(const BoxSource* source, intp_t D, intp_t node,
+                                      float64_t* box) noexcept nogil:
+    """The box of ``node`` decoded from ``source.codes`` into ``box`` (2 D floats): a table
+    read per bound, the very doubles encoded."""
+    cdef intp_t e
+    cdef const uint8_t* c8
+    cdef const uint16_t* c16
+    cdef const float64_t* values = source.values
+    cdef const intp_t* starts = source.starts
+    if source.code_size == 1:
+        c8 = <const uint8_t*> source.codes + 2 * D * node
+        for e in range(2 * D):
+            box[e] = values[starts[e] + c8[e]]
+    else:
+        c16 = <const uint16_t*> source.codes + 2 * D * node
+        for e in range(2 * D):
+            box[e] = values[starts[e] + c16[e]]
+    return box
 
 
 cdef inline intp_t _split_rows(MondrianTree tree, intp_t node, const float64_t* X,

@@ -29,6 +29,7 @@ from mondrian.core._batch_walk cimport (
     BATCH_ROWS,
     GROUP_ROWS,
     BatchEtas,
+    BoxSource,
     batch_etas,
     batch_etas_boxes,
     batch_free,
@@ -51,6 +52,7 @@ from mondrian.core._walk cimport (
     walk_start,
     walk_start_path,
 )
+from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
 from mondrian.forest._node_cache cimport NodeTables
 
 from mondrian.core._batch_walk import add_portable_switch
@@ -575,42 +577,6 @@ cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, i
                      out + r * out_step)
 
 
-cdef NodeTables _tree_entry(object cache, MondrianTree tree, intp_t n, float64_t gamma,
-                            float64_t lam, bint batched, intp_t forest_trees, bint* tabled,
-                            bint* fresh):
-    """The cached rows of ``tree`` for a call of ``n`` rows, or None (the call's scratch);
-    ``fresh``: a new entry that the call fills. A call of many rows (``tabled``) finds its
-    entry or builds it (from the second call: ``PredictCache.entry``). A call of few rows
-    reads one that an earlier call kept, and is then ``tabled`` (its cost has no step at the
-    tabulating threshold), but never builds one: that reads every node, more than its walks."""
-    cdef NodeTables kept
-    cdef intp_t m = tree.node_count, K = tree.n_columns
-    fresh[0] = False
-    if cache is None:
-        return None
-    if not tabled[0]:
-        kept = cache.find(tree, (gamma, lam)) if n > 1 else None
-        if kept is None or not (kept.boxes != NULL or batched or tree.box_min_samples == 0):
-            return None
-        tabled[0] = True
-        return kept
-    kept, fresh[0] = cache.entry(
-        tree, (gamma, lam), (2 * m + 1) * K + 2 * m,
-        2 * m * tree.n_features if (tree.box_min_samples > 0 and not batched) or (
-            batched and _keeps_boxes(cache, tree, K, forest_trees)) else 0)
-    return kept
-
-
-cdef bint _keeps_boxes(object cache, MondrianTree tree, intp_t K, intp_t forest_trees):
-    """Whether a batched (lean) tree keeps every node's box in ``cache`` with its tables, for
-    its batches to read (``batch_etas_boxes``) rather than rebuild from points: when about
-    ``forest_trees`` such entries (8 (2 K + 2) + 16 D bytes per node) fit the budget (satimage
-    688 bytes per node, 223 MB for 100 trees; usps 4272, 3.1 GB: its tables alone)."""
-    cdef intp_t m = tree.node_count, D = tree.n_features
-    return tree.box_min_samples > 0 and ((
-        (2 * m + 1) * K + 2 * m + 2 * m * D) * sizeof(float64_t) * forest_trees <= cache.budget)
-
-
 cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
                       float64_t* kept_tables, float64_t* kept_boxes, bint fresh, bint every,
                       float64_t** buf, size_t* buf_size, float64_t** values,
@@ -675,7 +641,7 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
     forest_trees : int, default=0
         Trees of the whole model (``trees`` may be one thread's share; 0: ``len(trees)``),
-        for the cache's box policy (:func:`_keeps_boxes`).
+        for the cache's box policy (``_hnsp_cache._kept_bounds``).
     """
     cdef MondrianTree tree
     cdef NodeTables kept
@@ -693,6 +659,8 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
+    cdef BoxSource source
+    cdef CallCodes codes = CallCodes()  # (the rows' ranks, once per call)
     cdef bint tabled, batched, every, grouped, boxed
     for tree in trees:
         if tree.n_columns != K:
@@ -719,12 +687,13 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
             batched = n > 1 and not plain_walk and tree.n_features >= BATCH_MIN_FEATURES
             # The tables (and boxes) of an earlier call of the same model, or new ones kept
             # for the next calls when the cache has room, else this call's scratch.
-            kept = _tree_entry(None if plain_walk else cache, tree, n, gamma, lam, batched,
-                               forest_trees or len(trees), &tabled, &fresh)
+            kept = tree_entry(None if plain_walk else cache, tree, n, gamma, lam, batched,
+                              forest_trees or len(trees), &tabled, &fresh)
             every = tabled and not batched and tree.box_min_samples > 0 and not plain_walk
             grouped = tabled and not batched and not plain_walk and (
                 every or tree.box_min_samples == 0)
             boxed = batched and kept is not None and kept.boxes != NULL  # (every box kept)
+            codes.point(kept if batched else None, &X[0, 0], n, X.shape[1], &source)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
                 if not tabled:
@@ -740,8 +709,12 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                  NULL if kept is None else kept.boxes, fresh, every or boxed, &buf,
                                  &buf_size, &values, &values_size, &boxes, &boxes_size,
                                  &queue, &queue_size, &tables, &every_boxes)
-                # Every box at hand (rebuilt, or all stored): the rows in groups, walked
-                # side by side.
+                    if fresh and source.codes != NULL:
+                        fill_codes(tree, kept, &queue, &queue_size)
+                        source.codes = kept.codes  # (NULL: a bound could not be encoded)
+                    if boxed:
+                        source.boxes = every_boxes
+                # Every box at hand (rebuilt, or all stored): rows in groups, side by side.
                 start = 0
                 while grouped and start < n:
                     _predict_group(tree, &X[start, 0], X.shape[1],
@@ -754,9 +727,10 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     start += GROUP_ROWS
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
-                    if boxed:
+                    source.ranks = codes.rows(start)
+                    if source.boxes != NULL or source.codes != NULL:
                         batch_etas_boxes(&batch, tree, &X[start, 0], stop - start, X.shape[1],
-                                         lam, every_boxes)
+                                         lam, &source)
                     elif batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
                     for k in range(stop - start):
