@@ -6,7 +6,8 @@ rows against the coded boxes: decoded box by box, or from the rows' ranks
 predictions must be those of the plain walk, under both kernels and both readers, on lean
 and full boxes, weights, pruned models, paused leaves, rows far outside the data, after
 ``partial_fit`` and ``forget``; a bound with no code of its bits (-0.0 beside 0.0) drops the
-tree's codes, never a bit."""
+tree's codes, never a bit. Codes of 2 bytes are kept only under ``_set_wide_codes`` (not
+by default); every test but the last runs with them on, so both widths stay checked."""
 
 import numpy as np
 import pytest
@@ -28,6 +29,13 @@ def portable(request):
     old = set_portable_kernels(request.param)
     yield request.param
     set_portable_kernels(old)
+
+
+@pytest.fixture(autouse=True)
+def wide_codes():
+    old = _hnsp_cache._set_wide_codes(True)
+    yield
+    _hnsp_cache._set_wide_codes(old)
 
 
 @pytest.fixture(params=[1, 10**6], ids=["ranks", "decoded"])
@@ -188,3 +196,17 @@ def test_estimator_calls_read_the_codes_within_the_budget():
     assert all(call.tobytes() == reference.tobytes() for call in calls)
     assert all(entry.box_codes is None
                for _, entry in _node_cache.predict_cache(model)._entries.values())
+
+
+@pytest.mark.parametrize("levels", [None, 4])
+def test_by_default_only_codes_of_one_byte_are_kept(portable, levels, wide_codes):
+    # More than 256 distinct values in a feature: no codes, the boxes rebuilt at every call
+    # (the same bits); at most 256: codes of one byte.
+    X, y = _data(11, levels=levels)
+    with box_min_samples(8):
+        model = MondrianForestClassifier(n_estimators=2, random_state=11).fit(X, y)
+    old = _hnsp_cache._set_wide_codes(False)
+    try:
+        _check_codes(model, _rows(model, X, 11), expect_codes=levels is not None)
+    finally:
+        _hnsp_cache._set_wide_codes(old)

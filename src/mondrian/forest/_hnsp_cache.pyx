@@ -10,6 +10,11 @@ exactly as 2 D rank codes into each feature's sorted distinct values
 (``_node_cache.BoxCoder``): 1 byte each up to 256 values (satimage, dna: 72 and 360 bytes per
 node), 2 up to 65536 (usps, 1789 at most: 1 KB per node, 720 MB for 100 trees). A call reads
 a box's codes and the values they index: the very doubles, so the same distances, bit for bit.
+
+Codes of 2 bytes are not kept by default (``WIDE_CODES``): on usps (100 trees) they made a call
+of 2007 rows 16% faster but one of 3000 rows or more 1.5x slower (the rank kernel runs one chain
+per row, the float kernel four rows side by side), the filling call twice as slow, and the
+cache 720 MB larger. Such a tree rebuilds its boxes from the points at every call, as before.
 """
 
 from libc.stdlib cimport free
@@ -20,7 +25,16 @@ from mondrian.forest._node_cache cimport encode_boxes, row_ranks
 # Whether a batched lean tree keeps its boxes as codes when it can (else as floats, when
 # they fit the budget); ``set_box_codes`` switches it (tests and benchmarks).
 cdef bint BOX_CODES = True
+cdef bint WIDE_CODES = False
 RANK_MIN_FEATURES = 128
+
+
+def _set_wide_codes(bint wide):
+    """Keep codes of 2 bytes too (tests); returns the previous setting."""
+    global WIDE_CODES
+    cdef bint old = WIDE_CODES
+    WIDE_CODES = wide
+    return old
 
 
 def _set_rank_min_features(intp_t features):
@@ -94,9 +108,12 @@ cdef intp_t _kept_bounds(object cache, MondrianTree tree, intp_t table_floats, o
     """The box bounds (2 D per node) a batched lean tree keeps in ``cache`` with its tables
     (``table_floats``), 0 for none: when about ``forest_trees`` such entries fit the budget,
     as codes of ``coder`` (when not None, else as floats). Floats: satimage 688 bytes per
-    node (223 MB for 100 trees), usps 4272 (3.1 GB: none); codes: satimage 184, usps 1200."""
+    node (223 MB for 100 trees), usps 4272 (3.1 GB: none); codes: satimage 184, usps 1200
+    (codes of 2 bytes only under ``WIDE_CODES``)."""
     cdef intp_t bounds = 2 * tree.node_count * tree.n_features
     cdef intp_t size = 8 if coder is None else (<BoxCoder> coder).code_size
+    if size == 2 and not WIDE_CODES:
+        return 0
     if (table_floats * 8 + bounds * size) * forest_trees <= cache.budget:
         return bounds
     return 0
