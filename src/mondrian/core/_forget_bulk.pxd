@@ -42,8 +42,9 @@ cdef struct BulkCall:
     intp_t* nz_columns     # nz_columns[nz_start[k]:nz_start[k + 1]] (nonzero_columns)
     float64_t* nz_values   # the delta's entries there (read together: no delta row read)
     unsigned char* gone    # (n_stored,) 1 for the store indices that leave, or NULL (few)
-    int32_t* call_of       # (n_stored + 1,) where gone: the position k of each leaving store
-                           # index in the call, else -1 (the last entry: -1), or NULL
+    # (n_stored + 1,) where gone: each leaving store index's position k in the call, else
+    # -1 (the last entry too), or NULL (unlink_by_links)
+    int32_t* call_of
     float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
     bint nonneg_rows       # every stored contribution row is >= 0 (checked for large calls)
     Lead* leads            # (n_stored,) the rows' leads for the read columns lead_columns,
