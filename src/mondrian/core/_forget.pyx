@@ -548,7 +548,8 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
         leaves = <intp_t*>take(arena, n * sizeof(intp_t))
         dropped = <intp_t*>take(arena, n * sizeof(intp_t))
         nonzero = <intp_t*>take(arena, (S + 1) * sizeof(intp_t))
-        if leaves == NULL or dropped == NULL or nonzero == NULL:
+        pred = <intp_t*>take(arena, (n + 1) * sizeof(intp_t))  # (for unlink_by_links)
+        if leaves == NULL or dropped == NULL or nonzero == NULL or pred == NULL:
             _oom()
         if arena != NULL:  # (every buffer at its bound now: nothing grows after a write)
             _reserve(t, &w, arena)
@@ -576,9 +577,6 @@ cdef intp_t _forget(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 break
         if bulk != NULL and bulk.call_of != NULL and arena != NULL and not t.undo.on:
             # (A large share of the points: found by their predecessors, no list walked.)
-            pred = <intp_t*>take(arena, (n + 1) * sizeof(intp_t))
-            if pred == NULL:
-                _oom()
             steps += unlink_by_links(t, idx, leaves, drop, n, bulk.call_of, pred, &removed)
         else:
             steps += unlink_dropped(t, w.mark, DEAD, leaves, drop, n, dropped, n_drop,
