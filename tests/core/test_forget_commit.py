@@ -68,6 +68,32 @@ def test_committed_forget_is_the_snapshot_forget_bit_for_bit(size, weighted):
     check_model(b)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shape", ["whole lists", "scattered"])
+def test_unlinking_by_predecessors_is_the_walks_unlinking(seed, shape):
+    """A large committed call takes its dropped points out of the leaves' lists by their
+    predecessors (one pass over the links: ``unlink_by_links``), the path under a snapshot by
+    walking the lists: the same lists, trees and store. The rows dropped are every point of
+    some lists of the first tree with a few of the others (neighbours, heads and tails of
+    one list), or scattered; their order in the call does not follow the lists."""
+    rng = np.random.default_rng(seed)
+    a, X, y = _fitted(seed)
+    a = pickle.loads(pickle.dumps(a))
+    b = pickle.loads(pickle.dumps(a))
+    leaf_of = a._ensemble.trees[0].leaf_sample_assignment()
+    if shape == "whole lists":
+        leaves = rng.choice(np.unique(leaf_of), 6, replace=False)
+        rows = np.flatnonzero(np.isin(leaf_of, leaves))
+        rows = np.union1d(rows, rng.choice(len(X), 12, replace=False))
+    else:
+        rows = np.sort(rng.choice(len(X), 60, replace=False))
+    assert len(rows) >= 8  # (the bulk path, with flags by store index)
+    a.forget(X[rows], y[rows])
+    b._ensemble.forget(*_plan(b, X, y, rows))
+    assert _state(a) == _state(b)
+    check_model(a)
+
+
 @pytest.mark.parametrize("bulk_from", [8, 10**9])
 def test_classifier_forget_commits_without_a_snapshot(bulk_from, monkeypatch):
     """The classifiers' forget takes neither a snapshot nor an undo log (one row or many),

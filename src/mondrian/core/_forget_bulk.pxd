@@ -40,7 +40,11 @@ cdef struct BulkCall:
     # What a forget of many points computes once for every tree.
     intp_t* nz_start       # (n + 1,) the non-zero entries of each delta row: columns of
     intp_t* nz_columns     # nz_columns[nz_start[k]:nz_start[k + 1]] (nonzero_columns)
+    float64_t* nz_values   # the delta's entries there (read together: no delta row read)
     unsigned char* gone    # (n_stored,) 1 for the store indices that leave, or NULL (few)
+    # (n_stored + 1,) where gone: each leaving store index's position k in the call, else
+    # -1 (the last entry too), or NULL (unlink_by_links)
+    int32_t* call_of
     float64_t* xt          # (D, n) the points' coordinates by feature (gather_columns)
     bint nonneg_rows       # every stored contribution row is >= 0 (checked for large calls)
     Lead* leads            # (n_stored,) the rows' leads for the read columns lead_columns,
@@ -51,7 +55,7 @@ cdef struct BulkCall:
 cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
                         float64_t* xt) noexcept nogil
 cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* start,
-                         intp_t* columns) noexcept nogil
+                         intp_t* columns, float64_t* values) noexcept nogil
 cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delta,
                         const BulkCall* bulk,
                         const unsigned char* drop, intp_t n, const float64_t* X,
@@ -67,6 +71,9 @@ cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
                     const unsigned char* drop, intp_t n, const float64_t* X,
                     unsigned char* mark, unsigned char bit, intp_t* leaves, intp_t* n_marked,
                     intp_t* nonzero) except -1 nogil
+cdef intp_t unlink_by_links(MondrianTree t, const intp_t* idx, const intp_t* leaves,
+                            const unsigned char* drop, intp_t n, const int32_t* call_of,
+                            intp_t* pred, intp_t* removed) noexcept nogil
 cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bit,
                            const intp_t* leaves, const unsigned char* drop, intp_t n,
                            const intp_t* dropped, intp_t n_drop, const unsigned char* gone,

@@ -204,16 +204,19 @@ cdef int gather_columns(const float64_t* X, intp_t D, const intp_t* idx, intp_t 
 
 
 cdef int nonzero_columns(const float64_t* delta, intp_t n, intp_t S, intp_t* start,
-                         intp_t* columns) noexcept nogil:
-    """The non-zero entries of each row ``delta[k]`` (``S`` floats): ``columns[start[k]:
-    start[k + 1]]`` (``start``: ``n + 1`` entries, ``columns``: up to ``n S``). A one-hot
-    row has one: the rows of the forest's trees are updated from this list."""
+                         intp_t* columns, float64_t* values) noexcept nogil:
+    """The non-zero entries of each row ``delta[k]`` (``S`` floats): their columns
+    ``columns[start[k]:start[k + 1]]`` and values ``values[...]`` (``start``: ``n + 1``
+    entries, ``columns`` and ``values``: up to ``n S``). A one-hot row has one: the rows of
+    the forest's trees are updated from this list (a few small arrays, where the rows of
+    ``delta`` would be a scattered read of ``S`` floats per point and node)."""
     cdef intp_t k, c, m = 0
     for k in range(n):
         start[k] = m
         for c in range(S):
             if delta[k * S + c] != 0.0:
                 columns[m] = c
+                values[m] = delta[k * S + c]
                 m += 1
     start[n] = m
     return 0
@@ -234,7 +237,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
     cdef intp_t S = t.value_stride, e, p, k, c, j, n_here, n_gone, visited = 0
     cdef bint leaf, logged = t.undo.on  # (the log calls are virtual: skipped without a log)
     cdef float64_t* row
-    cdef const float64_t* dk
+    cdef const intp_t* nz_columns = bulk.nz_columns
+    cdef const float64_t* nz_values = bulk.nz_values
     cdef Levels lv
     lv.here = lv.below = NULL
     lv.order = lv.next_order = lv.spill = NULL
@@ -265,9 +269,8 @@ cdef intp_t route_batch(MondrianTree t, const intp_t* idx, const float64_t* delt
                     k = lv.order[p]
                     n_gone += drop[k] != 0
                     if row != NULL:
-                        dk = delta + k * S
                         for c in range(bulk.nz_start[k], bulk.nz_start[k + 1]):
-                            row[bulk.nz_columns[c]] -= dk[bulk.nz_columns[c]]
+                            row[nz_columns[c]] -= nz_values[c]
                     if leaf:
                         leaves[k] = j
                 if leaf and t.nodes[j].first_sample != TREE_LEAF:
@@ -459,6 +462,45 @@ cdef int walk_paths(MondrianTree t, const intp_t* idx, const float64_t* delta,
                 j = t.nodes[j].right_child
         leaves[k] = j
     return 0
+
+
+cdef intp_t unlink_by_links(MondrianTree t, const intp_t* idx, const intp_t* leaves,
+                            const unsigned char* drop, intp_t n, const int32_t* call_of,
+                            intp_t* pred, intp_t* removed) noexcept nogil:
+    """:func:`unlink_dropped` without walking the lists, for a large call without an undo
+    log: one pass over the links finds the predecessor of each dropped point in its list
+    (``pred[k]`` for ``idx[k]``, TREE_LEAF for a list's head; ``call_of``: each dropped
+    store index's ``k``, -1 elsewhere and at ``n_samples_seen``; ``pred``: scratch of
+    ``n + 1``), then each is taken out where it stands (its predecessor, or its leaf's head,
+    skips it). Every list loses the same points and keeps the others in their order, as the
+    walks leave it. A dropped point that heads no list but that of another leaf, or comes
+    twice, is not counted in ``removed`` (the caller raises). Returns the number of links
+    read."""
+    cdef intp_t N = t.n_samples_seen, i, k, p, q, c
+    cdef intp_t* nxt = t.sample_next
+    for k in range(n + 1):
+        pred[k] = TREE_LEAF
+    for i in range(N):
+        q = nxt[i]
+        c = call_of[q if q >= 0 else N]
+        pred[c if c >= 0 else n] = i  # (branch-free: links to others write the spare entry)
+    for k in range(n):
+        if not drop[k]:
+            continue
+        i = idx[k]
+        p = pred[k]
+        q = nxt[i]
+        if p == TREE_LEAF:
+            if t.nodes[leaves[k]].first_sample != i:
+                continue  # (not in the list of the leaf it routes to, or given twice)
+            t.nodes[leaves[k]].first_sample = q
+        else:
+            nxt[p] = q
+        if q != TREE_LEAF and call_of[q] >= 0:
+            pred[call_of[q]] = p
+        nxt[i] = TREE_LEAF
+        removed[0] += 1
+    return N
 
 
 cdef intp_t unlink_dropped(MondrianTree t, unsigned char* mark, unsigned char bit,

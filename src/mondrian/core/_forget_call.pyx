@@ -6,7 +6,7 @@ read columns found once per call instead of read from its row in every tree (:fu
 
 from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memset
 
 from mondrian.core._forget_bulk cimport WARM_SHARE, bulk_min_points
 from mondrian.core._forget_bulk cimport gather_columns, nonzero_columns
@@ -32,7 +32,9 @@ cdef void release_call(BulkCall* bulk, unsigned char* mark) noexcept:
     """Free what :func:`prepare_call` allocated."""
     free(bulk.nz_start)
     free(bulk.nz_columns)
+    free(bulk.nz_values)
     free(bulk.gone)
+    free(bulk.call_of)
     free(bulk.xt)
     free(bulk.leads)
     free(bulk.lead_columns)
@@ -102,7 +104,9 @@ cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
     # unlinking looks the points up by binary search.
     cdef bint flags = n * WARM_SHARE >= X.shape[0]
     bulk.nz_start = bulk.nz_columns = NULL
+    bulk.nz_values = NULL
     bulk.gone = NULL
+    bulk.call_of = NULL
     bulk.xt = NULL
     bulk.nonneg_rows = False
     bulk.leads = NULL
@@ -122,16 +126,23 @@ cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
     # (Shared by every tree: the deltas' non-zero entries, flags.)
     bulk.nz_start = <intp_t*>malloc((n + 1) * sizeof(intp_t))
     bulk.nz_columns = <intp_t*>malloc((n * deltas.shape[1] + 1) * sizeof(intp_t))
+    bulk.nz_values = <float64_t*>malloc((n * deltas.shape[1] + 1) * sizeof(float64_t))
     if flags:
         bulk.gone = <unsigned char*>calloc(X.shape[0] + 1, 1)
+        if n < 0x7FFFFFFF:  # (positions in the call as int32: a quarter of the reads)
+            bulk.call_of = <int32_t*>malloc((X.shape[0] + 1) * sizeof(int32_t))
     bulk.xt = <float64_t*>malloc((n * X.shape[1] + 1) * sizeof(float64_t))
     if mark[0] == NULL or bulk.nz_start == NULL or bulk.nz_columns == NULL \
-            or bulk.xt == NULL or (flags and bulk.gone == NULL):
+            or bulk.nz_values == NULL \
+            or bulk.xt == NULL or (flags and bulk.gone == NULL) \
+            or (flags and n < 0x7FFFFFFF and bulk.call_of == NULL):
         release_call(bulk, mark[0])
         mark[0] = NULL
         raise MemoryError("out of memory while forgetting points")
+    if bulk.call_of != NULL:
+        memset(bulk.call_of, 0xFF, (X.shape[0] + 1) * sizeof(int32_t))  # (all -1)
     nonzero_columns(&deltas[0, 0] if rows_ptr != NULL else NULL, n, deltas.shape[1],
-                    bulk.nz_start, bulk.nz_columns)
+                    bulk.nz_start, bulk.nz_columns, bulk.nz_values)
     for k in range(n):
         if not 0 <= indices[k] < X.shape[0]:
             release_call(bulk, mark[0])
@@ -139,6 +150,8 @@ cdef BulkCall* prepare_call(list trees, const float64_t[:, ::1] X,
             raise ValueError(f"store index {indices[k]} is not held by the tree")
         if drop[k] and bulk.gone != NULL:
             bulk.gone[indices[k]] = 1
+            if bulk.call_of != NULL:
+                bulk.call_of[indices[k]] = <int32_t>k
     gather_columns(&X[0, 0], X.shape[1], &indices[0], n, bulk.xt)
     if flags and rows_ptr != NULL:  # (a large call: one pass over the rows is cheap)
         bulk.nonneg_rows = True

@@ -64,7 +64,7 @@ cdef size_t _arena_bytes(list trees, intp_t n, intp_t n_movers, intp_t n_stored,
         B = max(B, tree.box_count)
         D = tree.n_features
     levels = 2 * _round(n * 3 * k) + 3 * _round(n * k)  # (route_batch: two levels of entries)
-    forget_bytes = (2 * _round(n * k) + _round((S + 1) * k) + _round((B + 1) * k)
+    forget_bytes = (3 * _round((n + 1) * k) + _round((S + 1) * k) + _round((B + 1) * k)
                     + 5 * _round((N + 1) * k) + _round((n_stored + 1) * k)
                     + 2 * _round(2 * D * k) + 2 * _round(N * k) + _round(B * k) + levels)
     levels = 2 * _round(n_movers * 3 * k) + 3 * _round(n_movers * k)
