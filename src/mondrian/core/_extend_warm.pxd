@@ -16,7 +16,7 @@
 # writes nothing (the split is of a copy of the batch) and computes nothing the extension
 # uses: every result is unchanged, bit for bit; only speed depends on it.
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
-from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node
+from mondrian.core._tree cimport TREE_LEAF, MondrianTree, Node, _partition
 from mondrian.core._typedefs cimport float64_t, intp_t
 
 cdef enum:
@@ -78,15 +78,8 @@ cdef inline intp_t _warm_split(MondrianTree tree, const WarmGroup* group, intp_t
     """Split the points of ``group`` (an internal node) by its cut, the left ones first, and
     write the children they reach to ``out``, their records hinted; returns their number."""
     cdef const Node* nd = &tree.nodes[group.node]
-    cdef intp_t D = tree.n_features, a = group.start, b = group.end - 1, t, n = 0
-    while a <= b:
-        if X[points[a] * D + nd.feature] <= nd.threshold:
-            a += 1
-        else:
-            t = points[a]
-            points[a] = points[b]
-            points[b] = t
-            b -= 1
+    cdef intp_t a = _partition(points, group.start, group.end, X, tree.n_features,
+                               nd.feature, nd.threshold), n = 0
     if a > group.start:
         out[n].node = nd.left_child
         out[n].start = group.start
