@@ -95,16 +95,44 @@ cdef inline intp_t _warm_split(MondrianTree tree, const WarmGroup* group, intp_t
     return n
 
 
+cdef inline void _warm_path(MondrianTree tree, intp_t point, const float64_t* X,
+                            const float64_t* rows) noexcept nogil:
+    """``warm_batch`` of one point (a row's update): its path, then its leaf's list."""
+    cdef const float64_t* x = X + point * tree.n_features
+    cdef ListWalker walker
+    cdef intp_t j = 0
+    _warm_record(tree, 0)
+    while True:
+        _warm_data(tree, j)
+        if tree.nodes[j].left_child == TREE_LEAF:
+            break
+        if x[tree.nodes[j].feature] <= tree.nodes[j].threshold:
+            j = tree.nodes[j].left_child
+        else:
+            j = tree.nodes[j].right_child
+        _warm_record(tree, j)
+    if tree.box_slot[j] >= 0 or tree.nodes[j].first_sample == TREE_LEAF:
+        return
+    walker.at = tree.nodes[j].first_sample
+    walker.steps = 0
+    MONDRIAN_TREE_PREFETCH(&tree.sample_next[walker.at])
+    while walker.at >= 0:
+        walker.at = _warm_list(tree, &walker, X, rows)
+
+
 cdef inline void warm_batch(MondrianTree tree, const intp_t* idx, intp_t n, const float64_t* X,
                             const float64_t* rows) noexcept nogil:
     """Walk the paths of the points ``idx[:n]`` (the first ``WARM_BATCH_POINTS``) in the
     tree ``tree`` (not empty) a level at a time, each node once (see the top of this file;
-    ``idx`` is not changed). Hints only."""
+    ``idx`` is not changed; one point walks its path alone). Hints only."""
     cdef intp_t points[WARM_BATCH_POINTS]
     cdef WarmGroup groups[2][WARM_BATCH_POINTS]  # (a level's nodes hold distinct points)
     cdef ListWalker lists[WARM_BATCH_POINTS]  # (a leaf per point at most)
     cdef intp_t m = min(n, <intp_t> WARM_BATCH_POINTS), level = 0, n_level = 1, n_next
     cdef intp_t n_lists = 0, live, k, g, j, at
+    if m == 1:
+        _warm_path(tree, idx[0], X, rows)
+        return
     for k in range(m):
         points[k] = idx[k]
     groups[0][0].node = 0
