@@ -1,7 +1,6 @@
 """The undo log of a mini-batch extension: past its first entries it is written with
-streaming stores (``UndoLog.stream``, mondrian.core._undo), and the batch's paths are
-warmed a level at a time (mondrian.core._extend_warm). A rollback restores the tree bit for
-bit and a commit keeps what an extension without a log makes, for full and lean trees and
+streaming stores (``UndoLog.stream``, mondrian.core._undo). A rollback restores the tree bit
+for bit and a commit keeps what an extension without a log makes, for full and lean trees and
 odd widths (the streamed copies' last double, rows not on 16 bytes)."""
 
 import pickle
