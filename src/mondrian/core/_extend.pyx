@@ -31,7 +31,7 @@ from mondrian.core._box_loops cimport (
 from mondrian.core._extend_warm cimport warm_batch
 from mondrian.core._grow cimport grow_tree, should_pause, start_stack
 from mondrian.core._rebuild cimport leaf_box, rebuild_row
-from mondrian.core._undo cimport undo_log_node
+from mondrian.core._undo cimport undo_fence, undo_log_node
 from mondrian.core._random cimport rng_uniform, rng_uniform_open, rng_weighted
 from mondrian.core._tree cimport (
     TREE_LEAF,
@@ -49,6 +49,9 @@ from mondrian.core._tree cimport (
 cdef enum:
     # Points of a small node included in its partial box at once (between two bounds).
     SMALL_CHUNK = 64
+    # Batches from this many points log with streaming stores (UndoLog.stream): their logs
+    # (about 1,000 entries a tree for 150 points in a large tree) outgrow the caches.
+    STREAM_BATCH = 16
 
 
 cdef struct PointCursor:
@@ -148,15 +151,26 @@ cdef int extend_tree(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* 
     The result has the law of a tree sampled on all points at once (projectivity); paused
     leaves absorb points and regrow from their stored points when they un-pause (section 3).
     """
+    if tree.node_count == 0:
+        return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
+    if not tree.undo.on or n < STREAM_BATCH:
+        return _extend_batch(tree, idx, n, X, rows)
+    tree.undo.stream = True
+    try:
+        return _extend_batch(tree, idx, n, X, rows)
+    finally:
+        undo_fence(&tree.undo)
+
+
+cdef int _extend_batch(MondrianTree tree, intp_t* idx, intp_t n, const float64_t* X,
+                       const float64_t* rows) except -1 nogil:
+    """:func:`extend_tree` on a tree that is not empty."""
     cdef intp_t top = 1
     cdef StackRecord rec
     cdef NearLeaf near
     cdef Clock clock
     near.point = -1
     near.leaf = 0
-
-    if tree.node_count == 0:
-        return grow_tree(tree, tree._new_node(), idx, 0, n, 0.0, X, rows)
 
     # The batch's paths asked for from memory together (hints only: see _extend_warm.pxd).
     warm_batch(tree, idx, n, X, rows)

@@ -70,6 +70,10 @@ cdef struct UndoLog:
     bint reordered
     intp_t* old_columns
     intp_t old_n_columns, old_columns_capacity
+    # Entries past the first UNDO_STREAM_ENTRIES are written around the cache (mondrian.core.
+    # _undo: a mini-batch's log of every tree is far larger than the caches); set by the
+    # online extension for a batch, which fences those writes (undo_fence) before it returns.
+    bint stream
 
 
 cdef class MondrianTree  # (declared below; the builders' type takes one)

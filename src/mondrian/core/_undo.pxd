@@ -6,6 +6,7 @@ from mondrian.core._typedefs cimport intp_t
 
 cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 nogil
 cdef int undo_log_sample(MondrianTree tree, intp_t i) except -1 nogil
+cdef void undo_fence(UndoLog* log) noexcept nogil
 cdef void undo_free(UndoLog* log) noexcept nogil
 cdef bint undo_begin(MondrianTree tree) noexcept
 cdef int undo_rollback(MondrianTree tree) except -1

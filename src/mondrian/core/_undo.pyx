@@ -13,7 +13,69 @@ from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
 from mondrian.core._tree cimport Node, _realloc, stored_row
-from mondrian.core._typedefs cimport float64_t
+from mondrian.core._typedefs cimport float64_t, intp_t
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__x86_64__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #define MF_STREAMING 1
+    #else
+    #define MF_STREAMING 0
+    #endif
+    /* Copy n doubles to the log, with streaming (non-temporal) stores if stream: they write
+       around the cache, so the log's lines are neither read first nor kept (the caller
+       fences them: mf_log_fence). The same bytes either way. */
+    static inline void mf_log_copy(double *dst, const double *src, Py_ssize_t n, int stream) {
+    #if MF_STREAMING
+        if (stream && ((size_t)dst & 15) == 0) {
+            Py_ssize_t k = 0;
+            for (; k + 2 <= n; k += 2) _mm_stream_pd(dst + k, _mm_loadu_pd(src + k));
+            if (k < n) dst[k] = src[k];
+            return;
+        }
+    #endif
+        (void)stream;
+        memcpy(dst, src, (size_t)n * sizeof(double));
+    }
+    /* A log entry's id, slot code and node record (size bytes), streamed if stream. */
+    static inline void mf_log_entry(Py_ssize_t *id, Py_ssize_t node, int32_t *slot,
+                                    int32_t code, void *dst, const void *src, size_t size,
+                                    int stream) {
+    #if MF_STREAMING
+        if (stream && ((size_t)dst & 15) == 0 && size % 16 == 0) {
+            size_t b;
+            _mm_stream_si64((long long *)id, (long long)node);
+            _mm_stream_si32((int *)slot, code);
+            for (b = 0; b < size; b += 16)
+                _mm_stream_si128((__m128i *)((char *)dst + b),
+                                 _mm_loadu_si128((const __m128i *)((const char *)src + b)));
+            return;
+        }
+    #endif
+        (void)stream;
+        *id = node;
+        *slot = code;
+        memcpy(dst, src, size);
+    }
+    static inline void mf_log_fence(void) {
+    #if MF_STREAMING
+        _mm_sfence();
+    #endif
+    }
+    """
+    void mf_log_copy(float64_t* dst, const float64_t* src, intp_t n, bint stream) noexcept nogil
+    void mf_log_entry(intp_t* id, intp_t node, int32_t* slot, int32_t code, Node* dst,
+                      const Node* src, size_t size, bint stream) noexcept nogil
+    void mf_log_fence() noexcept nogil
+
+
+cdef enum:
+    # Entries of a log written through the cache before it streams the others (when asked:
+    # UndoLog.stream): a short log (a row's path) is read back soon, while it is in cache.
+    UNDO_STREAM_ENTRIES = 64
 
 
 cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 nogil:
@@ -28,6 +90,8 @@ cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 
     cdef UndoLog* log = &tree.undo
     cdef intp_t D = tree.n_features, S = tree.value_stride, n = log.n, cap
     cdef intp_t slot = tree.box_slot[node]
+    cdef int32_t code
+    cdef bint stream
     if n >= log.cap:
         cap = max(16, 2 * n)
         _realloc(<void**>&log.ids, cap, sizeof(intp_t))
@@ -39,17 +103,14 @@ cdef int undo_log_node(MondrianTree tree, intp_t node, bint with_box) except -1 
         cap = max(16, 2 * (n + 1)) * S
         _realloc(<void**>&log.values, cap, sizeof(float64_t))
         log.vcap = cap
-    log.ids[n] = node
-    log.nodes[n] = tree.nodes[node]
-    if slot >= 0 and not with_box:
-        log.slots[n] = <int32_t>(-2 - slot)
-    else:
-        log.slots[n] = <int32_t>slot
-        if slot >= 0:
-            memcpy(log.bounds + 2 * D * n, tree.bounds + 2 * D * slot,
-                   2 * D * sizeof(float64_t))
+    stream = log.stream and n >= UNDO_STREAM_ENTRIES
+    code = <int32_t>(-2 - slot) if slot >= 0 and not with_box else <int32_t>slot
+    mf_log_entry(&log.ids[n], node, &log.slots[n], code, &log.nodes[n], &tree.nodes[node],
+                 sizeof(Node), stream)
+    if code >= 0:
+        mf_log_copy(log.bounds + 2 * D * n, tree.bounds + 2 * D * slot, 2 * D, stream)
     if S > 0 and stored_row(tree, node) != NULL:
-        memcpy(log.values + S * n, stored_row(tree, node), S * sizeof(float64_t))
+        mf_log_copy(log.values + S * n, stored_row(tree, node), S, stream)
     log.n = n + 1
     return 0
 
@@ -67,6 +128,14 @@ cdef int undo_log_sample(MondrianTree tree, intp_t i) except -1 nogil:
     log.samples[2 * n + 1] = tree.sample_next[i]
     log.sn = n + 1
     return 0
+
+
+cdef void undo_fence(UndoLog* log) noexcept nogil:
+    """End the streaming of ``log``'s entries (``UndoLog.stream``): the streamed writes are
+    ordered before every later one (a rollback may run on another thread)."""
+    if log.stream:
+        mf_log_fence()
+        log.stream = False
 
 
 cdef void undo_free(UndoLog* log) noexcept nogil:
@@ -100,6 +169,7 @@ cdef bint undo_begin(MondrianTree tree) noexcept:
     log.sn = 0
     log.widened = False
     log.reordered = False
+    log.stream = False
     return True
 
 
@@ -166,6 +236,7 @@ cdef int undo_commit(MondrianTree tree) except -1:
 
 
 cdef void _close(UndoLog* log) noexcept nogil:
+    undo_fence(log)
     log.on = False
     log.widened = False
     log.reordered = False
