@@ -505,6 +505,9 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
             pass
         elif t.box_slot[j] >= 0:
             lo = t.bounds + 2 * D * t.box_slot[j]
+            for d in range(0, 2 * D, 8):  # (read after the walks below: loaded meanwhile)
+                __builtin_prefetch(lo + d)
+            __builtin_prefetch(lo + 2 * D - 1)
             a = _box_of(t, left, X, t.scratch + 3 * D)
             b = _box_of(t, right, X, t.scratch + 5 * D)
             for d in range(D):
