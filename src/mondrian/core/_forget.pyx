@@ -66,10 +66,15 @@ from mondrian.core._tree cimport (
     check_points,
     node_paused,
     node_row,
+    points_box,
     stored_row,
     subtree_points,
 )
-from mondrian.core._typedefs cimport float64_t, intp_t
+from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
+
+
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil
 
 __all__ = ["forget_trees", "relocate_trees"]
 
@@ -281,6 +286,52 @@ cdef bint _shrink_box(MondrianTree t, Work* w, intp_t j, const float64_t* X) exc
     return True
 
 
+cdef inline intp_t _gather_list(MondrianTree t, intp_t i, const float64_t* X, intp_t* out,
+                                intp_t n, intp_t cap) noexcept nogil:
+    """Append the list from ``i`` to ``out[n..cap)`` and return the new count, each point's
+    row prefetched as it is met (the rows' misses overlap the walk of the links)."""
+    cdef intp_t D = t.n_features, c
+    while i != TREE_LEAF and n < cap:
+        for c in range(0, D, 8):
+            __builtin_prefetch(X + i * D + c)
+        out[n] = i
+        n += 1
+        i = t.sample_next[i]
+    return n
+
+
+cdef inline intp_t _leftmost_leaf(MondrianTree t, intp_t j) noexcept nogil:
+    while t.nodes[j].left_child != TREE_LEAF:
+        j = t.nodes[j].left_child
+    return j
+
+
+cdef const float64_t* _box_of(MondrianTree t, intp_t node, const float64_t* X,
+                              float64_t* scratch) noexcept nogil:
+    """``t._node_box``'s box: the same points in the same order (leaves left to right), so
+    the same bits, their rows prefetched during the walk of the lists."""
+    cdef intp_t points[BOX_POINTS_MAX]
+    cdef intp_t D = t.n_features, n = 0, j, up
+    if t.box_slot[node] >= 0:
+        return t.bounds + 2 * D * t.box_slot[node]
+    j = _leftmost_leaf(t, node)
+    while True:
+        n = _gather_list(t, t.nodes[j].first_sample, X, points, n, BOX_POINTS_MAX)
+        # The next leaf: up to the first ancestor entered from its left, then its right
+        # subtree's leftmost leaf (none when ``node`` is reached first).
+        while j != node and t.nodes[t.nodes[j].parent].left_child != j:
+            j = t.nodes[j].parent
+        if j == node:
+            break
+        up = t.nodes[j].parent
+        j = _leftmost_leaf(t, t.nodes[up].right_child)
+    if n > 0:
+        mf_rows_box(X, D, points, n, scratch)
+    else:
+        points_box(X, D, points, n, scratch)
+    return scratch
+
+
 cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except -1 nogil:
     """A leaf that lost points: its stored box recomputed from its list, and paused if its
     remaining points satisfy the pause rule (or all coincide), as a fresh fit would."""
@@ -308,11 +359,7 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
         if t.nodes[j].n_node_samples <= w.points_cap:
             # The list's rows by the vectorised loop (same order, same tie rule: same bits;
             # the rows are gathered by index, prefetched a chunk ahead).
-            n = 0
-            while i != TREE_LEAF:
-                w.points[n] = i
-                n += 1
-                i = t.sample_next[i]
+            n = _gather_list(t, i, X, w.points, 0, w.points_cap)
             mf_rows_box(X, D, w.points, n, lo)
         else:
             x = X + i * D
@@ -335,7 +382,7 @@ cdef int _fix_leaf(MondrianTree t, Work* w, intp_t j, const float64_t* X) except
         w.mark[j] |= CHANGED  # (not stored: rebuilt when read, so its parent recomputes)
     if node_paused(&t.nodes[j]):
         return 0  # the pause rule is monotone: fewer points keep it
-    box = t._node_box(j, X, scratch)
+    box = _box_of(t, j, X, scratch)
     row = node_row(t, j, t.row_scratch)
     if _linear_dim(box, D) <= 0.0 or should_pause(t, j, row):
         t.nodes[j].feature = TREE_PAUSED
@@ -458,8 +505,11 @@ cdef int _fix_internal(MondrianTree t, Work* w, intp_t j, const float64_t* X) ex
             pass
         elif t.box_slot[j] >= 0:
             lo = t.bounds + 2 * D * t.box_slot[j]
-            a = t._node_box(left, X, t.scratch + 3 * D)
-            b = t._node_box(right, X, t.scratch + 5 * D)
+            for d in range(0, 2 * D, 8):  # (read after the walks below: loaded meanwhile)
+                __builtin_prefetch(lo + d)
+            __builtin_prefetch(lo + 2 * D - 1)
+            a = _box_of(t, left, X, t.scratch + 3 * D)
+            b = _box_of(t, right, X, t.scratch + 5 * D)
             for d in range(D):
                 v = a[d] if a[d] < b[d] else b[d]
                 if v != lo[d]:

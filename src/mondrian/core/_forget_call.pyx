@@ -206,10 +206,15 @@ cdef bint fails_pause_surely(MondrianTree t, intp_t j, const float64_t* rows,
     cdef float64_t va, vb
     if S == 0 or not t.pause_pure or rows == NULL:
         return False
-    while t.nodes[a].left_child != TREE_LEAF:
-        a = t.nodes[a].left_child
-    while t.nodes[b].left_child != TREE_LEAF:
-        b = t.nodes[b].right_child
+    while True:  # (both descents at once: their misses overlap)
+        p = t.nodes[a].left_child
+        q = t.nodes[b].left_child
+        if p == TREE_LEAF and q == TREE_LEAF:
+            break
+        if p != TREE_LEAF:
+            a = p
+        if q != TREE_LEAF:
+            b = t.nodes[b].right_child
     p = t.nodes[a].first_sample
     q = t.nodes[b].first_sample
     if a == b or p == TREE_LEAF or q == TREE_LEAF:
