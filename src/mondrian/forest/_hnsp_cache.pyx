@@ -14,7 +14,8 @@ a box's codes and the values they index: the very doubles, so the same distances
 Codes of 2 bytes are not kept by default (``WIDE_CODES``): on usps (100 trees) they made a call
 of 2007 rows 16% faster but one of 3000 rows or more 1.5x slower (the rank kernel runs one chain
 per row, the float kernel four rows side by side), the filling call twice as slow, and the
-cache 720 MB larger. Such a tree rebuilds its boxes from the points at every call, as before.
+cache 720 MB larger. Such a tree keeps its boxes as floats where they fit the budget (usps at
+20 trees), else rebuilds them from the points at every call, as before.
 """
 
 from libc.stdlib cimport free
@@ -95,6 +96,8 @@ cdef NodeTables tree_entry(object cache, MondrianTree tree, intp_t n, float64_t 
     elif tree.box_min_samples > 0 and cache.asked(tree, key):
         # (the first ask builds nothing: no coder for a model predicted once)
         coder = cache.box_coder(tree) if BOX_CODES else None
+        if coder is not None and (<BoxCoder> coder).code_size > 1 and not WIDE_CODES:
+            coder = None  # (floats then, where they fit: usps at 20 trees)
         box_floats = _kept_bounds(cache, tree, table_floats, coder, forest_trees)
         if box_floats == 0:
             coder = None
@@ -109,11 +112,9 @@ cdef intp_t _kept_bounds(object cache, MondrianTree tree, intp_t table_floats, o
     (``table_floats``), 0 for none: when about ``forest_trees`` such entries fit the budget,
     as codes of ``coder`` (when not None, else as floats). Floats: satimage 688 bytes per
     node (223 MB for 100 trees), usps 4272 (3.1 GB: none); codes: satimage 184, usps 1200
-    (codes of 2 bytes only under ``WIDE_CODES``)."""
+    (codes of 2 bytes only under ``WIDE_CODES``: ``tree_entry`` passes no coder else)."""
     cdef intp_t bounds = 2 * tree.node_count * tree.n_features
     cdef intp_t size = 8 if coder is None else (<BoxCoder> coder).code_size
-    if size == 2 and not WIDE_CODES:
-        return 0
     if (table_floats * 8 + bounds * size) * forest_trees <= cache.budget:
         return bounds
     return 0
