@@ -36,11 +36,11 @@ __all__ = ["CACHE_BYTES", "BoxCoder", "NodeTables", "PredictCache", "predict_cac
 # MONDRIAN_PREDICT_CACHE_BYTES sets it at import). A classifier tree's entry holds
 # 8 (2 K + 2) bytes per node of tables (K classes) and, on a lean tree below 32 features,
 # 16 D more of boxes (D features); from 32 features, when the whole model's fit the budget,
-# 2 D codes of 1 or 2 bytes (BoxCoder; else 16 D of floats, as with BOX_CODES off in
-# _hnsp_cache); a lean regressor tree's, 16 D of boxes; a density tree's, 8 bytes of leaf
-# log density. 100 trees: letter 713 MB (688 bytes per node), pendigits 134 MB (432), kin8nm
-# 189 MB (128); with codes satimage 184 bytes per node, dna 424, usps 1200 (about 850 MB;
-# 4272 as floats, past the budget).
+# 2 D codes of 1 byte (BoxCoder; 2 bytes only under _hnsp_cache.WIDE_CODES), else 16 D of
+# floats (as with BOX_CODES off in _hnsp_cache); a lean regressor tree's, 16 D of boxes; a
+# density tree's, 8 bytes of leaf log density. 100 trees: letter 713 MB (688 bytes per node),
+# pendigits 134 MB (432), kin8nm 189 MB (128); with codes satimage 184 bytes per node, dna 424;
+# usps its tables alone (176; its boxes: 4272 as floats, past the budget).
 
 
 def _budget_from_environment(default=1 << 30):
