@@ -32,7 +32,7 @@ from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport is_leaf_at, node_time, read_lifetime, reserve
 from mondrian.forest._gaussian_model cimport _clock_denominator, _leaf_message, _product
-from mondrian.forest._gaussian_predict cimport Outer, outer_free, predict_rows
+from mondrian.forest._gaussian_predict cimport Outer, Reading, outer_free, predict_rows
 from mondrian.forest._node_cache cimport NodeTables
 
 import numpy as np
@@ -311,7 +311,8 @@ cdef object _every_box(object cache, MondrianTree tree, intp_t n, bint plain_wal
 def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                           float64_t[:, ::1] out, GaussianPrior params not None,
                           intp_t n_quadrature=4,
-                          lifetime=None, bint plain_walk=False, cache=None):
+                          lifetime=None, bint plain_walk=False, cache=None,
+                          shorter_lifetime=None, list shorter_messages=None):
     """Add every tree's predictive mean and second moment at each row of ``X`` to ``out``.
 
     Parameters
@@ -324,7 +325,7 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     out : ndarray of shape (n_samples, 2) or (n_samples, 3)
         Accumulates ``E[y]`` and ``E[y**2]`` summed over trees (and, in a third column, the
         squares of the trees' means ``E[y]**2``: their spread is the between-tree part of the
-        forest's variance).
+        forest's variance). Two columns more with ``shorter_messages``.
     params : GaussianPrior
         Hyperparameters of the model.
     n_quadrature : int, default=4
@@ -337,40 +338,56 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
     cache : PredictCache, default=None
         Where a call of many rows keeps every box of a lean tree of few features for the next
         calls of the same model (``mondrian.forest._node_cache``); the same bits either way.
+    shorter_lifetime : float, default=None
+        With ``shorter_messages`` (computed at this lifetime, one pair per tree): also read
+        the trees pruned there, into the last two columns of ``out``: the bits of a call of
+        its own, the rows' walks shared with the first reading when it is no shorter.
     """
     cdef MondrianTree tree
-    cdef Hyper h
+    cdef Hyper h, h_short
     cdef const float64_t* boxes
     cdef const int32_t* slots
-    cdef intp_t n = X.shape[0], m
-    cdef const float64_t[::1] mm
-    cdef const float64_t[::1] mv
+    cdef intp_t n = X.shape[0], m, width = out.shape[1]
     cdef bint squared_mean
     cdef float64_t* box = NULL
     cdef size_t box_size = 0
     cdef const float64_t* rows = &X[0, 0] if n > 0 else NULL
-    cdef Outer o
+    cdef Outer o, o_short
+    cdef Reading shorter
+    cdef Reading* fused
     cdef float64_t sums[2]
-    cdef float64_t* means[1]
-    cdef float64_t* variances[1]
+    cdef float64_t* means[2]
+    cdef float64_t* variances[2]
     memset(&o, 0, sizeof(Outer))
+    memset(&o_short, 0, sizeof(Outer))
     if len(trees) != len(messages):
         raise ValueError("one pair of messages per tree is needed")
     if n_quadrature < 1:
         raise ValueError("n_quadrature must be >= 1")
-    if out.shape[1] not in (2, 3) or out.shape[0] != n:
-        raise ValueError(f"out must have shape ({n}, 2) or ({n}, 3)")
-    squared_mean = out.shape[1] == 3
+    if shorter_messages is not None:
+        width -= 2
+        if len(trees) != len(shorter_messages):
+            raise ValueError("one pair of messages per tree is needed")
+    if width not in (2, 3) or out.shape[0] != n:
+        raise ValueError(f"out must have shape ({n}, 2) or ({n}, 3)"
+                         + (" and two more columns" if shorter_messages is not None else ""))
+    squared_mean = width == 3
     cdef float64_t* moments = &out[0, 0] if n > 0 else NULL
+    shorter.hs = &h_short
+    shorter.msg_means = means + 1
+    shorter.msg_vars = variances + 1
+    shorter.o = &o_short
+    shorter.moments = moments + width if n > 0 else NULL
     try:
         for m in range(len(trees)):
             tree = trees[m]
-            mm, mv = messages[m]
-            if mm.shape[0] != tree.node_count or mv.shape[0] != tree.node_count:
-                raise ValueError("stale messages: the tree changed since they were computed")
+            _messages_of(tree, messages[m], means, variances)
             h = params.at(read_lifetime(tree, lifetime))
-            means[0] = <float64_t*> &mm[0]
-            variances[0] = <float64_t*> &mv[0]
+            fused = NULL
+            if shorter_messages is not None:
+                _messages_of(tree, shorter_messages[m], means + 1, variances + 1)
+                h_short = params.at(read_lifetime(tree, shorter_lifetime))
+                fused = &shorter
             kept = _every_box(cache, tree, n, plain_walk)
             boxes, slots = NULL, NULL
             if kept is not None:
@@ -379,12 +396,31 @@ def predict_moments_trees(list trees, list messages, const float64_t[:, ::1] X,
                 boxes, slots = tree.bounds, tree.box_slot  # (every box stored)
             with nogil:
                 reserve(<void**> &box, &box_size, 2 * tree.n_features * sizeof(float64_t))
+                if fused != NULL and h_short.lifetime > h.lifetime:  # (not within its walks)
+                    predict_rows(tree, &h_short, 1, rows, n, X.shape[1], means + 1,
+                                 variances + 1, n_quadrature, box, plain_walk, &o_short, sums,
+                                 shorter.moments, out.shape[1], 2, False, boxes, slots)
+                    fused = NULL
                 predict_rows(tree, &h, 1, rows, n, X.shape[1], means, variances,
                              n_quadrature, box, plain_walk, &o, sums, moments,
-                             out.shape[1], 0, squared_mean, boxes, slots)
+                             out.shape[1], 0, squared_mean, boxes, slots, fused)
     finally:
         outer_free(&o)
+        outer_free(&o_short)
         free(box)
+
+
+cdef int _messages_of(MondrianTree tree, pair, float64_t** mean,
+                      float64_t** var) except -1:
+    """Point ``mean`` and ``var`` at a tree's pair of messages (checked against the tree)."""
+    cdef const float64_t[::1] mm
+    cdef const float64_t[::1] mv
+    mm, mv = pair
+    if mm.shape[0] != tree.node_count or mv.shape[0] != tree.node_count:
+        raise ValueError("stale messages: the tree changed since they were computed")
+    mean[0] = <float64_t*> &mm[0]
+    var[0] = <float64_t*> &mv[0]
+    return 0
 
 
 def node_posteriors(MondrianTree tree, GaussianPrior params not None, lifetime=None):

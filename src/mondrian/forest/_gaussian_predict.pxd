@@ -33,12 +33,25 @@ cdef struct Outer:
     size_t pend_rec_size, pend_w_size, pend_j_size, pend_pts_size
 
 
-# One tree's predictive at the n rows of X under the P priors hs (see the .pyx); o zeroed
-# before its first use, outer_free(o) when done.
+cdef struct Reading:
+    # A second reading of the rows of a predict_rows call: the same tree read pruned at a
+    # lifetime no longer than the first's (the debiased combination's shorter forest), under
+    # its own prior (one), messages and records; row i adds its moments at ``moments + i
+    # row_step`` (the call's row_step; two columns: mean, second moment).
+    const Hyper* hs
+    float64_t** msg_means
+    float64_t** msg_vars
+    Outer* o
+    float64_t* moments
+
+
+# One tree's predictive at the n rows of X under the P priors hs (see the .pyx), and under a
+# second Reading if ``shorter`` is not NULL; o (and shorter.o) zeroed before its first use,
+# outer_free(o) when done.
 cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
                       intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
                       bint squared_mean, const float64_t* boxes=*,
-                      const int32_t* slots=*) except -1 nogil
+                      const int32_t* slots=*, const Reading* shorter=*) except -1 nogil
 cdef void outer_free(Outer* o) noexcept nogil

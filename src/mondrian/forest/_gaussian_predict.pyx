@@ -24,11 +24,12 @@ from mondrian.core._batch_walk cimport (
     batch_row,
     group_etas,
 )
-from mondrian.core._tree cimport MondrianTree
+from mondrian.core._tree cimport MondrianTree, box_distance
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
     WALK_DEPTH_MAX,
     WalkStep,
+    is_leaf_at,
     node_time,
     reserve,
     walk_etas,
@@ -169,22 +170,29 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                       intp_t n_quadrature, float64_t* box, bint plain, Outer* o,
                       float64_t* sums, float64_t* moments, intp_t row_step, intp_t stride,
                       bint squared_mean, const float64_t* boxes=NULL,
-                      const int32_t* slots=NULL) except -1 nogil:
+                      const int32_t* slots=NULL, const Reading* shorter=NULL) except -1 nogil:
     """One tree's predictive at the ``n`` rows of ``X`` (row ``i`` at ``X + i x_step``) under
     the ``P`` priors ``hs``: row ``i`` adds to ``moments + i row_step`` as
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``), or, when ``boxes`` holds every node's
     box (node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), by groups of rows
-    walked side by side (``group_etas``); ``o`` holds the call's scratch."""
+    walked side by side (``group_etas``); ``o`` holds the call's scratch. Unless ``shorter``
+    is NULL, the rows are also read as it says, the same bits as a call of their own: walked
+    in groups, a row's shorter reading takes the first's path and etas (``_shorter_etas``)."""
     cdef intp_t i, k, s, start = 0, stop, rows
     cdef intp_t length[GROUP_ROWS]
     cdef intp_t top[GROUP_ROWS]
     cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
     cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
     cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
+    cdef float64_t short_etas[WALK_DEPTH_MAX]
+    cdef bint grouped = boxes != NULL and not plain and n > 0
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
-    while boxes != NULL and not plain and start < n:
+    if shorter != NULL and grouped:
+        _outer_reserve(shorter.o, tree.node_count, 1, n_quadrature, n)
+        _outer_begin(shorter.o, shorter.hs, 1, n_quadrature)
+    while grouped and start < n:
         rows = min(<intp_t>GROUP_ROWS, n - start)
         group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
                    boxes_at, etas, length, top)
@@ -193,9 +201,19 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                               n_quadrature, NULL, 0, box, plain, o, sums,
                               moments + (start + k) * row_step, stride, squared_mean,
                               path + k * WALK_DEPTH_MAX, etas + k * WALK_DEPTH_MAX, top[k])
+        for k in range(rows if shorter != NULL else 0):
+            i = k * WALK_DEPTH_MAX
+            s = _shorter_etas(tree, shorter.hs[0].lifetime, X + (start + k) * x_step, boxes,
+                              path + i, boxes_at + i, etas + i, length[k], top[k], short_etas)
+            _predict_row_grid(tree, shorter.hs, 1, X + (start + k) * x_step, shorter.msg_means,
+                              shorter.msg_vars, n_quadrature, NULL, 0, box, plain, shorter.o,
+                              sums, shorter.moments + (start + k) * row_step, 2, False,
+                              path + i, short_etas, s)
         start += rows
-    if start >= n and n > 0:
+    if grouped:
         _outer_end(o)
+        if shorter != NULL:
+            _outer_end(shorter.o)
         return 0
     if plain or not _batched(tree, n):
         for i in range(n):
@@ -215,7 +233,37 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                               moments + i * row_step, stride, squared_mean, NULL, NULL, -1)
         start = stop
     _outer_end(o)
+    if shorter != NULL:  # (not grouped: a pass of its own)
+        predict_rows(tree, shorter.hs, 1, X, n, x_step, shorter.msg_means, shorter.msg_vars,
+                     n_quadrature, box, plain, shorter.o, sums, shorter.moments, row_step, 2,
+                     False, boxes, slots)
     return 0
+
+
+cdef inline intp_t _shorter_etas(MondrianTree tree, float64_t lifetime, const float64_t* x,
+                                 const float64_t* boxes, const intp_t* path,
+                                 const intp_t* boxes_at, const float64_t* etas, intp_t length,
+                                 intp_t top, float64_t* short_etas) noexcept nogil:
+    """What ``group_etas`` would give a row at ``lifetime`` (no longer than the one it walked
+    at: the row's ``path`` of ``length`` nodes, its ``etas`` from ``top``), from that: the
+    path is the same down to the first node that is a leaf at ``lifetime``, and its etas from
+    there up to the first 0 are the same distances, those at ``top`` or deeper already found
+    (the same bits), any above ``top`` measured now. Writes them to ``short_etas`` (indexed by
+    depth) and returns the new top (-1: walk it the plain way, as the first walk did)."""
+    cdef intp_t leaf = 0, i, D = tree.n_features
+    if length == 0:
+        return -1
+    while not is_leaf_at(tree, path[leaf], lifetime):
+        leaf += 1
+    i = leaf
+    while True:
+        if i >= top:
+            short_etas[i] = etas[i]
+        else:
+            short_etas[i] = box_distance(boxes + 2 * D * boxes_at[i], D, x)
+        if short_etas[i] == 0.0 or i == 0:
+            return i
+        i -= 1
 
 
 cdef inline float64_t _q_var(const float64_t* r) noexcept nogil:

@@ -319,15 +319,35 @@ def refresh_short_messages(model, cache, trees, counts, X_new):
     return work
 
 
-def combine_lifetimes(model, X_scaled, mean, var):
+def shorter_reading(model):
+    """``(l, messages)``: the lifetime of the debiased combination's shorter forest and its
+    trees' messages there (:func:`combine_lifetimes` reads them), or None for the plain
+    forest; the reader of the model's own lifetime may read both at once (their walks
+    shared, ``predict_moments_trees``'s ``shorter_messages``: the same bits)."""
+    choice = model.__dict__.get("_debias_choice")
+    if choice is None or model.debias is None:  # set_params(debias=None): the plain forest
+        return None
+    return choice[0], _short_messages(model, model._posterior(), choice[0])
+
+
+def combine_lifetimes(model, X_scaled, mean, var, coarse=None):
     """The debiased combination's mean and variance from the plain forest's (standardised
-    units); unchanged without a choice, or when the forest cannot be read below ``l``."""
+    units); unchanged without a choice, or when the forest cannot be read below ``l``.
+    ``coarse``: the shorter forest's mean at the rows if already read (as read here)."""
     choice = model.__dict__.get("_debias_choice")
     if choice is None or model.debias is None:  # set_params(debias=None): the plain forest
         return mean, var
     lifetime, beta, factor, shift_factor = choice
+    if coarse is None:
+        coarse = _shorter_means(model, X_scaled)
+    shift = beta * (mean - coarse)
+    return mean + shift, factor * var + shift_factor * shift * shift
+
+
+def _shorter_means(model, X_scaled):
+    """The shorter forest's predictive means at the rows (a pass of its own)."""
     cache = model._posterior()
-    messages = _short_messages(model, cache, lifetime)
+    lifetime, messages = shorter_reading(model)
     boxes = predict_cache(model)  # (the boxes do not depend on the lifetime read)
 
     def run(trees, X, out):
@@ -338,9 +358,7 @@ def combine_lifetimes(model, X_scaled, mean, var):
         predict_moments_trees(trees, chosen, X, out, cache.params, int(model.n_quadrature),
                               lifetime, cache=boxes)
 
-    coarse = model._accumulate(run, X_scaled, 2, model._n_jobs())[:, 0] / len(model._trees)
-    shift = beta * (mean - coarse)
-    return mean + shift, factor * var + shift_factor * shift * shift
+    return model._accumulate(run, X_scaled, 2, model._n_jobs())[:, 0] / len(model._trees)
 
 
 def debias_info(model):

@@ -35,7 +35,7 @@ from mondrian.forest._targets import (
     _rescaled_tree,
     _TargetScaler,
 )
-from mondrian.forest.debias import DEBIAS_DOC, combine_lifetimes, debias_info
+from mondrian.forest.debias import DEBIAS_DOC, combine_lifetimes, debias_info, shorter_reading
 from mondrian.forest.forgetting import RegressorForgetMixin
 from mondrian.forest.lifetime_path import LifetimePathMixin
 
@@ -407,19 +407,26 @@ class _BaseMondrianRegressor(
     def _moments_scaled(self, X_scaled, lifetime=None):
         cache = self._posterior()
         boxes = predict_cache(self)
+        # [debias] the shorter forest read in the same pass (its walks shared): two columns more
+        shorter = shorter_reading(self) if lifetime is None else None
 
         def run(trees, X, out):
             messages = cache.messages
+            short_messages = shorter and shorter[1]
             if trees is not self._trees:  # a chunk of the trees (threads)
                 index = {id(t): k for k, t in enumerate(self._trees)}
                 messages = [messages[index[id(t)]] for t in trees]
+                if shorter:
+                    short_messages = [shorter[1][index[id(t)]] for t in trees]
             predict_moments_trees(
                 trees, messages, X, out, cache.params, int(self.n_quadrature), lifetime,
-                cache=boxes,
+                cache=boxes, shorter_lifetime=shorter and shorter[0],
+                shorter_messages=short_messages,
             )
 
         spread_scale = self._spread_scale()
-        out = self._accumulate(run, X_scaled, 2 if spread_scale == 1.0 else 3, self._n_jobs())
+        width = 2 if spread_scale == 1.0 else 3
+        out = self._accumulate(run, X_scaled, width + (2 if shorter else 0), self._n_jobs())
         out /= len(self._trees)
         mean = out[:, 0]
         if spread_scale == 1.0:  # the law of total variance over the trees
@@ -428,7 +435,8 @@ class _BaseMondrianRegressor(
             var = (np.maximum(out[:, 1] - out[:, 2], 0.0)
                    + spread_scale * np.maximum(out[:, 2] - mean * mean, 0.0))
         if lifetime is None:  # [debias, issue 22] the combination of lifetimes, if chosen
-            mean, var = combine_lifetimes(self, X_scaled, mean, var)
+            mean, var = combine_lifetimes(self, X_scaled, mean, var,
+                                          out[:, width] if shorter else None)
         # The standard deviation, not the variance, goes back to units: the variance of targets
         # of 1e-300 or 1e300 would underflow or overflow.
         return self._y_scaler.inverse(mean, np.sqrt(var))
