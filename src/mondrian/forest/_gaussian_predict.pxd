@@ -21,6 +21,12 @@ cdef struct Outer:
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
     BatchEtas batch        # the etas of a batch of rows (_batched)
+    # A shorter Reading of the same rows that follows this one (NULL otherwise): filling a
+    # node of its tree, this one asks for what the other will read there (hints).
+    const float64_t* hint_means
+    const float64_t* hint_vars
+    float64_t* hint_rec
+    float64_t hint_lifetime
     # A row's branch-off nodes waiting for their clocks (found together, in vector lanes):
     # per node its record and weight, per quadrature point the argument of log1p, the
     # parent's time and eta, then the clock denominator.

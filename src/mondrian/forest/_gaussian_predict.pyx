@@ -24,6 +24,7 @@ from mondrian.core._batch_walk cimport (
     batch_row,
     group_etas,
 )
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree, box_distance
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -189,9 +190,15 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     cdef bint grouped = boxes != NULL and not plain and n > 0
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
+    o.hint_means = NULL
     if shorter != NULL and grouped:
         _outer_reserve(shorter.o, tree.node_count, 1, n_quadrature, n)
         _outer_begin(shorter.o, shorter.hs, 1, n_quadrature)
+        if P == 1 and shorter.o.memo:
+            o.hint_means = shorter.msg_means[0]
+            o.hint_vars = shorter.msg_vars[0]
+            o.hint_rec = shorter.o.rec
+            o.hint_lifetime = shorter.hs[0].lifetime
     while grouped and start < n:
         rows = min(<intp_t>GROUP_ROWS, n - start)
         group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
@@ -298,6 +305,12 @@ cdef void _outer_fill(MondrianTree tree, const Hyper* hs, intp_t P, float64_t** 
             sibling = tree.nodes[parent].left_child
             if sibling == j:
                 sibling = tree.nodes[parent].right_child
+            if o.hint_means != NULL and tree.nodes[parent].split_time < o.hint_lifetime:
+                # (j is a node of the shorter reading's tree: what it will read when it
+                # fills j's record, asked for now; a hint, no effect on values)
+                MONDRIAN_TREE_PREFETCH(o.hint_means + sibling)
+                MONDRIAN_TREE_PREFETCH(o.hint_vars + sibling)
+                MONDRIAN_TREE_PREFETCH(o.hint_rec + OUTER_FIELDS * j)
             d_sibling = _clock_denominator(rate, node_time(tree, sibling, lifetime))
             for k in range(P):
                 _product(up[OUT_MEAN], _q_var(up), msg_means[k][sibling],
