@@ -204,6 +204,9 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
         group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
                    boxes_at, etas, length, top)
         for k in range(rows):
+            _request_messages(msg_means, msg_vars, P, path + k * WALK_DEPTH_MAX, top[k],
+                              length[k])
+        for k in range(rows):
             _predict_row_grid(tree, hs, P, X + (start + k) * x_step, msg_means, msg_vars,
                               n_quadrature, NULL, 0, box, plain, o, sums,
                               moments + (start + k) * row_step, stride, squared_mean,
@@ -245,6 +248,18 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
                      n_quadrature, box, plain, shorter.o, sums, shorter.moments, row_step, 2,
                      False, boxes, slots)
     return 0
+
+
+cdef inline void _request_messages(float64_t** msg_means, float64_t** msg_vars, intp_t P,
+                                   const intp_t* path, intp_t top,
+                                   intp_t length) noexcept nogil:
+    """Ask for the messages of a row's path from ``top`` to its leaf (``length`` nodes), which
+    its branch-off terms and its leaf read (a hint, no effect on values)."""
+    cdef intp_t i, k
+    for i in range(max(top, 0), length):
+        for k in range(P):
+            MONDRIAN_TREE_PREFETCH(msg_means[k] + path[i])
+            MONDRIAN_TREE_PREFETCH(msg_vars[k] + path[i])
 
 
 cdef inline intp_t _shorter_etas(MondrianTree tree, float64_t lifetime, const float64_t* x,
@@ -362,6 +377,10 @@ cdef inline void _branch_push(const Hyper* hs, intp_t P, const float64_t* r,
     queue is full or the records are kept by depth, which the next nodes overwrite)."""
     cdef intp_t q, n_pts = PENDING_NODES * n_quadrature
     cdef float64_t* a = o.pend_pts + o.n_pend * n_quadrature
+    for q in range(P):
+        # (the node's messages, read when the queue is flushed: a hint, no effect on values)
+        MONDRIAN_TREE_PREFETCH(msg_means[q] + j)
+        MONDRIAN_TREE_PREFETCH(msg_vars[q] + j)
     for q in range(n_quadrature):
         a[q] = -o.u[q] * p
         a[n_pts + q] = tau_parent
