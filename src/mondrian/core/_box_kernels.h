@@ -13,6 +13,7 @@
 #define MONDRIAN_CORE_BOX_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MF_KERNEL_UNUSED __attribute__((unused))
@@ -104,6 +105,106 @@ static void mf_rows_eta(const double *lo, Py_ssize_t D, const double *X, Py_ssiz
         return;
     }
     mf_rows_eta_fast(lo, D, X, x_step, idx, m, out);
+}
+
+/* Distances that mark the dims outside. Boxes nest (a node's box holds its children's), so a
+   row inside a child's box on dim d is inside every ancestor's on d: its gap there is +0.0,
+   and adding +0.0 to a sum of non-negative terms from +0.0 leaves the sum as it is. Once a
+   row's distance to one box is summed over every dim, its distance to an enclosing box is
+   the sum, in order d, of the gaps of the dims it was outside of: the bits of mf_row_eta. A
+   row's dims outside are bits (dim d: bit d % 32 of word d / 32, MF_MASK_WORDS(D) words at
+   `masks + row MF_MASK_WORDS(D)`), set by mf_rows_eta_marked and read, then cleared where
+   the row has come inside, by mf_rows_eta_masked. The caller sees that the boxes nest;
+   mf_box_kernels_portable leaves the masks aside (every distance by mf_row_eta: the
+   reference of the tests). */
+#define MF_MASK_WORDS(D) (((D) + 31) / 32)
+#if MF_GAP_BLOCK != 32
+#error "mf_rows_eta_marked writes a block of gaps as one 32-bit word of marks"
+#endif
+
+MF_KERNEL_CLONES MF_KERNEL_UNUSED
+static void mf_rows_eta_marked(const double *restrict lo, Py_ssize_t D,
+                               const double *restrict X, Py_ssize_t x_step,
+                               const Py_ssize_t *restrict idx, Py_ssize_t m,
+                               double *restrict out, uint32_t *restrict masks) {
+    /* mf_rows_eta_fast, each row's dims outside (gap > 0) also marked in its mask (each
+       block of MF_GAP_BLOCK = 32 dims is one word). */
+    const double *restrict hi = lo + D;
+    const Py_ssize_t words = MF_MASK_WORDS(D);
+    double g[MF_ROWS][MF_GAP_BLOCK];
+    Py_ssize_t k0 = 0, k, b, w, d;
+    for (; k0 < m; k0 += MF_ROWS) {
+        const double *xs[MF_ROWS];
+        uint32_t *ms[MF_ROWS];
+        double acc[MF_ROWS];
+        for (k = 0; k < MF_ROWS; k++) {
+            /* (a repeated last row writes its own mask again, the same bits) */
+            Py_ssize_t row = idx[k0 + k < m ? k0 + k : m - 1];
+            xs[k] = X + row * x_step;
+            ms[k] = masks + row * words;
+            acc[k] = 0.0;
+        }
+        for (b = 0; b < D; b += MF_GAP_BLOCK) {
+            w = D - b < MF_GAP_BLOCK ? D - b : MF_GAP_BLOCK;
+            for (k = 0; k < MF_ROWS; k++) {
+                const double *restrict x = xs[k] + b;
+                double *restrict gk = g[k];
+                uint32_t bits = 0;
+                for (d = 0; d < w; d++) {
+                    double below = lo[b + d] - x[d];
+                    double above = x[d] - hi[b + d];
+                    below = below > 0.0 ? below : 0.0;
+                    above = above > 0.0 ? above : 0.0;
+                    gk[d] = below + above;
+                }
+                for (d = 0; d < w; d++) bits |= (uint32_t)(gk[d] > 0.0) << d;
+                ms[k][b / MF_GAP_BLOCK] = bits;
+            }
+            for (d = 0; d < w; d++) {
+                acc[0] += g[0][d];
+                acc[1] += g[1][d];
+                acc[2] += g[2][d];
+                acc[3] += g[3][d];
+            }
+        }
+        for (k = 0; k < MF_ROWS && k0 + k < m; k++) out[k0 + k] = acc[k];
+    }
+}
+
+MF_KERNEL_CLONES MF_KERNEL_UNUSED
+static void mf_rows_eta_masked(const double *restrict lo, Py_ssize_t D,
+                               const double *restrict X, Py_ssize_t x_step,
+                               const Py_ssize_t *restrict idx, Py_ssize_t m,
+                               double *restrict out, uint32_t *restrict masks) {
+    /* out[k]: the distance from row idx[k] to a box enclosing the one its mask was set at,
+       from the gaps of its marked dims only; its mask keeps the dims still outside. */
+    const double *restrict hi = lo + D;
+    const Py_ssize_t words = MF_MASK_WORDS(D);
+    Py_ssize_t k, v;
+    for (k = 0; k < m; k++) {
+        Py_ssize_t row = idx[k];
+        const double *restrict x = X + row * x_step;
+        uint32_t *restrict mask = masks + row * words;
+        double eta = 0.0;
+        for (v = 0; v < words; v++) {
+            uint32_t bits = mask[v], kept = 0;
+            while (bits) {
+                int j = __builtin_ctz(bits);
+                Py_ssize_t d = v * 32 + j;
+                double below = lo[d] - x[d];
+                double above = x[d] - hi[d];
+                double gap;
+                below = below > 0.0 ? below : 0.0;
+                above = above > 0.0 ? above : 0.0;
+                gap = below + above;
+                eta += gap;
+                kept |= (uint32_t)(gap > 0.0) << j;
+                bits &= bits - 1;
+            }
+            mask[v] = kept;
+        }
+        out[k] = eta;
+    }
 }
 
 MF_KERNEL_CLONES MF_KERNEL_UNUSED
