@@ -208,19 +208,32 @@ static void mf_rows_eta_masked(const double *restrict lo, Py_ssize_t D,
 }
 
 MF_KERNEL_CLONES MF_KERNEL_UNUSED
+static void mf_union_box(const double *restrict first, const double *restrict second,
+                         Py_ssize_t D, double *restrict out) {
+    /* The box `first` grown to hold the box `second` (each 2 D), into out: include_box
+       (_walk.pxd) on a copy of first, in one pass (a bound of second replaces first's only
+       when strictly beyond it, so the same values). */
+    Py_ssize_t d;
+    for (d = 0; d < D; d++) {
+        out[d] = second[d] < first[d] ? second[d] : first[d];
+        out[D + d] = second[D + d] > first[D + d] ? second[D + d] : first[D + d];
+    }
+}
+
+MF_KERNEL_CLONES MF_KERNEL_UNUSED
 static void mf_grow_box(const double *restrict X, Py_ssize_t D, const Py_ssize_t *restrict idx,
                         Py_ssize_t n, double *restrict lo) {
     /* Grow the box (lo, lo + D) over the rows idx[0..n) of X, in that order, with the rule
        of include_subtree (_walk.pxd): a point replaces a bound only when strictly beyond it,
-       so the same values at any vector width. The next row is requested while one is read
-       (the rows are scattered in the store). */
+       so the same values at any vector width. The rows two on are requested while one is
+       read (the rows are scattered in the store). */
     double *restrict hi = lo + D;
-    Py_ssize_t k, d;
+    Py_ssize_t k, d, ahead;
     for (k = 0; k < n; k++) {
         const double *restrict row = X + idx[k] * D;
 #if defined(__GNUC__) || defined(__clang__)
-        if (k + 1 < n) {
-            const char *next = (const char *)(X + idx[k + 1] * D);
+        for (ahead = k == 0 ? 1 : 2; ahead <= 2 && k + ahead < n; ahead++) {
+            const char *next = (const char *)(X + idx[k + ahead] * D);
             for (d = 0; d < D; d += 8) __builtin_prefetch(next + d * sizeof(double));
         }
 #endif
