@@ -8,7 +8,7 @@ points. These tests compare it bit for bit with the plain walk (every eta on the
 ``plain_walk=True``) and with rows predicted one at a time, on lean and full boxes, sample
 weights, pruned models, paused leaves (online updates), far rows whose every path node has
 eta > 0 (deep trees: more etas than a batch keeps per row), and calls of more rows than a
-batch holds. From 32 features the pass marks the dims each row lies outside of and sums an
+batch holds. From 128 features the pass marks the dims each row lies outside of and sums an
 enclosing box's distance over those alone (``mf_rows_eta_masked``); the portable switch
 measures every box over every dim, so comparing both checks the marks too, and a stored box
 that does not hold its child's (a hand-made tree) is measured over every dim.
@@ -179,14 +179,14 @@ def _with_boxes(tree, boxes):
     return copy
 
 
-@pytest.mark.parametrize("n_features", [33, 70])
+@pytest.mark.parametrize("n_features", [130, 256])
 def test_dims_outside_give_the_bits_of_whole_distances(n_features):
-    # Rows near the data (outside a box on a few dims) and far (on every dim); 33 and 70
-    # features: a last word of marks partly used. Then stored boxes shrunk to points around
-    # their middles, so that they no longer hold their children's: such a box is measured
-    # over every dim, as the portable kernel does (the plain walk, which measures every node
-    # on the way down, is not the reference there: the leaf-first walk stops at the first
-    # eta 0 whatever the boxes above).
+    # Rows near the data (outside a box on a few dims) and far (on every dim); marks from
+    # 128 features (MASK_MIN_FEATURES), 130: a last word of marks partly used. Then stored
+    # boxes shrunk to points around their middles, so that they no longer hold their
+    # children's: such a box is measured over every dim, as the portable kernel does (the
+    # plain walk, which measures every node on the way down, is not the reference there:
+    # the leaf-first walk stops at the first eta 0 whatever the boxes above).
     rng = np.random.default_rng(n_features)
     X = rng.normal(size=(300, n_features))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1.0)
