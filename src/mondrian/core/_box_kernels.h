@@ -30,6 +30,12 @@
 /* Rows measured side by side, and dims per block of gaps (kept in L1). */
 #define MF_ROWS 4
 #define MF_GAP_BLOCK 32
+/* 32-bit words of a row's marks of the dims outside (mf_rows_eta_masked): a block of gaps
+   is one word. */
+#define MF_MASK_WORDS(D) (((D) + 31) / 32)
+#if MF_GAP_BLOCK != 32
+#error "mf_rows_eta_fast writes a block of gaps as one 32-bit word of marks"
+#endif
 
 /* Nonzero: every distance by the one-row reference loop (the switch of the tests). */
 static int mf_box_kernels_portable = 0;
@@ -56,19 +62,26 @@ MF_KERNEL_CLONES MF_KERNEL_UNUSED
 static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
                              const double *restrict X, Py_ssize_t x_step,
                              const Py_ssize_t *restrict idx, Py_ssize_t m,
-                             double *restrict out) {
+                             double *restrict out, uint32_t *restrict masks) {
     /* out[k] = distance from row idx[k] of X (at X + idx[k] x_step) to the box (lo, lo + D),
        MF_ROWS rows at a time: their gaps over a block of dims into g (vector loops over d),
-       then each row's sum over the block in order d (MF_ROWS independent chains). */
+       then each row's sum over the block in order d (MF_ROWS independent chains). With
+       masks (not NULL), each row's dims outside (gap > 0) are also marked in its mask, one
+       word per block (see mf_rows_eta_masked below). */
     const double *restrict hi = lo + D;
+    const Py_ssize_t words = MF_MASK_WORDS(D);
     double g[MF_ROWS][MF_GAP_BLOCK];
     Py_ssize_t k0 = 0, k, b, w, d;
     for (; k0 < m; k0 += MF_ROWS) {
-        /* (a last group of fewer rows repeats its last row: each lane's sum is its own) */
+        /* (a last group of fewer rows repeats its last row: each lane's sum is its own, and
+           it writes its own mask again, the same bits) */
         const double *xs[MF_ROWS];
+        uint32_t *ms[MF_ROWS];
         double acc[MF_ROWS];
         for (k = 0; k < MF_ROWS; k++) {
-            xs[k] = X + idx[k0 + k < m ? k0 + k : m - 1] * x_step;
+            Py_ssize_t row = idx[k0 + k < m ? k0 + k : m - 1];
+            xs[k] = X + row * x_step;
+            ms[k] = masks != NULL ? masks + row * words : NULL;
             acc[k] = 0.0;
         }
         for (b = 0; b < D; b += MF_GAP_BLOCK) {
@@ -82,6 +95,11 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
                     below = below > 0.0 ? below : 0.0;
                     above = above > 0.0 ? above : 0.0;
                     gk[d] = below + above;
+                }
+                if (masks != NULL) {
+                    uint32_t bits = 0;
+                    for (d = 0; d < w; d++) bits |= (uint32_t)(gk[d] > 0.0) << d;
+                    ms[k][b / MF_GAP_BLOCK] = bits;
                 }
             }
             for (d = 0; d < w; d++) {
@@ -104,7 +122,7 @@ static void mf_rows_eta(const double *lo, Py_ssize_t D, const double *X, Py_ssiz
         for (k = 0; k < m; k++) out[k] = mf_row_eta(lo, D, X + idx[k] * x_step);
         return;
     }
-    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out);
+    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out, NULL);
 }
 
 /* Distances that mark the dims outside. Boxes nest (a node's box holds its children's), so a
@@ -117,58 +135,14 @@ static void mf_rows_eta(const double *lo, Py_ssize_t D, const double *X, Py_ssiz
    the row has come inside, by mf_rows_eta_masked. The caller sees that the boxes nest;
    mf_box_kernels_portable leaves the masks aside (every distance by mf_row_eta: the
    reference of the tests). */
-#define MF_MASK_WORDS(D) (((D) + 31) / 32)
-#if MF_GAP_BLOCK != 32
-#error "mf_rows_eta_marked writes a block of gaps as one 32-bit word of marks"
-#endif
 
-MF_KERNEL_CLONES MF_KERNEL_UNUSED
-static void mf_rows_eta_marked(const double *restrict lo, Py_ssize_t D,
-                               const double *restrict X, Py_ssize_t x_step,
-                               const Py_ssize_t *restrict idx, Py_ssize_t m,
-                               double *restrict out, uint32_t *restrict masks) {
+MF_KERNEL_UNUSED
+static void mf_rows_eta_marked(const double *lo, Py_ssize_t D, const double *X,
+                               Py_ssize_t x_step, const Py_ssize_t *idx, Py_ssize_t m,
+                               double *out, uint32_t *masks) {
     /* mf_rows_eta_fast, each row's dims outside (gap > 0) also marked in its mask (each
        block of MF_GAP_BLOCK = 32 dims is one word). */
-    const double *restrict hi = lo + D;
-    const Py_ssize_t words = MF_MASK_WORDS(D);
-    double g[MF_ROWS][MF_GAP_BLOCK];
-    Py_ssize_t k0 = 0, k, b, w, d;
-    for (; k0 < m; k0 += MF_ROWS) {
-        const double *xs[MF_ROWS];
-        uint32_t *ms[MF_ROWS];
-        double acc[MF_ROWS];
-        for (k = 0; k < MF_ROWS; k++) {
-            /* (a repeated last row writes its own mask again, the same bits) */
-            Py_ssize_t row = idx[k0 + k < m ? k0 + k : m - 1];
-            xs[k] = X + row * x_step;
-            ms[k] = masks + row * words;
-            acc[k] = 0.0;
-        }
-        for (b = 0; b < D; b += MF_GAP_BLOCK) {
-            w = D - b < MF_GAP_BLOCK ? D - b : MF_GAP_BLOCK;
-            for (k = 0; k < MF_ROWS; k++) {
-                const double *restrict x = xs[k] + b;
-                double *restrict gk = g[k];
-                uint32_t bits = 0;
-                for (d = 0; d < w; d++) {
-                    double below = lo[b + d] - x[d];
-                    double above = x[d] - hi[b + d];
-                    below = below > 0.0 ? below : 0.0;
-                    above = above > 0.0 ? above : 0.0;
-                    gk[d] = below + above;
-                }
-                for (d = 0; d < w; d++) bits |= (uint32_t)(gk[d] > 0.0) << d;
-                ms[k][b / MF_GAP_BLOCK] = bits;
-            }
-            for (d = 0; d < w; d++) {
-                acc[0] += g[0][d];
-                acc[1] += g[1][d];
-                acc[2] += g[2][d];
-                acc[3] += g[3][d];
-            }
-        }
-        for (k = 0; k < MF_ROWS && k0 + k < m; k++) out[k0 + k] = acc[k];
-    }
+    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out, masks);
 }
 
 MF_KERNEL_CLONES MF_KERNEL_UNUSED
