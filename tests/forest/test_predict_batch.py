@@ -8,7 +8,10 @@ points. These tests compare it bit for bit with the plain walk (every eta on the
 ``plain_walk=True``) and with rows predicted one at a time, on lean and full boxes, sample
 weights, pruned models, paused leaves (online updates), far rows whose every path node has
 eta > 0 (deep trees: more etas than a batch keeps per row), and calls of more rows than a
-batch holds.
+batch holds. From 128 features the pass marks the dims each row lies outside of and sums an
+enclosing box's distance over those alone (``mf_rows_eta_masked``); the portable switch
+measures every box over every dim, so comparing both checks the marks too, and a stored box
+that does not hold its child's (a hand-made tree) is measured over every dim.
 """
 
 import numpy as np
@@ -39,11 +42,12 @@ def _rows(X, seed, n_far=40):
                       50.0 * rng.normal(size=(n_far, X.shape[1]))])
 
 
-def _proba(model, S, plain, step=None):
+def _proba(model, S, plain, step=None, trees=None):
     out = np.zeros((S.shape[0], len(model.classes_)))
     step = step or S.shape[0]
     for start in range(0, S.shape[0], step):
-        predict_proba_trees(model._trees, S[start:start + step], out[start:start + step],
+        predict_proba_trees(trees or model._trees, S[start:start + step],
+                            out[start:start + step],
                             float(model.discount_factor), model.branch_off_counts == "tables",
                             None, plain)
     return out
@@ -164,6 +168,58 @@ def test_regressor_batch_is_the_plain_walk(portable, k, hierarchical, n_features
     assert _moments(model, S[order], False, hierarchical).tobytes() == fast[order].tobytes()
     mean, std = model.predict(S, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(std > 0.0)
+
+
+def _with_boxes(tree, boxes):
+    """A copy of ``tree`` with its stored boxes replaced, attached to the same points."""
+    cls, args, state = tree.__reduce__()
+    state["boxes"] = boxes
+    copy = cls(*args)
+    copy.__setstate__(state)
+    return copy
+
+
+@pytest.mark.parametrize("n_features", [130, 256])
+def test_dims_outside_give_the_bits_of_whole_distances(n_features):
+    # Rows near the data (outside a box on a few dims) and far (on every dim); marks from
+    # 128 features (MASK_MIN_FEATURES), 130: a last word of marks partly used. Then stored
+    # boxes shrunk to points around their middles, so that they no longer hold their
+    # children's: such a box is measured over every dim, as the portable kernel does (the
+    # plain walk, which measures every node on the way down, is not the reference there:
+    # the leaf-first walk stops at the first eta 0 whatever the boxes above).
+    rng = np.random.default_rng(n_features)
+    X = rng.normal(size=(300, n_features))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1.0)
+    with box_min_samples(16):
+        model = MondrianForestClassifier(n_estimators=3, random_state=1).fit(X, y)
+    S = np.ascontiguousarray(model._validate_X_predict(np.vstack([
+        _rows(X, 1), X[:100] + 0.3 * rng.normal(size=(100, n_features))])))
+    reference = _proba(model, S, True)
+    store = model._ensemble.store
+    shrunk = []
+    for tree in model._trees:
+        boxes = tree.stored_boxes
+        slots = tree.box_slots
+        left = tree.nodes_array["left_child"]
+        inner = [slots[j] for j in range(1, tree.node_count) if slots[j] >= 0 and left[j] >= 0]
+        assert inner
+        middle = 0.5 * (boxes[inner, 0] + boxes[inner, 1])
+        boxes[inner, 0] = np.maximum(boxes[inner, 0], middle - 0.05)
+        boxes[inner, 1] = np.minimum(boxes[inner, 1], middle + 0.05)
+        copy = _with_boxes(tree, boxes)
+        copy.attach_points(store.X, store.rows)
+        shrunk.append(copy)
+    old = set_portable_kernels(False)
+    try:
+        fast = _proba(model, S, False)
+        fast_shrunk = _proba(model, S, False, trees=shrunk)
+        set_portable_kernels(True)
+        portable_shrunk = _proba(model, S, False, trees=shrunk)
+    finally:
+        set_portable_kernels(old)
+    assert fast.tobytes() == reference.tobytes()
+    assert fast_shrunk.tobytes() == portable_shrunk.tobytes()
+    assert fast_shrunk.tobytes() != reference.tobytes()
 
 
 def test_portable_switch_gives_the_same_public_predictions():

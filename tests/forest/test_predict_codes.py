@@ -201,12 +201,23 @@ def test_estimator_calls_read_the_codes_within_the_budget():
 @pytest.mark.parametrize("levels", [None, 4])
 def test_by_default_only_codes_of_one_byte_are_kept(portable, levels, wide_codes):
     # More than 256 distinct values in a feature: no codes, the boxes rebuilt at every call
-    # (the same bits); at most 256: codes of one byte.
+    # (the same bits), and no coder built nor counted in the budget (usps: 6 MB per
+    # generation); at most 256: codes of one byte.
     X, y = _data(11, levels=levels)
     with box_min_samples(8):
         model = MondrianForestClassifier(n_estimators=2, random_state=11).fit(X, y)
     old = _hnsp_cache._set_wide_codes(False)
     try:
-        _check_codes(model, _rows(model, X, 11), expect_codes=levels is not None)
+        cache = _check_codes(model, _rows(model, X, 11), expect_codes=levels is not None)
     finally:
         _hnsp_cache._set_wide_codes(old)
+    coders = [found[1] for found in cache._coders.values()]
+    assert len(coders) == 1
+    kept = sum(entry.nbytes for _, entry in cache._entries.values())
+    if levels is None:
+        assert coders == [None] and cache.nbytes == kept
+        # (asked for codes of 2 bytes, the same cache builds them)
+        assert cache.box_coder(model._trees[0]).code_size == 2
+        assert cache.box_coder(model._trees[0], 1) is None
+    else:
+        assert coders[0].code_size == 1 and cache.nbytes == kept + coders[0].nbytes

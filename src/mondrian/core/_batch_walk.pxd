@@ -1,6 +1,6 @@
 # Node-major eta pass of prediction (_batch_walk.pyx): the leaf-first etas of ``walk_etas``
 # (_walk.pxd) for a batch of rows at once, each box built and read once per batch.
-from libc.stdint cimport int32_t, uint16_t
+from libc.stdint cimport int32_t, uint16_t, uint32_t
 
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree, box_distance
@@ -21,6 +21,10 @@ cdef enum:
     BATCH_LEAF_ORDER_MAX_FEATURES = 128
     # Rows walked side by side by group_etas.
     GROUP_ROWS = 8
+    # Features from which batch_etas marks each row's dims outside (usps, 256 features: a
+    # row is outside its leaf's box on 73 dims on average, an ancestor's on 26, so the
+    # ancestors' distances sum a tenth of the terms; satimage's 36 gained nothing).
+    MASK_MIN_FEATURES = 128
 
 
 cdef struct BatchEtas:
@@ -47,6 +51,13 @@ cdef struct BatchEtas:
     float64_t* boxes       # two boxes (2 D each) per depth: a lean node's children's
     size_t top_size, leaf_size, leaf_depth_size, etas_size, idx_size, dist_size, boxes_size
     size_t order_size, slot_size, nodes_size
+    # When ``masked`` (batch_etas from MASK_MIN_FEATURES features): the dims each row lies
+    # outside of at the last box it was measured against (row i's bits at ``outside + i
+    # ceil(D / 32)``): an enclosing box's distance sums those gaps only (``_box_kernels.h``:
+    # mf_rows_eta_masked).
+    bint masked
+    uint32_t* outside
+    size_t outside_size
 
 
 cdef int batch_etas(BatchEtas* b, MondrianTree tree, const float64_t* X, intp_t n,

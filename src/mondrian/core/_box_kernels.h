@@ -13,6 +13,7 @@
 #define MONDRIAN_CORE_BOX_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MF_KERNEL_UNUSED __attribute__((unused))
@@ -29,6 +30,12 @@
 /* Rows measured side by side, and dims per block of gaps (kept in L1). */
 #define MF_ROWS 4
 #define MF_GAP_BLOCK 32
+/* 32-bit words of a row's marks of the dims outside (mf_rows_eta_masked): a block of gaps
+   is one word. */
+#define MF_MASK_WORDS(D) (((D) + 31) / 32)
+#if MF_GAP_BLOCK != 32
+#error "mf_rows_eta_fast writes a block of gaps as one 32-bit word of marks"
+#endif
 
 /* Nonzero: every distance by the one-row reference loop (the switch of the tests). */
 static int mf_box_kernels_portable = 0;
@@ -55,19 +62,26 @@ MF_KERNEL_CLONES MF_KERNEL_UNUSED
 static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
                              const double *restrict X, Py_ssize_t x_step,
                              const Py_ssize_t *restrict idx, Py_ssize_t m,
-                             double *restrict out) {
+                             double *restrict out, uint32_t *restrict masks) {
     /* out[k] = distance from row idx[k] of X (at X + idx[k] x_step) to the box (lo, lo + D),
        MF_ROWS rows at a time: their gaps over a block of dims into g (vector loops over d),
-       then each row's sum over the block in order d (MF_ROWS independent chains). */
+       then each row's sum over the block in order d (MF_ROWS independent chains). With
+       masks (not NULL), each row's dims outside (gap > 0) are also marked in its mask, one
+       word per block (see mf_rows_eta_masked below). */
     const double *restrict hi = lo + D;
+    const Py_ssize_t words = MF_MASK_WORDS(D);
     double g[MF_ROWS][MF_GAP_BLOCK];
     Py_ssize_t k0 = 0, k, b, w, d;
     for (; k0 < m; k0 += MF_ROWS) {
-        /* (a last group of fewer rows repeats its last row: each lane's sum is its own) */
+        /* (a last group of fewer rows repeats its last row: each lane's sum is its own, and
+           it writes its own mask again, the same bits) */
         const double *xs[MF_ROWS];
+        uint32_t *ms[MF_ROWS];
         double acc[MF_ROWS];
         for (k = 0; k < MF_ROWS; k++) {
-            xs[k] = X + idx[k0 + k < m ? k0 + k : m - 1] * x_step;
+            Py_ssize_t row = idx[k0 + k < m ? k0 + k : m - 1];
+            xs[k] = X + row * x_step;
+            ms[k] = masks != NULL ? masks + row * words : NULL;
             acc[k] = 0.0;
         }
         for (b = 0; b < D; b += MF_GAP_BLOCK) {
@@ -81,6 +95,11 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
                     below = below > 0.0 ? below : 0.0;
                     above = above > 0.0 ? above : 0.0;
                     gk[d] = below + above;
+                }
+                if (masks != NULL) {
+                    uint32_t bits = 0;
+                    for (d = 0; d < w; d++) bits |= (uint32_t)(gk[d] > 0.0) << d;
+                    ms[k][b / MF_GAP_BLOCK] = bits;
                 }
             }
             for (d = 0; d < w; d++) {
@@ -103,7 +122,76 @@ static void mf_rows_eta(const double *lo, Py_ssize_t D, const double *X, Py_ssiz
         for (k = 0; k < m; k++) out[k] = mf_row_eta(lo, D, X + idx[k] * x_step);
         return;
     }
-    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out);
+    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out, NULL);
+}
+
+/* Distances that mark the dims outside. Boxes nest (a node's box holds its children's), so a
+   row inside a child's box on dim d is inside every ancestor's on d: its gap there is +0.0,
+   and adding +0.0 to a sum of non-negative terms from +0.0 leaves the sum as it is. Once a
+   row's distance to one box is summed over every dim, its distance to an enclosing box is
+   the sum, in order d, of the gaps of the dims it was outside of: the bits of mf_row_eta. A
+   row's dims outside are bits (dim d: bit d % 32 of word d / 32, MF_MASK_WORDS(D) words at
+   `masks + row MF_MASK_WORDS(D)`), set by mf_rows_eta_marked and read, then cleared where
+   the row has come inside, by mf_rows_eta_masked. The caller sees that the boxes nest;
+   mf_box_kernels_portable leaves the masks aside (every distance by mf_row_eta: the
+   reference of the tests). */
+
+MF_KERNEL_UNUSED
+static void mf_rows_eta_marked(const double *lo, Py_ssize_t D, const double *X,
+                               Py_ssize_t x_step, const Py_ssize_t *idx, Py_ssize_t m,
+                               double *out, uint32_t *masks) {
+    /* mf_rows_eta_fast, each row's dims outside (gap > 0) also marked in its mask (each
+       block of MF_GAP_BLOCK = 32 dims is one word). */
+    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out, masks);
+}
+
+MF_KERNEL_CLONES MF_KERNEL_UNUSED
+static void mf_rows_eta_masked(const double *restrict lo, Py_ssize_t D,
+                               const double *restrict X, Py_ssize_t x_step,
+                               const Py_ssize_t *restrict idx, Py_ssize_t m,
+                               double *restrict out, uint32_t *restrict masks) {
+    /* out[k]: the distance from row idx[k] to a box enclosing the one its mask was set at,
+       from the gaps of its marked dims only; its mask keeps the dims still outside. */
+    const double *restrict hi = lo + D;
+    const Py_ssize_t words = MF_MASK_WORDS(D);
+    Py_ssize_t k, v;
+    for (k = 0; k < m; k++) {
+        Py_ssize_t row = idx[k];
+        const double *restrict x = X + row * x_step;
+        uint32_t *restrict mask = masks + row * words;
+        double eta = 0.0;
+        for (v = 0; v < words; v++) {
+            uint32_t bits = mask[v], kept = 0;
+            while (bits) {
+                int j = __builtin_ctz(bits);
+                Py_ssize_t d = v * 32 + j;
+                double below = lo[d] - x[d];
+                double above = x[d] - hi[d];
+                double gap;
+                below = below > 0.0 ? below : 0.0;
+                above = above > 0.0 ? above : 0.0;
+                gap = below + above;
+                eta += gap;
+                kept |= (uint32_t)(gap > 0.0) << j;
+                bits &= bits - 1;
+            }
+            mask[v] = kept;
+        }
+        out[k] = eta;
+    }
+}
+
+MF_KERNEL_CLONES MF_KERNEL_UNUSED
+static void mf_union_box(const double *restrict first, const double *restrict second,
+                         Py_ssize_t D, double *restrict out) {
+    /* The box `first` grown to hold the box `second` (each 2 D), into out: include_box
+       (_walk.pxd) on a copy of first, in one pass (a bound of second replaces first's only
+       when strictly beyond it, so the same values). */
+    Py_ssize_t d;
+    for (d = 0; d < D; d++) {
+        out[d] = second[d] < first[d] ? second[d] : first[d];
+        out[D + d] = second[D + d] > first[D + d] ? second[D + d] : first[D + d];
+    }
 }
 
 MF_KERNEL_CLONES MF_KERNEL_UNUSED
@@ -111,15 +199,15 @@ static void mf_grow_box(const double *restrict X, Py_ssize_t D, const Py_ssize_t
                         Py_ssize_t n, double *restrict lo) {
     /* Grow the box (lo, lo + D) over the rows idx[0..n) of X, in that order, with the rule
        of include_subtree (_walk.pxd): a point replaces a bound only when strictly beyond it,
-       so the same values at any vector width. The next row is requested while one is read
-       (the rows are scattered in the store). */
+       so the same values at any vector width. The rows two on are requested while one is
+       read (the rows are scattered in the store). */
     double *restrict hi = lo + D;
-    Py_ssize_t k, d;
+    Py_ssize_t k, d, ahead;
     for (k = 0; k < n; k++) {
         const double *restrict row = X + idx[k] * D;
 #if defined(__GNUC__) || defined(__clang__)
-        if (k + 1 < n) {
-            const char *next = (const char *)(X + idx[k + 1] * D);
+        for (ahead = k == 0 ? 1 : 2; ahead <= 2 && k + ahead < n; ahead++) {
+            const char *next = (const char *)(X + idx[k + ahead] * D);
             for (d = 0; d < D; d += 8) __builtin_prefetch(next + d * sizeof(double));
         }
 #endif

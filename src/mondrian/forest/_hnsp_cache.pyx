@@ -95,9 +95,8 @@ cdef NodeTables tree_entry(object cache, MondrianTree tree, intp_t n, float64_t 
         box_floats = 2 * m * tree.n_features
     elif tree.box_min_samples > 0 and cache.asked(tree, key):
         # (the first ask builds nothing: no coder for a model predicted once)
-        coder = cache.box_coder(tree) if BOX_CODES else None
-        if coder is not None and (<BoxCoder> coder).code_size > 1 and not WIDE_CODES:
-            coder = None  # (floats then, where they fit: usps at 20 trees)
+        # (codes of 1 byte unless WIDE_CODES: else floats, where they fit: usps at 20 trees)
+        coder = cache.box_coder(tree, 2 if WIDE_CODES else 1) if BOX_CODES else None
         box_floats = _kept_bounds(cache, tree, table_floats, coder, forest_trees)
         if box_floats == 0:
             coder = None

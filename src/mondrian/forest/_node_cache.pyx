@@ -161,9 +161,10 @@ cdef class BoxCoder:
         return values[starts + codes]
 
 
-def box_coder(points):
+def box_coder(points, code_size=2):
     """A :class:`BoxCoder` of the rows of ``points`` (n, D), or None: no points, a NaN, or
-    more than 65535 distinct values of a feature (+-inf included: codes of 2 bytes)."""
+    more distinct values of a feature (+-inf included) than codes of ``code_size`` bytes
+    hold (256 for 1, 65535 for 2)."""
     X = np.asarray(points, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0 or np.isnan(X).any():
         return None
@@ -175,7 +176,7 @@ def box_coder(points):
     first = np.ones(column.shape, dtype=bool)
     first[1:] = column[1:] != column[: n - 1]
     counts = first.sum(axis=0).astype(np.intp)
-    if counts.max() > 65535:  # (row_ranks: ranks up to the count)
+    if counts.max() > (256 if code_size == 1 else 65535):  # (row_ranks: ranks up to the count)
         return None
     values = np.ascontiguousarray(column.T[first.T])
     point_codes = np.empty(X.shape, dtype=np.uint16)
@@ -335,30 +336,49 @@ class PredictCache:
         self._entries = {}
         self._asked = {}  # the trees and keys asked for once (their tree kept: ids stay theirs)
         self._refused = set()  # the trees and keys whose entry cannot be built (see refuse)
-        self._coders = {}  # id of a store of points: (the points, their BoxCoder or None)
+        # id of a store of points: (the points, their BoxCoder or None, the largest code
+        # size for which that answer stands: a coder declined for codes of 1 byte may exist
+        # with 2)
+        self._coders = {}
         self._lock = threading.Lock()
 
-    def box_coder(self, tree):
-        """The :class:`BoxCoder` of the points ``tree`` is attached to (built at the first
-        ask, its bytes counted in the budget), or None: no points, or no coder for them."""
+    def box_coder(self, tree, code_size=2):
+        """The :class:`BoxCoder` of the points ``tree`` is attached to, with codes of at most
+        ``code_size`` bytes (built at the first ask, its bytes counted in the budget), or
+        None: no points, or no such coder for them (none is built past ``code_size``: usps'
+        2-byte coder, 6 MB, when only codes of 1 byte are kept)."""
         cdef MondrianTree t = tree
         owner = t.points_owner
         if owner is None:
             return None
-        found = self._coders.get(id(owner))
-        if found is not None and found[0] is owner:
-            return found[1]
-        coder = box_coder(owner)
+        known, coder = self._known_coder(owner, code_size)
+        if known:
+            return coder
+        coder = box_coder(owner, code_size)
         with self._lock:
-            found = self._coders.get(id(owner))
-            if found is not None and found[0] is owner:
-                return found[1]
+            known, found = self._known_coder(owner, code_size)
+            if known:
+                return found
+            # (a coder declined for its width stands for narrower asks only; one past the
+            # budget is asked no more in this generation)
+            width = code_size if coder is None else 2
             if coder is not None and self.nbytes + coder.nbytes > self.budget:
-                coder = None  # (and asked no more in this generation)
-            self._coders[id(owner)] = (owner, coder)
+                coder = None
+            self._coders[id(owner)] = (owner, coder, width)
             if coder is not None:
                 self.nbytes += coder.nbytes
         return coder
+
+    def _known_coder(self, owner, code_size):
+        """``(known, coder)``: whether ``_coders`` answers an ask of ``owner``'s coder of at
+        most ``code_size`` bytes, and the answer (a coder or None)."""
+        found = self._coders.get(id(owner))
+        if found is None or found[0] is not owner:
+            return False, None
+        coder = found[1]
+        if coder is None:
+            return found[2] >= code_size, None
+        return True, coder if coder.code_size <= code_size else None
 
     def find(self, tree, key):
         """The entry of ``tree`` at ``key``, or None."""
