@@ -59,6 +59,7 @@ from mondrian.core._batch_walk import add_portable_switch
 
 cdef extern from "mondrian/forest/_hnsp_kernels.h":
     int mf_hnsp_kernels_portable
+    int mf_hnsp_kernel
     void mf_branch_off(intp_t K, float64_t weight, float64_t d_bar, float64_t n_tab,
                        float64_t n_cust, bint strict, const float64_t* counts,
                        const float64_t* g_parent, float64_t* out) noexcept nogil
@@ -76,6 +77,14 @@ def _set_portable(bint portable):
 
 
 add_portable_switch(_set_portable)
+
+
+def _set_branch_kernel(int kernel):
+    """Force the branch-off kernel (tests): 1 GCC's clones, 2 AVX2 lanes, 3 AVX-512 lanes (the
+    CPU must have them), 0 the CPU's choice; returns the previous setting."""
+    global mf_hnsp_kernel
+    old, mf_hnsp_kernel = mf_hnsp_kernel, kernel
+    return old
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
