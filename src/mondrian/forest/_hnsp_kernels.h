@@ -187,6 +187,42 @@ static void mf_branch_off_256(Py_ssize_t K, double weight, double d_bar, double 
 }
 #endif
 
+#ifdef MF_HNSP_X86
+/* mf_row_terms in lanes: a block of classes of out in registers while every queued node's
+   term, then the leaf's, is added to it (the sums of mf_branch_off_512 one node after
+   another and of the leaf loop, in that order: out is stored once, not read back after
+   each node's store). */
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
+static void mf_row_terms_512(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
+                             const double *d_bar, const double *n_tab, const double *n_cust,
+                             const double *const *counts, const double *const *g_parent,
+                             double survival, const double *g_leaf, double *out) {
+    const __m512d one = _mm512_set1_pd(1.0), s = _mm512_set1_pd(survival);
+    Py_ssize_t k, q;
+    for (k = 0; k < K; k += 8) {
+        __mmask8 live = K - k >= 8 ? 0xFF : (__mmask8)((1u << (K - k)) - 1);
+        __m512d o = _mm512_maskz_loadu_pd(live, out + k);
+        for (q = 0; q < n; q++) {
+            __m512d c = _mm512_maskz_loadu_pd(live, counts[q] + k);
+            __m512d bg = _mm512_mul_pd(_mm512_set1_pd(d_bar[q] * n_tab[q]),
+                                       _mm512_maskz_loadu_pd(live, g_parent[q] + k));
+            __m512d tab = _mm512_min_pd(c, one), t;
+            if (strict)
+                t = _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(1.0 - d_bar[q]), tab), bg);
+            else
+                t = _mm512_add_pd(_mm512_sub_pd(c, _mm512_mul_pd(_mm512_set1_pd(d_bar[q]), tab)),
+                                  bg);
+            t = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(weight[q]), t),
+                              _mm512_set1_pd(strict ? n_tab[q] : n_cust[q]));
+            o = _mm512_add_pd(o, t);
+        }
+        if (g_leaf != NULL)
+            o = _mm512_add_pd(o, _mm512_mul_pd(s, _mm512_maskz_loadu_pd(live, g_leaf + k)));
+        _mm512_mask_storeu_pd(out + k, live, o);
+    }
+}
+#endif
+
 /* The kernel of mf_branch_off: 0 not chosen yet, 1 the clones of mf_branch_off_fast, 2 AVX2
    lanes, 3 AVX-512 lanes (chosen once from the CPU; _set_branch_kernel forces one, tests). */
 static int mf_hnsp_kernel = 0;
@@ -222,6 +258,30 @@ static inline void mf_branch_off(Py_ssize_t K, double weight, double d_bar, doub
     }
 #endif
     mf_branch_off_fast(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+}
+
+/* out[k] += the branch-off term of each of the n queued nodes (node q: weight[q], d_bar[q],
+   n_tab[q], n_cust[q], counts[q], g_parent[q]), in that order, then, when g_leaf is not
+   NULL, survival * g_leaf[k]: the sums of mf_branch_off node after node and of the leaf's
+   loop, so the same bits. */
+static void mf_row_terms(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
+                         const double *d_bar, const double *n_tab, const double *n_cust,
+                         const double *const *counts, const double *const *g_parent,
+                         double survival, const double *g_leaf, double *out) {
+    Py_ssize_t k, q;
+    if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 0) mf_hnsp_kernel = mf_hnsp_choose();
+#ifdef MF_HNSP_X86
+    if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 3) {
+        mf_row_terms_512(K, strict, n, weight, d_bar, n_tab, n_cust, counts, g_parent,
+                         survival, g_leaf, out);
+        return;
+    }
+#endif
+    for (q = 0; q < n; q++)
+        mf_branch_off(K, weight[q], d_bar[q], n_tab[q], n_cust[q], strict, counts[q],
+                      g_parent[q], out);
+    if (g_leaf != NULL)
+        for (k = 0; k < K; k++) out[k] += survival * g_leaf[k];
 }
 
 #endif
