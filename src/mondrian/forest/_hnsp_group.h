@@ -15,7 +15,8 @@
 
 #include <stddef.h>
 
-#include "mondrian/forest/_hnsp_kernels.h" /* (mf_hnsp_kernels_portable) */
+#include "mondrian/core/_box_kernels.h"      /* (mf_gap: side_gap of core/_tree.pxd) */
+#include "mondrian/forest/_hnsp_kernels.h"   /* (mf_hnsp_kernels_portable) */
 
 #define MF_GROUP_LANES 4
 #define MF_GROUP_BLOCK 32
@@ -26,22 +27,13 @@
 #define MF_GROUP_CLONES
 #endif
 
-static inline double mf_group_gap(double lo, double hi, double v) {
-    /* side_gap of core/_tree.pxd: the same operations in the same order. */
-    double below = lo - v;
-    double above = v - hi;
-    below = below > 0.0 ? below : 0.0;
-    above = above > 0.0 ? above : 0.0;
-    return below + above;
-}
-
 static void mf_group_distances_plain(Py_ssize_t n, Py_ssize_t D, const double *const *boxes,
                                      const double *const *xs, double *out) {
     /* The reference: box_distance, one row after another. */
     Py_ssize_t r, d;
     for (r = 0; r < n; r++) {
         double eta = 0.0;
-        for (d = 0; d < D; d++) eta += mf_group_gap(boxes[r][d], boxes[r][D + d], xs[r][d]);
+        for (d = 0; d < D; d++) eta += mf_gap(boxes[r][d], boxes[r][D + d], xs[r][d]);
         out[r] = eta;
     }
 }
@@ -66,23 +58,14 @@ static void mf_group_distances_fast(Py_ssize_t n, Py_ssize_t D, const double *co
         for (b = 0; b < D; b += MF_GROUP_BLOCK) {
             w = D - b < MF_GROUP_BLOCK ? D - b : MF_GROUP_BLOCK;
             for (k = 0; k < MF_GROUP_LANES; k++) {
+                /* (the gaps of a block of dims in vector lanes: inline, no branch) */
                 const double *restrict l = lo[k] + b, *restrict h = lo[k] + D + b;
                 const double *restrict v = x[k] + b;
-                double *restrict gk = g[k];
-                for (d = 0; d < w; d++) {
-                    double below = l[d] - v[d];
-                    double above = v[d] - h[d];
-                    below = below > 0.0 ? below : 0.0;
-                    above = above > 0.0 ? above : 0.0;
-                    gk[d] = below + above;
-                }
+                for (d = 0; d < w; d++) g[k][d] = mf_gap(l[d], h[d], v[d]);
             }
-            for (d = 0; d < w; d++) {
-                acc[0] += g[0][d];
-                acc[1] += g[1][d];
-                acc[2] += g[2][d];
-                acc[3] += g[3][d];
-            }
+            /* (dim by dim, a term of every row's chain: MF_GROUP_LANES sums interleaved) */
+            for (d = 0; d < w; d++)
+                for (k = 0; k < MF_GROUP_LANES; k++) acc[k] += g[k][d];
         }
         for (k = 0; k < MF_GROUP_LANES && r0 + k < n; k++) out[r0 + k] = acc[k];
     }

@@ -65,38 +65,41 @@ cdef inline void hnsp_group_descend(MondrianTree tree, const float64_t* X, intp_
     ``group_etas``, a step of every row at a time) into ``group``; the boxes of the last
     ``HNSP_BOXES_AHEAD`` nodes of each path are requested as its row reaches its leaf (hints:
     the next stage measures them)."""
-    cdef intp_t D = tree.n_features, r, i, j, remaining = rows
+    cdef intp_t D = tree.n_features, r, a, i, j, n_live = rows, kept
     cdef intp_t node[HNSP_GROUP_ROWS]
-    cdef bint done[HNSP_GROUP_ROWS]
+    cdef intp_t live[HNSP_GROUP_ROWS]
     cdef intp_t* length = group.length
-    cdef intp_t* path = group.path
+    cdef intp_t* path
     X = X + start * x_step
     group.start = start
     group.rows = rows
     for r in range(rows):
         length[r] = 0
         node[r] = 0
-        done[r] = False
-    while remaining > 0:
-        for r in range(rows):
-            if done[r]:
-                continue
+        live[r] = r
+    # A step of every row still descending, those that reach their leaf (or the depth
+    # walk_etas records) leaving the list: the paths of group_etas.
+    while n_live > 0:
+        kept = 0
+        for a in range(n_live):
+            r = live[a]
             if length[r] == WALK_DEPTH_MAX:
                 length[r] = 0
-            else:
-                j = node[r]
-                path[r * WALK_DEPTH_MAX + length[r]] = j
-                length[r] += 1
-                if not is_leaf_at(tree, j, lifetime):
-                    # (child_toward as an index, not a branch: see group_etas)
-                    node[r] = (&tree.nodes[j].left_child)[
-                        <int>(not (X[r * x_step + tree.nodes[j].feature]
-                                   <= tree.nodes[j].threshold))]
-                    continue
+                continue
+            j = node[r]
+            path = group.path + r * WALK_DEPTH_MAX
+            path[length[r]] = j
+            length[r] += 1
+            if is_leaf_at(tree, j, lifetime):
                 for i in range(max(length[r] - <intp_t>HNSP_BOXES_AHEAD, 0), length[r]):
-                    _prefetch_box(_box_of(boxes, slots, D, path[r * WALK_DEPTH_MAX + i]), D)
-            done[r] = True
-            remaining -= 1
+                    _prefetch_box(_box_of(boxes, slots, D, path[i]), D)
+                continue
+            # (child_toward as an index, not a branch: see group_etas)
+            node[r] = (&tree.nodes[j].left_child)[
+                <int>(not (X[r * x_step + tree.nodes[j].feature] <= tree.nodes[j].threshold))]
+            live[kept] = r
+            kept += 1
+        n_live = kept
 
 
 cdef inline void hnsp_group_etas(MondrianTree tree, const float64_t* X, intp_t x_step,

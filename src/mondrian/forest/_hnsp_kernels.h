@@ -137,57 +137,6 @@ static void mf_branch_off_fast(Py_ssize_t K, double weight, double d_bar, double
 #define MF_HNSP_X86 1
 #include <immintrin.h>
 
-/* The expressions of mf_branch_off_plain in explicit lanes, a masked remainder instead of
-   a scalar tail: GCC's clones run a K below the vector width (satimage's 6 classes) and
-   every remainder as scalar code whose min(c, 1) became a mispredicted branch. MIN(c, 1)
-   is c < 1 ? c : 1 (MINPD returns its second operand unless the first is below it), the
-   operations per lane are those of the scalar loop, unfused, in the same order. */
-__attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
-static void mf_branch_off_512(Py_ssize_t K, double weight, double d_bar, double n_tab,
-                              double n_cust, int strict, const double *counts,
-                              const double *g_parent, double *out) {
-    const __m512d one = _mm512_set1_pd(1.0), w = _mm512_set1_pd(weight);
-    const __m512d a = _mm512_set1_pd(1.0 - d_bar), d = _mm512_set1_pd(d_bar);
-    const __m512d b = _mm512_set1_pd(d_bar * n_tab);
-    const __m512d n = _mm512_set1_pd(strict ? n_tab : n_cust);
-    Py_ssize_t k;
-    for (k = 0; k < K; k += 8) {
-        __mmask8 live = K - k >= 8 ? 0xFF : (__mmask8)((1u << (K - k)) - 1);
-        __m512d c = _mm512_maskz_loadu_pd(live, counts + k);
-        __m512d bg = _mm512_mul_pd(b, _mm512_maskz_loadu_pd(live, g_parent + k));
-        __m512d tab = _mm512_min_pd(c, one);
-        __m512d t = strict ? _mm512_add_pd(_mm512_mul_pd(a, tab), bg)
-                           : _mm512_add_pd(_mm512_sub_pd(c, _mm512_mul_pd(d, tab)), bg);
-        t = _mm512_div_pd(_mm512_mul_pd(w, t), n);
-        _mm512_mask_storeu_pd(out + k, live,
-                              _mm512_add_pd(_mm512_maskz_loadu_pd(live, out + k), t));
-    }
-}
-
-__attribute__((target("avx2"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
-static void mf_branch_off_256(Py_ssize_t K, double weight, double d_bar, double n_tab,
-                              double n_cust, int strict, const double *counts,
-                              const double *g_parent, double *out) {
-    const __m256d one = _mm256_set1_pd(1.0), w = _mm256_set1_pd(weight);
-    const __m256d a = _mm256_set1_pd(1.0 - d_bar), d = _mm256_set1_pd(d_bar);
-    const __m256d b = _mm256_set1_pd(d_bar * n_tab);
-    const __m256d n = _mm256_set1_pd(strict ? n_tab : n_cust);
-    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
-    Py_ssize_t k;
-    for (k = 0; k < K; k += 4) {
-        __m256i live = _mm256_cmpgt_epi64(_mm256_set1_epi64x(K - k), lane);
-        __m256d c = _mm256_maskload_pd(counts + k, live);
-        __m256d bg = _mm256_mul_pd(b, _mm256_maskload_pd(g_parent + k, live));
-        __m256d tab = _mm256_min_pd(c, one);
-        __m256d t = strict ? _mm256_add_pd(_mm256_mul_pd(a, tab), bg)
-                           : _mm256_add_pd(_mm256_sub_pd(c, _mm256_mul_pd(d, tab)), bg);
-        t = _mm256_div_pd(_mm256_mul_pd(w, t), n);
-        _mm256_maskstore_pd(out + k, live, _mm256_add_pd(_mm256_maskload_pd(out + k, live), t));
-    }
-}
-#endif
-
-#ifdef MF_HNSP_X86
 /* mf_row_terms in lanes: a block of classes of out in registers while every queued node's
    term, then the leaf's, is added to it (the sums of mf_branch_off_512 one node after
    another and of the leaf loop, in that order: out is stored once, not read back after
@@ -219,6 +168,42 @@ static void mf_row_terms_512(Py_ssize_t K, int strict, Py_ssize_t n, const doubl
         if (g_leaf != NULL)
             o = _mm512_add_pd(o, _mm512_mul_pd(s, _mm512_maskz_loadu_pd(live, g_leaf + k)));
         _mm512_mask_storeu_pd(out + k, live, o);
+    }
+}
+
+/* The expressions of mf_branch_off_plain in explicit lanes, a masked remainder instead of
+   a scalar tail: GCC's clones run a K below the vector width (satimage's 6 classes) and
+   every remainder as scalar code whose min(c, 1) became a mispredicted branch. MIN(c, 1)
+   is c < 1 ? c : 1 (MINPD returns its second operand unless the first is below it), the
+   operations per lane are those of the scalar loop, unfused, in the same order: one node
+   of mf_row_terms_512, no leaf. */
+__attribute__((target("avx512f"))) MF_HNSP_UNUSED
+static void mf_branch_off_512(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                              double n_cust, int strict, const double *counts,
+                              const double *g_parent, double *out) {
+    mf_row_terms_512(K, strict, 1, &weight, &d_bar, &n_tab, &n_cust, &counts, &g_parent, 0.0,
+                     NULL, out);
+}
+
+__attribute__((target("avx2"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
+static void mf_branch_off_256(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                              double n_cust, int strict, const double *counts,
+                              const double *g_parent, double *out) {
+    const __m256d one = _mm256_set1_pd(1.0), w = _mm256_set1_pd(weight);
+    const __m256d a = _mm256_set1_pd(1.0 - d_bar), d = _mm256_set1_pd(d_bar);
+    const __m256d b = _mm256_set1_pd(d_bar * n_tab);
+    const __m256d n = _mm256_set1_pd(strict ? n_tab : n_cust);
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    Py_ssize_t k;
+    for (k = 0; k < K; k += 4) {
+        __m256i live = _mm256_cmpgt_epi64(_mm256_set1_epi64x(K - k), lane);
+        __m256d c = _mm256_maskload_pd(counts + k, live);
+        __m256d bg = _mm256_mul_pd(b, _mm256_maskload_pd(g_parent + k, live));
+        __m256d tab = _mm256_min_pd(c, one);
+        __m256d t = strict ? _mm256_add_pd(_mm256_mul_pd(a, tab), bg)
+                           : _mm256_add_pd(_mm256_sub_pd(c, _mm256_mul_pd(d, tab)), bg);
+        t = _mm256_div_pd(_mm256_mul_pd(w, t), n);
+        _mm256_maskstore_pd(out + k, live, _mm256_add_pd(_mm256_maskload_pd(out + k, live), t));
     }
 }
 #endif
