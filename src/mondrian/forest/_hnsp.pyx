@@ -520,21 +520,29 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
         walk_next(&step, tree, x, lifetime)
 
 
-cdef void _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t n,
-                          float64_t gamma, bint strict, float64_t lifetime,
-                          const float64_t* counts, const float64_t* n_cust,
-                          const float64_t* n_tab, const float64_t* g, const float64_t* boxes,
-                          const int32_t* slots, float64_t* out, intp_t out_step,
-                          GroupRows* groups) noexcept nogil:
-    """:func:`_predict_row_tabled` of the ``n`` rows of ``X`` reading ``boxes`` (every node's:
-    node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), in groups of
-    ``HNSP_GROUP_ROWS`` rows side by side, in three stages a group apart (``groups``: three
-    groups of scratch): a group's descents (``hnsp_group_descend``), the previous group's
-    etas (``hnsp_group_etas``), the walks of the group before it (:func:`_tabled_walk`);
-    so the boxes and tables a stage reads were requested a stage earlier."""
-    cdef intp_t r, i, K = tree.n_columns, step = 0, start
+cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t n,
+                         float64_t gamma, bint strict, float64_t lifetime,
+                         const float64_t* tables, const float64_t* boxes, const int32_t* slots,
+                         float64_t* out, intp_t out_step, GroupRows** scratch,
+                         size_t* scratch_size) except -1 nogil:
+    """:func:`_predict_row_tabled` of the ``n`` rows of ``X`` reading the node tables
+    ``tables`` (:func:`_fill_tables`) and ``boxes`` (every node's: node ``j``'s at row
+    ``slots[j]``, or ``j`` if ``slots`` is NULL), in groups of ``HNSP_GROUP_ROWS`` rows side
+    by side, in three stages a group apart (three groups of scratch, ``reserve``'d): a
+    group's descents (``hnsp_group_descend``), the previous group's etas
+    (``hnsp_group_etas``), the walks of the group before it (:func:`_tabled_walk`); so the
+    boxes and tables a stage reads were requested a stage earlier."""
+    cdef intp_t m = tree.node_count, K = tree.n_columns
+    cdef const float64_t* counts = tables
+    cdef const float64_t* n_cust = tables + m * K
+    cdef const float64_t* n_tab = tables + m * K + m
+    cdef const float64_t* g = tables + m * K + 2 * m
+    cdef GroupRows* groups
+    cdef intp_t r, i, step = 0, start
     cdef GroupRows* walked
     cdef GroupRows* measured
+    reserve(<void**> scratch, scratch_size, 3 * sizeof(GroupRows))
+    groups = scratch[0]
     for i in range(3):
         groups[i].rows = 0
     while True:
@@ -558,6 +566,7 @@ cdef void _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, 
             hnsp_group_descend(tree, X, x_step, start, min(<intp_t>HNSP_GROUP_ROWS, n - start),
                                lifetime, boxes, slots, walked)
         step += 1
+    return 0
 
 
 cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
@@ -700,16 +709,12 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     if boxed:
                         source.boxes = every_boxes
                 # Every box at hand (rebuilt, or all stored): rows in groups, side by side.
-                start = 0
+                start = n if grouped else 0
                 if grouped:
-                    reserve(<void**> &groups, &groups_size, 3 * sizeof(GroupRows))
-                    _predict_groups(tree, &X[0, 0], X.shape[1], n, gamma, strict, lam,
-                                    tables, tables + m * K, tables + m * K + m,
-                                    tables + m * K + 2 * m,
+                    _predict_groups(tree, &X[0, 0], X.shape[1], n, gamma, strict, lam, tables,
                                     every_boxes if every else tree.bounds,
                                     NULL if every else tree.box_slot, &out[0, 0],
-                                    out.shape[1], groups)
-                    start = n
+                                    out.shape[1], &groups, &groups_size)
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
                     source.ranks = codes.rows(start)
