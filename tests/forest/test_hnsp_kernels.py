@@ -85,3 +85,75 @@ def test_grouped_walks_on_paths_deeper_than_the_walk_keeps(k):
             assert proba(False).tobytes() == reference.tobytes()
         finally:
             set_portable_kernels(old)
+
+
+def _cpu_has(flag):
+    try:
+        with open("/proc/cpuinfo") as f:
+            return flag in f.read().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("kernel, flag", [(1, None), (2, "avx2"), (3, "avx512f")])
+@pytest.mark.parametrize("counts", ["tables", "node"])
+def test_each_branch_off_kernel_is_the_portable_loop(kernel, flag, counts):
+    """Each kernel of the branch-off terms (GCC's clones, AVX2 and AVX-512 lanes with a masked
+    remainder), forced in turn, gives the bits of the scalar reference for counts of classes
+    below, at and past each vector width, weighted counts and far rows."""
+    from mondrian.forest._hnsp import _set_branch_kernel
+
+    if flag is not None and not _cpu_has(flag):
+        pytest.skip(f"the CPU has no {flag}")
+    for n_classes in (2, 4, 5, 6, 8, 11, 26):
+        rng = np.random.default_rng(n_classes)
+        X = rng.normal(size=(300, 4))
+        y = np.digitize(X[:, 0] + 0.3 * X[:, 1], np.linspace(-2, 2, n_classes - 1))
+        model = MondrianForestClassifier(n_estimators=2, random_state=n_classes,
+                                         branch_off_counts=counts)
+        model.fit(X, y, sample_weight=rng.uniform(0.3, 2.5, size=300))
+        S = np.vstack([X[:60] + 0.1 * rng.normal(size=(60, 4)),
+                       20.0 * rng.normal(size=(20, 4))])
+        old = _set_branch_kernel(kernel)
+        try:
+            (fast, fast_rows), (plain, plain_rows) = _both(model, S)
+        finally:
+            _set_branch_kernel(old)
+        assert fast.tobytes() == plain.tobytes()
+        assert fast_rows.tobytes() == plain_rows.tobytes()
+
+
+@pytest.mark.parametrize("k", [0, 4])
+@pytest.mark.parametrize("portable", [False, True])
+def test_grouped_stages_give_the_plain_walk(k, portable):
+    """The grouped walks in stages (a group's descents, the previous group's etas measured
+    side by side, the walks of the group before; ``forest/_hnsp_group.pxd``) give the bits
+    of the plain walk for every count of rows around the group size (one group, part of
+    one, two, three and more) and rows far outside every box, lean and full trees."""
+    from mondrian.forest._hnsp import predict_proba_trees
+
+    from _checks import box_min_samples
+
+    rng = np.random.default_rng(5 + k)
+    X = rng.normal(size=(400, 6))
+    y = np.digitize(X[:, 0] - 0.5 * X[:, 2], [-1.0, 0.0, 1.0])
+    with box_min_samples(k):
+        # (few nodes: a call of 4 rows or more tabulates, so its rows go in groups)
+        model = MondrianForestClassifier(n_estimators=2, random_state=k).fit(X[:50], y[:50])
+    assert max(tree.node_count for tree in model._trees) <= 4 * 32
+    S = np.ascontiguousarray(model._validate_X_predict(np.vstack([
+        X[:40] + 0.05 * rng.normal(size=(40, 6)), 30.0 * rng.normal(size=(15, 6)),
+        X[40:60]])))
+
+    def proba(rows, plain):
+        out = np.zeros((rows, len(model.classes_)))
+        predict_proba_trees(model._trees, S[:rows], out, float(model.discount_factor),
+                            False, None, plain)
+        return out
+
+    old = set_portable_kernels(portable)
+    try:
+        for rows in (4, 15, 16, 17, 31, 32, 33, 48, 49, 75):
+            assert proba(rows, False).tobytes() == proba(rows, True).tobytes(), rows
+    finally:
+        set_portable_kernels(old)

@@ -27,7 +27,6 @@ from mondrian.core._tree cimport (
 )
 from mondrian.core._batch_walk cimport (
     BATCH_ROWS,
-    GROUP_ROWS,
     BatchEtas,
     BoxSource,
     batch_etas,
@@ -35,7 +34,6 @@ from mondrian.core._batch_walk cimport (
     batch_free,
     batch_next,
     batch_row,
-    group_etas,
 )
 from mondrian.core._box_loops cimport mf_prefetch_span
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t
@@ -52,6 +50,13 @@ from mondrian.core._walk cimport (
     walk_start,
     walk_start_path,
 )
+from mondrian.forest._hnsp_group cimport (
+    HNSP_GROUP_ROWS,
+    GroupRows,
+    hnsp_group_descend,
+    hnsp_group_etas,
+    hnsp_path_walk,
+)
 from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
 from mondrian.forest._node_cache cimport NodeTables
 
@@ -59,6 +64,7 @@ from mondrian.core._batch_walk import add_portable_switch
 
 cdef extern from "mondrian/forest/_hnsp_kernels.h":
     int mf_hnsp_kernels_portable
+    int mf_hnsp_kernel
     void mf_branch_off(intp_t K, float64_t weight, float64_t d_bar, float64_t n_tab,
                        float64_t n_cust, bint strict, const float64_t* counts,
                        const float64_t* g_parent, float64_t* out) noexcept nogil
@@ -76,6 +82,15 @@ def _set_portable(bint portable):
 
 
 add_portable_switch(_set_portable)
+
+
+def _set_branch_kernel(int kernel):
+    """Force the branch-off kernel (tests): 1 GCC's clones, 2 AVX2 lanes, 3 AVX-512 lanes (the
+    CPU must have them), 0 the CPU's choice; returns the previous setting."""
+    global mf_hnsp_kernel
+    old, mf_hnsp_kernel = mf_hnsp_kernel, kernel
+    return old
+
 
 # Tabulate the node posteriors once per call when the call has at least one row per this many
 # nodes (a row visits about depth nodes, summing lean rows from points; tabulating reads every
@@ -486,8 +501,8 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
     cdef intp_t K = tree.n_columns, j, k, parent = tree.node_count
     cdef WalkStep step
     if top >= 0:
-        _path_walk(tree, gamma, strict, lifetime, counts, n_cust, n_tab, g, path, etas, top,
-                   out)
+        hnsp_path_walk(tree, gamma, strict, lifetime, counts, n_cust, n_tab, g, path, etas,
+                       top, out)
         return
     walk_start(&step, tree, x, lifetime)
     while True:
@@ -505,76 +520,53 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
         walk_next(&step, tree, x, lifetime)
 
 
-cdef inline void _path_walk(MondrianTree tree, float64_t gamma, bint strict, float64_t lifetime,
-                            const float64_t* counts, const float64_t* n_cust,
-                            const float64_t* n_tab, const float64_t* g, const intp_t* path,
-                            const float64_t* etas, intp_t top, float64_t* out) noexcept nogil:
-    """The walk of :func:`_tabled_walk` from depth ``top >= 0`` along the nodes of ``path``
-    (found by the descent: no cut read again), with the arithmetic of ``walk_start_path``,
-    ``walk_next`` and :func:`_branch_off` (the same quantities in the same order, so the
-    same bits): every node above ``top`` has eta 0, so the walk starts there with reach 1."""
-    cdef intp_t K = tree.n_columns, j, k, d = top, parent = tree.node_count
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, survival, reach = 1.0
-    cdef bint leaf
-    if top > 0:
-        parent = path[top - 1]
-        tau_parent = tree.nodes[parent].split_time
-    while True:
-        j = path[d]
-        leaf = is_leaf_at(tree, j, lifetime)
-        tau = lifetime if leaf else tree.nodes[j].split_time
-        delta = tau - tau_parent
-        eta = etas[d]
-        p = 0.0
-        if eta > 0.0 and delta > 0.0:
-            p = 1.0 if delta == INFINITY else -expm1(-eta * delta)
-        survival = reach * (1.0 - p)
-        if p > 0.0:
-            _branch_off(eta, delta, p, reach, K, gamma, strict, counts + j * K, n_cust[j],
-                        n_tab[j], g + parent * K, out)
-            if survival <= 0.0:
-                return
-        if leaf:
-            for k in range(K):
-                out[k] += survival * g[j * K + k]
-            return
-        parent = j
-        tau_parent = tau
-        reach = survival
-        d += 1
-
-
-cdef void _predict_group(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t rows,
+cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t n,
                          float64_t gamma, bint strict, float64_t lifetime,
-                         const float64_t* counts, const float64_t* n_cust,
-                         const float64_t* n_tab, const float64_t* g, const float64_t* boxes,
-                         const int32_t* slots, float64_t* out, intp_t out_step) noexcept nogil:
-    """:func:`_predict_row_tabled` of ``rows`` (at most ``GROUP_ROWS``) consecutive rows of
-    ``X`` reading ``boxes`` (every node's: node ``j``'s at row ``slots[j]``, or ``j`` if
-    ``slots`` is NULL), their walks side by side (``group_etas``); the tables of their paths
-    are requested for every row before any is read."""
-    cdef intp_t K = tree.n_columns, r, t
-    cdef intp_t length[GROUP_ROWS]
-    cdef intp_t top[GROUP_ROWS]
-    cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef const intp_t* p
-    group_etas(tree, X, x_step, rows, lifetime, boxes, slots, path, boxes_at, etas, length,
-               top)
-    for r in range(rows):
-        # The leaf's posterior, each branch-off node's counts and its parent's posterior.
-        p = path + r * WALK_DEPTH_MAX
-        if top[r] >= 0:
-            mf_prefetch_span(g + p[length[r] - 1] * K, K * sizeof(float64_t))
-            for t in range(max(top[r], 1), length[r]):
-                if etas[r * WALK_DEPTH_MAX + t] > 0.0:
-                    mf_prefetch_span(counts + p[t] * K, K * sizeof(float64_t))
-                    mf_prefetch_span(g + p[t - 1] * K, K * sizeof(float64_t))
-    for r in range(rows):
-        _tabled_walk(tree, X + r * x_step, gamma, strict, lifetime, counts, n_cust, n_tab, g,
-                     path + r * WALK_DEPTH_MAX, etas + r * WALK_DEPTH_MAX, top[r],
-                     out + r * out_step)
+                         const float64_t* tables, const float64_t* boxes, const int32_t* slots,
+                         float64_t* out, intp_t out_step, GroupRows** scratch,
+                         size_t* scratch_size) except -1 nogil:
+    """:func:`_predict_row_tabled` of the ``n`` rows of ``X`` reading the node tables
+    ``tables`` (:func:`_fill_tables`) and ``boxes`` (every node's: node ``j``'s at row
+    ``slots[j]``, or ``j`` if ``slots`` is NULL), in groups of ``HNSP_GROUP_ROWS`` rows side
+    by side, in three stages a group apart (three groups of scratch, ``reserve``'d): a
+    group's descents (``hnsp_group_descend``), the previous group's etas
+    (``hnsp_group_etas``), the walks of the group before it (:func:`_tabled_walk`); so the
+    boxes and tables a stage reads were requested a stage earlier."""
+    cdef intp_t m = tree.node_count, K = tree.n_columns
+    cdef const float64_t* counts = tables
+    cdef const float64_t* n_cust = tables + m * K
+    cdef const float64_t* n_tab = tables + m * K + m
+    cdef const float64_t* g = tables + m * K + 2 * m
+    cdef GroupRows* groups
+    cdef intp_t r, i, step = 0, start
+    cdef GroupRows* walked
+    cdef GroupRows* measured
+    reserve(<void**> scratch, scratch_size, 3 * sizeof(GroupRows))
+    groups = scratch[0]
+    for i in range(3):
+        groups[i].rows = 0
+    while True:
+        start = step * HNSP_GROUP_ROWS
+        walked = groups + step % 3
+        measured = groups + (step + 2) % 3
+        if start >= n and groups[0].rows + groups[1].rows + groups[2].rows == 0:
+            break
+        for r in range(walked.rows):
+            i = walked.start + r
+            _tabled_walk(tree, X + i * x_step, gamma, strict, lifetime, counts, n_cust, n_tab,
+                         g, walked.path + r * WALK_DEPTH_MAX, walked.etas + r * WALK_DEPTH_MAX,
+                         walked.top[r], out + i * out_step)
+        walked.rows = 0
+        if measured.rows > 0:
+            hnsp_group_etas(tree, X, x_step, lifetime, boxes, slots, counts, n_cust, n_tab, g,
+                            measured)
+            for r in range(measured.rows):  # (their sums' rows of out)
+                mf_prefetch_span(out + (measured.start + r) * out_step, K * sizeof(float64_t))
+        if start < n:
+            hnsp_group_descend(tree, X, x_step, start, min(<intp_t>HNSP_GROUP_ROWS, n - start),
+                               lifetime, boxes, slots, walked)
+        step += 1
+    return 0
 
 
 cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
@@ -656,7 +648,9 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
     cdef float64_t* boxes = NULL
     cdef intp_t* queue = NULL
     cdef float64_t* box = NULL
+    cdef GroupRows* groups = NULL
     cdef size_t buf_size = 0, values_size = 0, queue_size = 0, box_size = 0, boxes_size = 0
+    cdef size_t groups_size = 0
     cdef intp_t start, stop
     cdef BatchEtas batch
     cdef BoxSource source
@@ -715,16 +709,12 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                     if boxed:
                         source.boxes = every_boxes
                 # Every box at hand (rebuilt, or all stored): rows in groups, side by side.
-                start = 0
-                while grouped and start < n:
-                    _predict_group(tree, &X[start, 0], X.shape[1],
-                                   min(<intp_t>GROUP_ROWS, n - start), gamma, strict, lam,
-                                   tables, tables + m * K, tables + m * K + m,
-                                   tables + m * K + 2 * m,
-                                   every_boxes if every else tree.bounds,
-                                   NULL if every else tree.box_slot, &out[start, 0],
-                                   out.shape[1])
-                    start += GROUP_ROWS
+                start = n if grouped else 0
+                if grouped:
+                    _predict_groups(tree, &X[0, 0], X.shape[1], n, gamma, strict, lam, tables,
+                                    every_boxes if every else tree.bounds,
+                                    NULL if every else tree.box_slot, &out[0, 0],
+                                    out.shape[1], &groups, &groups_size)
                 while start < n:
                     stop = min(n, start + <intp_t>BATCH_ROWS)
                     source.ranks = codes.rows(start)
@@ -763,4 +753,5 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
         free(values)
         free(boxes)
         free(queue)
+        free(groups)
         batch_free(&batch)

@@ -86,6 +86,12 @@ static inline double mf_table(double count) {
 #define MF_HNSP_CLONES
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define MF_HNSP_UNUSED __attribute__((unused))
+#else
+#define MF_HNSP_UNUSED
+#endif
+
 /* Nonzero: the plain scalar loop (the switch of the tests). */
 static int mf_hnsp_kernels_portable = 0;
 
@@ -127,14 +133,140 @@ static void mf_branch_off_fast(Py_ssize_t K, double weight, double d_bar, double
     }
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define MF_HNSP_X86 1
+#include <immintrin.h>
+
+/* mf_row_terms in lanes: a block of classes of out in registers while every queued node's
+   term, then the leaf's, is added to it (the sums of mf_branch_off_512 one node after
+   another and of the leaf loop, in that order: out is stored once, not read back after
+   each node's store). */
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
+static void mf_row_terms_512(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
+                             const double *d_bar, const double *n_tab, const double *n_cust,
+                             const double *const *counts, const double *const *g_parent,
+                             double survival, const double *g_leaf, double *out) {
+    const __m512d one = _mm512_set1_pd(1.0), s = _mm512_set1_pd(survival);
+    Py_ssize_t k, q;
+    for (k = 0; k < K; k += 8) {
+        __mmask8 live = K - k >= 8 ? 0xFF : (__mmask8)((1u << (K - k)) - 1);
+        __m512d o = _mm512_maskz_loadu_pd(live, out + k);
+        for (q = 0; q < n; q++) {
+            __m512d c = _mm512_maskz_loadu_pd(live, counts[q] + k);
+            __m512d bg = _mm512_mul_pd(_mm512_set1_pd(d_bar[q] * n_tab[q]),
+                                       _mm512_maskz_loadu_pd(live, g_parent[q] + k));
+            __m512d tab = _mm512_min_pd(c, one), t;
+            if (strict)
+                t = _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(1.0 - d_bar[q]), tab), bg);
+            else
+                t = _mm512_add_pd(_mm512_sub_pd(c, _mm512_mul_pd(_mm512_set1_pd(d_bar[q]), tab)),
+                                  bg);
+            t = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(weight[q]), t),
+                              _mm512_set1_pd(strict ? n_tab[q] : n_cust[q]));
+            o = _mm512_add_pd(o, t);
+        }
+        if (g_leaf != NULL)
+            o = _mm512_add_pd(o, _mm512_mul_pd(s, _mm512_maskz_loadu_pd(live, g_leaf + k)));
+        _mm512_mask_storeu_pd(out + k, live, o);
+    }
+}
+
+/* The expressions of mf_branch_off_plain in explicit lanes, a masked remainder instead of
+   a scalar tail: GCC's clones run a K below the vector width (satimage's 6 classes) and
+   every remainder as scalar code whose min(c, 1) became a mispredicted branch. MIN(c, 1)
+   is c < 1 ? c : 1 (MINPD returns its second operand unless the first is below it), the
+   operations per lane are those of the scalar loop, unfused, in the same order: one node
+   of mf_row_terms_512, no leaf. */
+__attribute__((target("avx512f"))) MF_HNSP_UNUSED
+static void mf_branch_off_512(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                              double n_cust, int strict, const double *counts,
+                              const double *g_parent, double *out) {
+    mf_row_terms_512(K, strict, 1, &weight, &d_bar, &n_tab, &n_cust, &counts, &g_parent, 0.0,
+                     NULL, out);
+}
+
+__attribute__((target("avx2"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
+static void mf_branch_off_256(Py_ssize_t K, double weight, double d_bar, double n_tab,
+                              double n_cust, int strict, const double *counts,
+                              const double *g_parent, double *out) {
+    const __m256d one = _mm256_set1_pd(1.0), w = _mm256_set1_pd(weight);
+    const __m256d a = _mm256_set1_pd(1.0 - d_bar), d = _mm256_set1_pd(d_bar);
+    const __m256d b = _mm256_set1_pd(d_bar * n_tab);
+    const __m256d n = _mm256_set1_pd(strict ? n_tab : n_cust);
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    Py_ssize_t k;
+    for (k = 0; k < K; k += 4) {
+        __m256i live = _mm256_cmpgt_epi64(_mm256_set1_epi64x(K - k), lane);
+        __m256d c = _mm256_maskload_pd(counts + k, live);
+        __m256d bg = _mm256_mul_pd(b, _mm256_maskload_pd(g_parent + k, live));
+        __m256d tab = _mm256_min_pd(c, one);
+        __m256d t = strict ? _mm256_add_pd(_mm256_mul_pd(a, tab), bg)
+                           : _mm256_add_pd(_mm256_sub_pd(c, _mm256_mul_pd(d, tab)), bg);
+        t = _mm256_div_pd(_mm256_mul_pd(w, t), n);
+        _mm256_maskstore_pd(out + k, live, _mm256_add_pd(_mm256_maskload_pd(out + k, live), t));
+    }
+}
+#endif
+
+/* The kernel of mf_branch_off: 0 not chosen yet, 1 the clones of mf_branch_off_fast, 2 AVX2
+   lanes, 3 AVX-512 lanes (chosen once from the CPU; _set_branch_kernel forces one, tests). */
+static int mf_hnsp_kernel = 0;
+
+static int mf_hnsp_choose(void) {
+    int kernel = 1;
+#ifdef MF_HNSP_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) kernel = 3;
+    else if (__builtin_cpu_supports("avx2")) kernel = 2;
+#endif
+    return kernel;
+}
+
 static inline void mf_branch_off(Py_ssize_t K, double weight, double d_bar, double n_tab,
                                  double n_cust, int strict, const double *counts,
                                  const double *g_parent, double *out) {
     /* out[k] += the branch-off term of class k (out distinct from counts and g_parent). */
-    if (mf_hnsp_kernels_portable)
+    int kernel = mf_hnsp_kernel;
+    if (mf_hnsp_kernels_portable) {
         mf_branch_off_plain(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
-    else
-        mf_branch_off_fast(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+        return;
+    }
+    if (kernel == 0) kernel = mf_hnsp_kernel = mf_hnsp_choose();
+#ifdef MF_HNSP_X86
+    if (kernel == 3) {
+        mf_branch_off_512(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+        return;
+    }
+    if (kernel == 2) {
+        mf_branch_off_256(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+        return;
+    }
+#endif
+    mf_branch_off_fast(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out);
+}
+
+/* out[k] += the branch-off term of each of the n queued nodes (node q: weight[q], d_bar[q],
+   n_tab[q], n_cust[q], counts[q], g_parent[q]), in that order, then, when g_leaf is not
+   NULL, survival * g_leaf[k]: the sums of mf_branch_off node after node and of the leaf's
+   loop, so the same bits. */
+static void mf_row_terms(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
+                         const double *d_bar, const double *n_tab, const double *n_cust,
+                         const double *const *counts, const double *const *g_parent,
+                         double survival, const double *g_leaf, double *out) {
+    Py_ssize_t k, q;
+    if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 0) mf_hnsp_kernel = mf_hnsp_choose();
+#ifdef MF_HNSP_X86
+    if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 3) {
+        mf_row_terms_512(K, strict, n, weight, d_bar, n_tab, n_cust, counts, g_parent,
+                         survival, g_leaf, out);
+        return;
+    }
+#endif
+    for (q = 0; q < n; q++)
+        mf_branch_off(K, weight[q], d_bar[q], n_tab[q], n_cust[q], strict, counts[q],
+                      g_parent[q], out);
+    if (g_leaf != NULL)
+        for (k = 0; k < K; k++) out[k] += survival * g_leaf[k];
 }
 
 #endif
