@@ -199,15 +199,15 @@ static void mf_grow_box(const double *restrict X, Py_ssize_t D, const Py_ssize_t
                         Py_ssize_t n, double *restrict lo) {
     /* Grow the box (lo, lo + D) over the rows idx[0..n) of X, in that order, with the rule
        of include_subtree (_walk.pxd): a point replaces a bound only when strictly beyond it,
-       so the same values at any vector width. The rows two on are requested while one is
-       read (the rows are scattered in the store). */
+       so the same values at any vector width. The next row is requested while one is read
+       (the rows are scattered in the store). */
     double *restrict hi = lo + D;
-    Py_ssize_t k, d, ahead;
+    Py_ssize_t k, d;
     for (k = 0; k < n; k++) {
         const double *restrict row = X + idx[k] * D;
 #if defined(__GNUC__) || defined(__clang__)
-        for (ahead = k == 0 ? 1 : 2; ahead <= 2 && k + ahead < n; ahead++) {
-            const char *next = (const char *)(X + idx[k + ahead] * D);
+        if (k + 1 < n) {
+            const char *next = (const char *)(X + idx[k + 1] * D);
             for (d = 0; d < D; d += 8) __builtin_prefetch(next + d * sizeof(double));
         }
 #endif
