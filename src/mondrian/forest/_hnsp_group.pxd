@@ -50,13 +50,6 @@ cdef inline const float64_t* _box_of(const float64_t* boxes, const int32_t* slot
     return boxes + 2 * D * (slots[node] if slots != NULL else node)
 
 
-cdef inline void _prefetch_box(const float64_t* box, intp_t D) noexcept nogil:
-    """Ask the cache for a box's 2 D floats (a hint: no effect on any result)."""
-    cdef intp_t offset
-    for offset in range(0, 2 * D * <intp_t>sizeof(float64_t), 64):
-        MONDRIAN_TREE_PREFETCH(<const char*> box + offset)
-
-
 cdef inline void hnsp_group_descend(MondrianTree tree, const float64_t* X, intp_t x_step,
                                     intp_t start, intp_t rows, float64_t lifetime,
                                     const float64_t* boxes, const int32_t* slots,
@@ -92,7 +85,7 @@ cdef inline void hnsp_group_descend(MondrianTree tree, const float64_t* X, intp_
             length[r] += 1
             if is_leaf_at(tree, j, lifetime):
                 for i in range(max(length[r] - <intp_t>HNSP_BOXES_AHEAD, 0), length[r]):
-                    _prefetch_box(_box_of(boxes, slots, D, path[i]), D)
+                    mf_prefetch_span(_box_of(boxes, slots, D, path[i]), 2 * D * sizeof(float64_t))
                 continue
             # (child_toward as an index, not a branch: see group_etas)
             node[r] = (&tree.nodes[j].left_child)[
@@ -142,8 +135,8 @@ cdef inline void hnsp_group_etas(MondrianTree tree, const float64_t* X, intp_t x
                 group.top[r] = i
                 continue
             if i >= HNSP_BOXES_AHEAD:
-                _prefetch_box(_box_of(boxes, slots, D, group.path[
-                    r * WALK_DEPTH_MAX + i - HNSP_BOXES_AHEAD]), D)
+                mf_prefetch_span(_box_of(boxes, slots, D, group.path[
+                    r * WALK_DEPTH_MAX + i - HNSP_BOXES_AHEAD]), 2 * D * sizeof(float64_t))
             depth[r] = i - 1
             live[kept] = r
             kept += 1
