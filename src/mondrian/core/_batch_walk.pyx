@@ -286,6 +286,10 @@ cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, in
         active = m
         _take_slots(b, idx, m, node, depth)
     else:
+        # The children's records, read when they are entered: asked for while the rows are
+        # partitioned (a hint).
+        MONDRIAN_TREE_PREFETCH(&tree.nodes[tree.nodes[node].left_child])
+        MONDRIAN_TREE_PREFETCH(&tree.nodes[tree.nodes[node].right_child])
         n_left = _split_rows(tree, node, X, x_step, idx, m)
         a_left = _visit_boxes(b, tree, X, x_step, lifetime, source,
                               tree.nodes[node].left_child, idx, n_left, depth + 1)
