@@ -242,3 +242,31 @@ def test_portable_switch_gives_the_same_public_predictions():
     assert slow[0].tobytes() == fast[0].tobytes()
     assert slow[1][0].tobytes() == fast[1][0].tobytes()
     assert slow[1][1].tobytes() == fast[1][1].tobytes()
+
+
+@pytest.mark.parametrize("n_features", [40, 130, 256])
+@pytest.mark.parametrize("sparse", [0, 2, 4])
+def test_lone_rows_summed_sparsely_give_the_same_bits(n_features, sparse):
+    # A last row past the multi-row kernel's groups of four is summed alone over its gaps
+    # > 0 (``mf_sparse_rows``: 2, a lone row, by default; 4: up to three rows; 0: never):
+    # the bits of the plain walk and of the portable kernel, with and without marks (130,
+    # 256: from 128 features), in calls of 1 to 9 rows (leaves met by one row) and of all.
+    from mondrian.core._batch_walk import _set_sparse_rows
+
+    rng = np.random.default_rng(n_features + sparse)
+    X = rng.normal(size=(300, n_features))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1.0)
+    with box_min_samples(8):
+        model = MondrianForestClassifier(n_estimators=2, random_state=2).fit(X, y)
+        reg = MondrianForestRegressor(n_estimators=2, random_state=2).fit(X, X[:, 0])
+    S = np.ascontiguousarray(model._validate_X_predict(_rows(X, 3, n_far=10)))
+    reference = _proba(model, S, True)
+    moments = _moments(reg, S, True)
+    old = _set_sparse_rows(sparse)
+    try:
+        for step in (None, 1, 5, 9):
+            assert _proba(model, S, False, step=step).tobytes() == reference.tobytes()
+        assert _moments(reg, S, False).tobytes() == moments.tobytes()
+        assert _moments(reg, S[:7], False).tobytes() == moments[:7].tobytes()
+    finally:
+        _set_sparse_rows(old)

@@ -36,6 +36,7 @@ from libc.stdlib cimport free
 
 cdef extern from "mondrian/core/_box_kernels.h":
     int mf_box_kernels_portable
+    int mf_sparse_rows
     void mf_rows_eta(const float64_t* lo, intp_t D, const float64_t* X, intp_t x_step,
                      const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
     void mf_grow_box(const float64_t* X, intp_t D, const intp_t* idx, intp_t n,
@@ -61,6 +62,16 @@ cdef extern from "mondrian/core/_code_kernels.h":
                            float64_t* out) noexcept nogil
     void mf_rows_eta_few(const float64_t* lo, intp_t D, const float64_t* X, intp_t x_step,
                          const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
+
+
+def _set_sparse_rows(int rows):
+    """Sum a last row alone (sparsely) when fewer than ``rows`` rows remain past the groups
+    of the multi-row kernel (2 by default, 0: never; the same bits; tests); returns the
+    previous value."""
+    global mf_sparse_rows
+    cdef int old = mf_sparse_rows
+    mf_sparse_rows = rows
+    return old
 
 
 def set_portable_kernels(bint portable):
