@@ -60,8 +60,6 @@ cdef extern from "mondrian/core/_code_kernels.h":
                            const intp_t* starts, const uint16_t* ranks, const float64_t* X,
                            intp_t x_step, const intp_t* idx, intp_t m,
                            float64_t* out) noexcept nogil
-    void mf_rows_eta_few(const float64_t* lo, intp_t D, const float64_t* X, intp_t x_step,
-                         const intp_t* idx, intp_t m, float64_t* out) noexcept nogil
 
 
 def _set_sparse_rows(int rows):
@@ -119,9 +117,9 @@ def add_portable_switch(setter):
 set_portable_kernels(os.environ.get("MONDRIAN_PORTABLE_KERNELS", "") not in ("", "0"))
 
 
-def _rows_eta_few(const float64_t[::1] box, const float64_t[:, ::1] X, const intp_t[::1] idx,
-                  float64_t[::1] out):
-    """``mf_rows_eta_few`` (``_code_kernels.h``) of ``box`` (2 D) against the rows ``idx`` of
+def _rows_eta(const float64_t[::1] box, const float64_t[:, ::1] X, const intp_t[::1] idx,
+              float64_t[::1] out):
+    """``mf_rows_eta`` (``_box_kernels.h``) of ``box`` (2 D) against the rows ``idx`` of
     ``X`` into ``out`` (tests: the same bits under both kernels)."""
     if box.shape[0] != 2 * X.shape[1] or out.shape[0] < idx.shape[0]:
         raise ValueError("box must hold 2 D bounds and out a distance per row")
@@ -129,8 +127,8 @@ def _rows_eta_few(const float64_t[::1] box, const float64_t[:, ::1] X, const int
         if not 0 <= idx[i] < X.shape[0]:
             raise IndexError("row index out of range")
     if idx.shape[0] > 0:
-        mf_rows_eta_few(&box[0], X.shape[1], &X[0, 0], X.shape[1], &idx[0], idx.shape[0],
-                        &out[0])
+        mf_rows_eta(&box[0], X.shape[1], &X[0, 0], X.shape[1], &idx[0], idx.shape[0],
+                    &out[0])
 
 
 cdef void batch_free(BatchEtas* b) noexcept nogil:
@@ -311,11 +309,11 @@ cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, in
         if active == 0:
             return 0
     if source.boxes != NULL:
-        mf_rows_eta_few(source.boxes + 2 * D * node, D, X, x_step, idx, active, b.dist)
+        mf_rows_eta(source.boxes + 2 * D * node, D, X, x_step, idx, active, b.dist)
     elif source.ranks != NULL:
         _rows_eta_ranks(source, D, node, X, x_step, idx, active, <uint16_t*> b.boxes, b.dist)
     else:
-        mf_rows_eta_few(_decoded(source, D, node, b.boxes), D, X, x_step, idx, active, b.dist)
+        mf_rows_eta(_decoded(source, D, node, b.boxes), D, X, x_step, idx, active, b.dist)
     return _keep_outside(b, idx, active, node, depth)
 
 

@@ -152,13 +152,15 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
 MF_KERNEL_UNUSED
 static void mf_rows_eta(const double *lo, Py_ssize_t D, const double *X, Py_ssize_t x_step,
                         const Py_ssize_t *idx, Py_ssize_t m, double *out) {
-    /* The distance from each row idx[0..m) of X to one box: the same bits either way. */
-    Py_ssize_t k;
-    if (mf_box_kernels_portable) {
-        for (k = 0; k < m; k++) out[k] = mf_row_eta(lo, D, X + idx[k] * x_step);
-        return;
-    }
-    mf_rows_eta_fast(lo, D, X, x_step, idx, m, out, NULL);
+    /* The distance from each row idx[0..m) of X to one box: the same bits either way. Rows
+       MF_ROWS side by side by mf_rows_eta_fast, the last m % MF_ROWS one chain each rather
+       than a group repeating its last row: those chains overlap the next work (a node's
+       rows are few: satimage's boxes meet 5.2 rows on average, a quarter of its rows are
+       measured at boxes of at most 4; 5-7% faster a call). */
+    Py_ssize_t tail = m % MF_ROWS, k;
+    if (mf_box_kernels_portable) tail = m;
+    else if (m > tail) mf_rows_eta_fast(lo, D, X, x_step, idx, m - tail, out, NULL);
+    for (k = m - tail; k < m; k++) out[k] = mf_row_eta(lo, D, X + idx[k] * x_step);
 }
 
 /* Distances that mark the dims outside. Boxes nest (a node's box holds its children's), so a

@@ -11,8 +11,7 @@
    from +0.0 leaves it as it is): so the sum of the gaps of the dims outside, in order d,
    each computed from the very bounds (T_d[code]), has the bits of the distance. The dims
    outside are found 32 at a time with AVX-512BW compares (16 with AVX2), chosen at run
-   time; mf_box_kernels_portable forces the plain loop over every dim.
-   mf_rows_eta_few measures a decoded (or float) box against its node's few rows. */
+   time; mf_box_kernels_portable forces the plain loop over every dim. */
 #ifndef MONDRIAN_CORE_CODE_KERNELS_H
 #define MONDRIAN_CORE_CODE_KERNELS_H
 
@@ -90,23 +89,6 @@ static double mf_row_eta_codes_256(const uint16_t *c, Py_ssize_t D, const double
     return eta;
 }
 #endif
-
-MF_KERNEL_UNUSED
-static void mf_rows_eta_few(const double *lo, Py_ssize_t D, const double *X, Py_ssize_t x_step,
-                            const Py_ssize_t *idx, Py_ssize_t m, double *out) {
-    /* mf_rows_eta (the same bits) for the few rows of a node of a box read whole (satimage:
-       5.2 rows a box on average, a quarter of its rows measured at boxes of at most 4):
-       MF_ROWS rows side by side by mf_rows_eta_fast, the last m % MF_ROWS one chain each
-       instead of a group repeating its last row (those chains overlap the next work;
-       satimage 5-7% faster a call). */
-    Py_ssize_t tail = m % MF_ROWS, k;
-    if (mf_box_kernels_portable) {
-        mf_rows_eta(lo, D, X, x_step, idx, m, out);
-        return;
-    }
-    if (m > tail) mf_rows_eta_fast(lo, D, X, x_step, idx, m - tail, out, NULL);
-    for (k = m - tail; k < m; k++) out[k] = mf_row_eta(lo, D, X + idx[k] * x_step);
-}
 
 /* 0: not chosen yet, 1: portable, 2: AVX2, 3: AVX-512BW. */
 static int mf_code_kernel = 0;

@@ -1,4 +1,4 @@
-"""``mf_rows_eta_few`` (``core/_code_kernels.h``): the distances of a node's few rows to a box
+"""``mf_rows_eta`` (``core/_box_kernels.h``): the distances of a node's few rows to a box
 read whole, rows side by side in groups and the last ones one chain each. Its bits must be
 those of the one-row reference loop (the portable switch) for every number of rows (partial
 groups), few and many features, rows inside, on the bounds and far outside, infinite bounds."""
@@ -6,7 +6,7 @@ groups), few and many features, rows inside, on the bounds and far outside, infi
 import numpy as np
 import pytest
 
-from mondrian.core._batch_walk import _rows_eta_few, set_portable_kernels
+from mondrian.core._batch_walk import _rows_eta, set_portable_kernels
 
 pytestmark = pytest.mark.exact
 
@@ -34,7 +34,7 @@ def _distances(box, X, idx, portable):
     out = np.full(len(idx), np.nan)
     old = set_portable_kernels(portable)
     try:
-        _rows_eta_few(box, X, idx, out)
+        _rows_eta(box, X, idx, out)
     finally:
         set_portable_kernels(old)
     return out
@@ -65,6 +65,6 @@ def test_same_bits_as_the_portable_loop(D, m):
 def test_checks_its_arguments():
     X = np.zeros((3, 2))
     with pytest.raises(ValueError):
-        _rows_eta_few(np.zeros(3), X, np.zeros(1, dtype=np.intp), np.zeros(1))
+        _rows_eta(np.zeros(3), X, np.zeros(1, dtype=np.intp), np.zeros(1))
     with pytest.raises(IndexError):
-        _rows_eta_few(np.zeros(4), X, np.array([3], dtype=np.intp), np.zeros(1))
+        _rows_eta(np.zeros(4), X, np.array([3], dtype=np.intp), np.zeros(1))
