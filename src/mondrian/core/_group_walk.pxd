@@ -7,7 +7,7 @@
 # each row's sum in its own order: the bits of box_distance.
 from libc.stdint cimport int32_t
 
-from mondrian.core._box_loops cimport mf_prefetch_span
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport WALK_DEPTH_MAX, is_leaf_at, reserve
@@ -130,6 +130,10 @@ cdef inline void group_descend(MondrianTree tree, const float64_t* X, intp_t x_s
             # the int32 after left_child; NaN goes right either way)
             node[r] = (&tree.nodes[j].left_child)[
                 <int>(not (X[r * x_step + tree.nodes[j].feature] <= tree.nodes[j].threshold))]
+            # (the child's record, read at this row's next step, after the other rows':
+            # asked for now, a step ahead; a record may span two lines; a hint)
+            MONDRIAN_TREE_PREFETCH(&tree.nodes[node[r]])
+            MONDRIAN_TREE_PREFETCH(<const char*> &tree.nodes[node[r] + 1] - 1)
             live[kept] = r
             kept += 1
         n_live = kept
