@@ -35,6 +35,7 @@ MODULES = [
     "core._state_checks",
     "core._walk",
     "core._batch_walk",
+    "core._group_walk",
     "core._online",
     "core._forget",
     "core._forget_bulk",

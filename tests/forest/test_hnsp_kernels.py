@@ -127,7 +127,7 @@ def test_each_branch_off_kernel_is_the_portable_loop(kernel, flag, counts):
 @pytest.mark.parametrize("portable", [False, True])
 def test_grouped_stages_give_the_plain_walk(k, portable):
     """The grouped walks in stages (a group's descents, the previous group's etas measured
-    side by side, the walks of the group before; ``forest/_hnsp_group.pxd``) give the bits
+    side by side, the walks of the group before; ``core/_group_walk.pxd``) give the bits
     of the plain walk for every count of rows around the group size (one group, part of
     one, two, three and more) and rows far outside every box, lean and full trees."""
     from mondrian.forest._hnsp import predict_proba_trees

@@ -1,11 +1,11 @@
 # Node-major eta pass of prediction (_batch_walk.pyx): the leaf-first etas of ``walk_etas``
 # (_walk.pxd) for a batch of rows at once, each box built and read once per batch.
-from libc.stdint cimport int32_t, uint16_t, uint32_t
+from libc.stdint cimport uint16_t, uint32_t
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
-from mondrian.core._tree cimport MondrianTree, box_distance
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
+from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport WALK_DEPTH_MAX, is_leaf_at, walk_etas
+from mondrian.core._walk cimport WALK_DEPTH_MAX, walk_etas
 
 
 cdef enum:
@@ -19,8 +19,6 @@ cdef enum:
     # order: a wide row read at scattered features costs a cache miss per path node, and in
     # row order the rows stream (usps, 256 features: 5% slower in leaf order).
     BATCH_LEAF_ORDER_MAX_FEATURES = 128
-    # Rows walked side by side by group_etas.
-    GROUP_ROWS = 8
     # Features from which batch_etas marks each row's dims outside (usps, 256 features: a
     # row is outside its leaf's box on 73 dims on average, an ancestor's on 26, so the
     # ancestors' distances sum a tenth of the terms; satimage's 36 gained nothing).
@@ -128,77 +126,3 @@ cdef inline intp_t batch_next(const BatchEtas* b, intp_t k, bint leaf_order,
         return b.order[k]
     slot[0] = b.slot[k]
     return k
-
-
-cdef inline void group_etas(MondrianTree tree, const float64_t* X, intp_t x_step, intp_t rows,
-                            float64_t lifetime, const float64_t* boxes, const int32_t* slots,
-                            intp_t* path, intp_t* boxes_at, float64_t* etas,
-                            intp_t* length, intp_t* top) noexcept nogil:
-    """``walk_etas`` of ``rows`` (at most ``GROUP_ROWS``) rows of ``X`` (row ``r`` at ``X + r
-    x_step``) reading ``boxes`` (every node's: node ``j``'s at row ``slots[j]``, or ``j`` if
-    ``slots`` is NULL), their walks side by side: each step of the descents, then the boxes
-    of the rows' paths, are requested for every row before any is read, so that their loads
-    overlap (a tree's nodes mostly lie in cache, its boxes, megabytes, mostly not). Row ``r``
-    gets its path at ``path + r WALK_DEPTH_MAX`` (``length[r]`` nodes, 0 when deeper than
-    ``WALK_DEPTH_MAX``), the rows of their boxes at ``boxes_at`` (the same layout), its etas
-    at ``etas`` (the same layout; from ``top[r]`` to the leaf) and ``top[r]`` (-1: walk it
-    the plain way): the values of ``walk_etas``, the same path and etas from the leaf up
-    until one is 0."""
-    cdef intp_t D = tree.n_features, r, i, j, remaining = rows
-    cdef intp_t node[GROUP_ROWS]
-    cdef bint done[GROUP_ROWS]
-    cdef intp_t* p
-    cdef intp_t* b
-    cdef float64_t* e
-    for r in range(rows):
-        length[r] = 0
-        node[r] = 0
-        done[r] = False
-    # walk_down, a step of every row at a time.
-    while remaining > 0:
-        for r in range(rows):
-            if done[r]:
-                continue
-            if length[r] == WALK_DEPTH_MAX:
-                length[r] = 0
-            else:
-                j = node[r]
-                path[r * WALK_DEPTH_MAX + length[r]] = j
-                length[r] += 1
-                if not is_leaf_at(tree, j, lifetime):
-                    # child_toward as an index, not a branch (the side of a row is a coin
-                    # toss: a mispredicted branch also drops the other rows' loads in flight;
-                    # right_child is the int32 after left_child; NaN goes right either way)
-                    node[r] = (&tree.nodes[j].left_child)[
-                        <int>(not (X[r * x_step + tree.nodes[j].feature]
-                                   <= tree.nodes[j].threshold))]
-                    continue
-            done[r] = True
-            remaining -= 1
-    for r in range(rows):
-        p = path + r * WALK_DEPTH_MAX
-        b = boxes_at + r * WALK_DEPTH_MAX
-        for i in range(length[r]):
-            b[i] = slots[p[i]] if slots != NULL else p[i]
-        for i in range(max(length[r] - 2, 0), length[r]):
-            group_prefetch(boxes + 2 * D * b[i], 2 * D * sizeof(float64_t))
-    for r in range(rows):
-        b = boxes_at + r * WALK_DEPTH_MAX
-        e = etas + r * WALK_DEPTH_MAX
-        top[r] = -1
-        i = length[r] - 1
-        while i >= 0:
-            if i >= 2:
-                group_prefetch(boxes + 2 * D * b[i - 2], 2 * D * sizeof(float64_t))
-            e[i] = box_distance(boxes + 2 * D * b[i], D, X + r * x_step)
-            if e[i] == 0.0 or i == 0:
-                top[r] = i
-                break
-            i -= 1
-
-
-cdef inline void group_prefetch(const void* start, intp_t n_bytes) noexcept nogil:
-    """Ask the cache for ``n_bytes`` from ``start`` (a hint: no effect on any result)."""
-    cdef intp_t offset
-    for offset in range(0, n_bytes, 64):
-        MONDRIAN_TREE_PREFETCH(<const char*> start + offset)

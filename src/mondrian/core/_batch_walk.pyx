@@ -287,10 +287,10 @@ cdef intp_t _visit_boxes(BatchEtas* b, MondrianTree tree, const float64_t* X, in
     # This node's box, read when its subtree is done (most rows are outside their leaf's
     # box): asked for now, its lines arrive while the subtree is walked (a hint).
     if source.boxes != NULL:
-        group_prefetch(source.boxes + 2 * D * node, 2 * D * sizeof(float64_t))
+        mf_prefetch_span(source.boxes + 2 * D * node, 2 * D * sizeof(float64_t))
     else:
-        group_prefetch(<const char*> source.codes + 2 * D * source.code_size * node,
-                       2 * D * source.code_size)
+        mf_prefetch_span(<const char*> source.codes + 2 * D * source.code_size * node,
+                         2 * D * source.code_size)
     if is_leaf_at(tree, node, lifetime):
         active = m
         _take_slots(b, idx, m, node, depth)

@@ -25,6 +25,7 @@ from mondrian.core._box_loops cimport (
     mf_extent,
     mf_include,
     mf_join,
+    mf_prefetch_span,
     mf_rows_box,
     mf_rows_grow,
 )
@@ -222,14 +223,12 @@ cdef inline void _prefetch_children(MondrianTree tree, intp_t node) noexcept nog
 cdef inline void _prefetch_node(MondrianTree tree, intp_t node) noexcept nogil:
     """Cache hints for the stored box and statistics row of ``node`` (no effect on any
     value; its record and slot were hinted when it was pushed)."""
-    cdef intp_t D = tree.n_features, S = tree.value_stride, slot = tree.box_slot[node], k
+    cdef intp_t D = tree.n_features, S = tree.value_stride, slot = tree.box_slot[node]
     cdef const float64_t* row = stored_row(tree, node)
     if slot >= 0:
-        for k in range(0, 2 * D, 8):
-            MONDRIAN_TREE_PREFETCH(tree.bounds + 2 * D * slot + k)
+        mf_prefetch_span(tree.bounds + 2 * D * slot, 2 * D * sizeof(float64_t))
     if row != NULL:
-        for k in range(0, S, 8):
-            MONDRIAN_TREE_PREFETCH(row + k)
+        mf_prefetch_span(row, S * sizeof(float64_t))
 
 
 cdef inline int _log_shape(MondrianTree tree, intp_t node) except -1 nogil:

@@ -17,7 +17,7 @@ import numpy as np
 
 cimport numpy as cnp
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_add_rows, mf_prefetch_span
 from mondrian.core._tree cimport (
     TREE_LEAF,
     TREE_UNDEFINED,
@@ -49,16 +49,13 @@ cdef inline intp_t _gather(MondrianTree tree, intp_t* i, intp_t* points, const f
     left at the next one, -1 at the end), their rows of ``width`` floats in ``base``
     prefetched (a hint: no effect on any value; fewer points for wide rows, about 16 KiB at
     most, so that they stay in the first-level cache); returns their number."""
-    cdef intp_t n = 0, k, c, cap = min(<intp_t>LIST_CHUNK, max(4, 2048 // max(width, 1)))
+    cdef intp_t n = 0, k, cap = min(<intp_t>LIST_CHUNK, max(4, 2048 // max(width, 1)))
     while i[0] != TREE_LEAF and n < cap:
         points[n] = i[0]
         i[0] = tree.sample_next[i[0]]
         n += 1
     for k in range(n):
-        for c in range(0, width, 8):
-            MONDRIAN_TREE_PREFETCH(base + points[k] * width + c)
-        if width > 0:
-            MONDRIAN_TREE_PREFETCH(base + points[k] * width + width - 1)
+        mf_prefetch_span(base + points[k] * width, width * sizeof(float64_t))
     return n
 
 
@@ -142,8 +139,7 @@ cdef int all_values(MondrianTree tree, float64_t* out, intp_t* queue) except -1 
             # first one a few nodes early (a hint: no effect on any value).
             i = tree.nodes[j - ROW_PREFETCH_AHEAD].first_sample
             if i != TREE_LEAF:
-                for c in range(0, S, 8):
-                    MONDRIAN_TREE_PREFETCH(tree.rows_ptr + i * S + c)
+                mf_prefetch_span(tree.rows_ptr + i * S, S * sizeof(float64_t))
                 MONDRIAN_TREE_PREFETCH(tree.sample_next + i)
         val = out + S * j
         if tree.box_slot[j] >= 0:

@@ -123,11 +123,13 @@ cdef inline float64_t node_distance(WalkStep* step, MondrianTree tree,
                                     const float64_t* x) noexcept nogil:
     """eta of ``step.node``: from its stored box, or from the points below it (gathered at
     the first node of the path without a box, narrowed by ``walk_next`` since)."""
-    cdef intp_t slot = tree.box_slot[step.node]
+    cdef intp_t slot
     if step.etas != NULL:
         return step.etas[step.depth] if step.depth >= step.eta_top else 0.0
     if step.boxes != NULL:
         return box_distance(step.boxes + 2 * tree.n_features * step.node, tree.n_features, x)
+    # (read here, not above: a walk given its etas or every box never waits on the slots)
+    slot = tree.box_slot[step.node]
     if slot >= 0:
         return box_distance(tree.bounds + 2 * tree.n_features * slot, tree.n_features, x)
     if step.n_points < 0:

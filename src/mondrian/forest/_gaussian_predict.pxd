@@ -3,6 +3,7 @@
 from libc.stdint cimport int32_t
 
 from mondrian.core._batch_walk cimport BatchEtas
+from mondrian.core._group_walk cimport GroupRows
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.forest._gaussian_model cimport Hyper
@@ -21,6 +22,8 @@ cdef struct Outer:
     float64_t* psi_end     # P floats: psi at the lifetime (a branch-off node's leaf time)
     float64_t* u           # n_quadrature floats: the quadrature's points in (0, 1)
     BatchEtas batch        # the etas of a batch of rows (_batched)
+    GroupRows* groups      # three groups of rows walked over every box (_predict_groups)
+    size_t groups_size
     # A shorter Reading of the same rows that follows this one (NULL otherwise): filling a
     # node of its tree, this one asks for what the other will read there (hints).
     const float64_t* hint_means

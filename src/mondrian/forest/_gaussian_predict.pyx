@@ -16,15 +16,22 @@ from libc.stdlib cimport calloc, free
 from mondrian.core._batch_walk cimport (
     BATCH_LEAF_ORDER_MAX_FEATURES,
     BATCH_ROWS,
-    GROUP_ROWS,
     BatchEtas,
     batch_etas,
     batch_free,
     batch_next,
     batch_row,
-    group_etas,
 )
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
+from mondrian.core._group_walk cimport (
+    GroupRows,
+    group_box,
+    group_etas,
+    group_next,
+    group_stage,
+    group_stages_begin,
+    group_walk_portable,
+)
 from mondrian.core._tree cimport MondrianTree, box_distance
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport (
@@ -57,6 +64,7 @@ def _set_portable(bint portable):
     (set with the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
     global mf_vmath_portable
     mf_vmath_portable = 1 if portable else 0
+    group_walk_portable(portable)
 
 
 add_portable_switch(_set_portable)
@@ -133,6 +141,7 @@ cdef void outer_free(Outer* o) noexcept nogil:
     free(o.pend_w)
     free(o.pend_j)
     free(o.pend_pts)
+    free(o.groups)
     batch_free(&o.batch)
 
 
@@ -177,50 +186,25 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     :func:`_predict_row_grid` says (``stride``, ``squared_mean``), the etas of the rows found
     node by node first when that pays (``_batched``), or, when ``boxes`` holds every node's
     box (node ``j``'s at row ``slots[j]``, or ``j`` if ``slots`` is NULL), by groups of rows
-    walked side by side (``group_etas``); ``o`` holds the call's scratch. Unless ``shorter``
-    is NULL, the rows are also read as it says, the same bits as a call of their own: walked
-    in groups, a row's shorter reading takes the first's path and etas (``_shorter_etas``)."""
-    cdef intp_t i, k, s, start = 0, stop, rows
-    cdef intp_t length[GROUP_ROWS]
-    cdef intp_t top[GROUP_ROWS]
-    cdef intp_t path[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef intp_t boxes_at[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef float64_t etas[GROUP_ROWS * WALK_DEPTH_MAX]
-    cdef float64_t short_etas[WALK_DEPTH_MAX]
-    cdef bint grouped = boxes != NULL and not plain and n > 0
+    walked side by side (``_predict_groups``); ``o`` holds the call's scratch. Unless
+    ``shorter`` is NULL, the rows are also read as it says, the same bits as a call of their
+    own: walked in groups, a row's shorter reading takes the first's path and etas
+    (``_shorter_etas``)."""
+    cdef intp_t i, k, s, start = 0, stop
     _outer_reserve(o, tree.node_count, P, n_quadrature, n)
     _outer_begin(o, hs, P, n_quadrature)
     o.hint_means = NULL
-    if shorter != NULL and grouped:
-        _outer_reserve(shorter.o, tree.node_count, 1, n_quadrature, n)
-        _outer_begin(shorter.o, shorter.hs, 1, n_quadrature)
-        if P == 1 and shorter.o.memo:
-            o.hint_means = shorter.msg_means[0]
-            o.hint_vars = shorter.msg_vars[0]
-            o.hint_rec = shorter.o.rec
-            o.hint_lifetime = shorter.hs[0].lifetime
-    while grouped and start < n:
-        rows = min(<intp_t>GROUP_ROWS, n - start)
-        group_etas(tree, X + start * x_step, x_step, rows, hs[0].lifetime, boxes, slots, path,
-                   boxes_at, etas, length, top)
-        for k in range(rows):
-            _request_messages(msg_means, msg_vars, P, path + k * WALK_DEPTH_MAX, top[k],
-                              length[k])
-        for k in range(rows):
-            _predict_row_grid(tree, hs, P, X + (start + k) * x_step, msg_means, msg_vars,
-                              n_quadrature, NULL, 0, box, plain, o, sums,
-                              moments + (start + k) * row_step, stride, squared_mean,
-                              path + k * WALK_DEPTH_MAX, etas + k * WALK_DEPTH_MAX, top[k])
-        for k in range(rows if shorter != NULL else 0):
-            i = k * WALK_DEPTH_MAX
-            s = _shorter_etas(tree, shorter.hs[0].lifetime, X + (start + k) * x_step, boxes,
-                              path + i, boxes_at + i, etas + i, length[k], top[k], short_etas)
-            _predict_row_grid(tree, shorter.hs, 1, X + (start + k) * x_step, shorter.msg_means,
-                              shorter.msg_vars, n_quadrature, NULL, 0, box, plain, shorter.o,
-                              sums, shorter.moments + (start + k) * row_step, 2, False,
-                              path + i, short_etas, s)
-        start += rows
-    if grouped:
+    if boxes != NULL and not plain and n > 0:
+        if shorter != NULL:
+            _outer_reserve(shorter.o, tree.node_count, 1, n_quadrature, n)
+            _outer_begin(shorter.o, shorter.hs, 1, n_quadrature)
+            if P == 1 and shorter.o.memo:
+                o.hint_means = shorter.msg_means[0]
+                o.hint_vars = shorter.msg_vars[0]
+                o.hint_rec = shorter.o.rec
+                o.hint_lifetime = shorter.hs[0].lifetime
+        _predict_groups(tree, hs, P, X, n, x_step, msg_means, msg_vars, n_quadrature, box, o,
+                        sums, moments, row_step, stride, squared_mean, boxes, slots, shorter)
         _outer_end(o)
         if shorter != NULL:
             _outer_end(shorter.o)
@@ -250,6 +234,61 @@ cdef int predict_rows(MondrianTree tree, const Hyper* hs, intp_t P, const float6
     return 0
 
 
+cdef int _predict_groups(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
+                         intp_t n, intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
+                         intp_t n_quadrature, float64_t* box, Outer* o, float64_t* sums,
+                         float64_t* moments, intp_t row_step, intp_t stride,
+                         bint squared_mean, const float64_t* boxes, const int32_t* slots,
+                         const Reading* shorter) except -1 nogil:
+    """``predict_rows`` of ``n`` rows over every node's box, in groups of ``GROUP_ROWS`` rows
+    (core/_group_walk.pxd), three stages a group apart (three groups of scratch in ``o``): a
+    group's descents, the previous group's etas (and a request for its rows' messages), the
+    walks of the group before it; so what a stage reads was requested a stage earlier."""
+    cdef intp_t k, step = 0
+    cdef GroupRows* groups = group_stages_begin(&o.groups, &o.groups_size)
+    cdef GroupRows* walked
+    cdef GroupRows* measured
+    while group_stage(groups, step, n, &walked, &measured):
+        _walk_group(tree, hs, P, X, x_step, msg_means, msg_vars, n_quadrature, box, o, sums,
+                    moments, row_step, stride, squared_mean, boxes, slots, shorter, walked)
+        if measured.rows > 0:
+            group_etas(tree, X, x_step, boxes, slots, measured)
+            for k in range(measured.rows):
+                _request_messages(msg_means, msg_vars, P, measured.path + k * WALK_DEPTH_MAX,
+                                  measured.top[k], measured.length[k])
+        group_next(tree, X, x_step, step, n, hs[0].lifetime, boxes, slots, walked)
+        step += 1
+    return 0
+
+
+cdef void _walk_group(MondrianTree tree, const Hyper* hs, intp_t P, const float64_t* X,
+                      intp_t x_step, float64_t** msg_means, float64_t** msg_vars,
+                      intp_t n_quadrature, float64_t* box, Outer* o, float64_t* sums,
+                      float64_t* moments, intp_t row_step, intp_t stride, bint squared_mean,
+                      const float64_t* boxes, const int32_t* slots, const Reading* shorter,
+                      const GroupRows* group) noexcept nogil:
+    """The walks of ``group``'s rows (their paths and etas found), then their shorter
+    readings (unless ``shorter`` is NULL)."""
+    cdef intp_t i, k, r, s
+    cdef float64_t short_etas[WALK_DEPTH_MAX]
+    for k in range(group.rows):
+        r = group.start + k
+        _predict_row_grid(tree, hs, P, X + r * x_step, msg_means, msg_vars, n_quadrature,
+                          NULL, 0, box, False, o, sums, moments + r * row_step, stride,
+                          squared_mean, group.path + k * WALK_DEPTH_MAX,
+                          group.etas + k * WALK_DEPTH_MAX, group.top[k])
+    for k in range(group.rows if shorter != NULL else 0):
+        r = group.start + k
+        i = k * WALK_DEPTH_MAX
+        s = _shorter_etas(tree, shorter.hs[0].lifetime, X + r * x_step, boxes, slots,
+                          group.path + i, group.etas + i, group.length[k], group.top[k],
+                          short_etas)
+        _predict_row_grid(tree, shorter.hs, 1, X + r * x_step, shorter.msg_means,
+                          shorter.msg_vars, n_quadrature, NULL, 0, box, False, shorter.o,
+                          sums, shorter.moments + r * row_step, 2, False, group.path + i,
+                          short_etas, s)
+
+
 cdef inline void _request_messages(float64_t** msg_means, float64_t** msg_vars, intp_t P,
                                    const intp_t* path, intp_t top,
                                    intp_t length) noexcept nogil:
@@ -263,14 +302,15 @@ cdef inline void _request_messages(float64_t** msg_means, float64_t** msg_vars, 
 
 
 cdef inline intp_t _shorter_etas(MondrianTree tree, float64_t lifetime, const float64_t* x,
-                                 const float64_t* boxes, const intp_t* path,
-                                 const intp_t* boxes_at, const float64_t* etas, intp_t length,
+                                 const float64_t* boxes, const int32_t* slots,
+                                 const intp_t* path, const float64_t* etas, intp_t length,
                                  intp_t top, float64_t* short_etas) noexcept nogil:
-    """What ``group_etas`` would give a row at ``lifetime`` (no longer than the one it walked
-    at: the row's ``path`` of ``length`` nodes, its ``etas`` from ``top``), from that: the
-    path is the same down to the first node that is a leaf at ``lifetime``, and its etas from
-    there up to the first 0 are the same distances, those at ``top`` or deeper already found
-    (the same bits), any above ``top`` measured now. Writes them to ``short_etas`` (indexed by
+    """What ``group_etas`` (core/_group_walk.pxd) would give a row at ``lifetime`` (no longer
+    than the one it walked at: the row's ``path`` of ``length`` nodes, its ``etas`` from
+    ``top``), from that: the path is the same down to the first node that is a leaf at
+    ``lifetime``, and its etas from there up to the first 0 are the same distances, those at
+    ``top`` or deeper already found (the same bits), any above ``top`` measured now (its
+    boxes among ``boxes`` as ``group_box`` finds them). Writes them to ``short_etas`` (indexed by
     depth) and returns the new top (-1: walk it the plain way, as the first walk did)."""
     cdef intp_t leaf = 0, i, D = tree.n_features
     if length == 0:
@@ -282,7 +322,7 @@ cdef inline intp_t _shorter_etas(MondrianTree tree, float64_t lifetime, const fl
         if i >= top:
             short_etas[i] = etas[i]
         else:
-            short_etas[i] = box_distance(boxes + 2 * D * boxes_at[i], D, x)
+            short_etas[i] = box_distance(group_box(boxes, slots, D, path[i]), D, x)
         if short_etas[i] == 0.0 or i == 0:
             return i
         i -= 1

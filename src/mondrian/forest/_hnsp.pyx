@@ -50,13 +50,14 @@ from mondrian.core._walk cimport (
     walk_start,
     walk_start_path,
 )
-from mondrian.forest._hnsp_group cimport (
-    HNSP_GROUP_ROWS,
+from mondrian.core._group_walk cimport (
     GroupRows,
-    hnsp_group_descend,
-    hnsp_group_etas,
-    hnsp_path_walk,
+    group_next,
+    group_stage,
+    group_stages_begin,
+    group_walk_portable,
 )
+from mondrian.forest._hnsp_group cimport hnsp_group_etas, hnsp_path_walk
 from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
 from mondrian.forest._node_cache cimport NodeTables
 
@@ -79,6 +80,7 @@ def _set_portable(bint portable):
     the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
     global mf_hnsp_kernels_portable
     mf_hnsp_kernels_portable = 1 if portable else 0
+    group_walk_portable(portable)
 
 
 add_portable_switch(_set_portable)
@@ -527,9 +529,9 @@ cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, i
                          size_t* scratch_size) except -1 nogil:
     """:func:`_predict_row_tabled` of the ``n`` rows of ``X`` reading the node tables
     ``tables`` (:func:`_fill_tables`) and ``boxes`` (every node's: node ``j``'s at row
-    ``slots[j]``, or ``j`` if ``slots`` is NULL), in groups of ``HNSP_GROUP_ROWS`` rows side
+    ``slots[j]``, or ``j`` if ``slots`` is NULL), in groups of ``GROUP_ROWS`` rows side
     by side, in three stages a group apart (three groups of scratch, ``reserve``'d): a
-    group's descents (``hnsp_group_descend``), the previous group's etas
+    group's descents (``group_next``), the previous group's etas
     (``hnsp_group_etas``), the walks of the group before it (:func:`_tabled_walk`); so the
     boxes and tables a stage reads were requested a stage earlier."""
     cdef intp_t m = tree.node_count, K = tree.n_columns
@@ -537,34 +539,21 @@ cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, i
     cdef const float64_t* n_cust = tables + m * K
     cdef const float64_t* n_tab = tables + m * K + m
     cdef const float64_t* g = tables + m * K + 2 * m
-    cdef GroupRows* groups
-    cdef intp_t r, i, step = 0, start
+    cdef GroupRows* groups = group_stages_begin(scratch, scratch_size)
+    cdef intp_t r, i, step = 0
     cdef GroupRows* walked
     cdef GroupRows* measured
-    reserve(<void**> scratch, scratch_size, 3 * sizeof(GroupRows))
-    groups = scratch[0]
-    for i in range(3):
-        groups[i].rows = 0
-    while True:
-        start = step * HNSP_GROUP_ROWS
-        walked = groups + step % 3
-        measured = groups + (step + 2) % 3
-        if start >= n and groups[0].rows + groups[1].rows + groups[2].rows == 0:
-            break
+    while group_stage(groups, step, n, &walked, &measured):
         for r in range(walked.rows):
             i = walked.start + r
             _tabled_walk(tree, X + i * x_step, gamma, strict, lifetime, counts, n_cust, n_tab,
                          g, walked.path + r * WALK_DEPTH_MAX, walked.etas + r * WALK_DEPTH_MAX,
                          walked.top[r], out + i * out_step)
-        walked.rows = 0
         if measured.rows > 0:
-            hnsp_group_etas(tree, X, x_step, lifetime, boxes, slots, counts, n_cust, n_tab, g,
-                            measured)
+            hnsp_group_etas(tree, X, x_step, boxes, slots, counts, n_cust, n_tab, g, measured)
             for r in range(measured.rows):  # (their sums' rows of out)
                 mf_prefetch_span(out + (measured.start + r) * out_step, K * sizeof(float64_t))
-        if start < n:
-            hnsp_group_descend(tree, X, x_step, start, min(<intp_t>HNSP_GROUP_ROWS, n - start),
-                               lifetime, boxes, slots, walked)
+        group_next(tree, X, x_step, step, n, lifetime, boxes, slots, walked)
         step += 1
     return 0
 

@@ -1,6 +1,6 @@
-/* Box distances of several rows at once for the classifier's grouped walks
-   (mondrian.forest._hnsp_group), included by `cdef extern from
-   "mondrian/forest/_hnsp_group.h"`.
+/* Box distances of several rows at once for the grouped walk of prediction
+   (mondrian.core._group_walk: the classifier's and the regressor's), included by
+   `cdef extern from "mondrian/core/_group_walk.h"`.
 
    A row's distance to a box sums gap(lo[d], hi[d], x[d]) over d = 0 .. D - 1 from +0.0
    (box_distance in core/_tree.pxd): one chain of D dependent additions. A group's rows each
@@ -8,15 +8,18 @@
    MF_GROUP_LANES rows run side by side here: each row's gaps in vector lanes over d, then
    its sum in order d, the rows' additions interleaved (independent chains overlapping in
    the pipeline instead of one waiting on the latency of the other). Every row's sum keeps
-   its terms and their order, so the bits of box_distance; mf_hnsp_kernels_portable forces
-   the one-chain reference. */
-#ifndef MONDRIAN_FOREST_HNSP_GROUP_H
-#define MONDRIAN_FOREST_HNSP_GROUP_H
+   its terms and their order, so the bits of box_distance; mf_group_walk_portable (set by
+   each including module's portable switch: a static copy per module) forces the one-chain
+   reference. */
+#ifndef MONDRIAN_CORE_GROUP_WALK_H
+#define MONDRIAN_CORE_GROUP_WALK_H
 
 #include <stddef.h>
 
 #include "mondrian/core/_box_kernels.h"      /* (mf_gap: side_gap of core/_tree.pxd) */
-#include "mondrian/forest/_hnsp_kernels.h"   /* (mf_hnsp_kernels_portable) */
+
+/* Nonzero: every distance by the one-row reference loop (the switch of the tests). */
+static int mf_group_walk_portable = 0;
 
 #define MF_GROUP_LANES 4
 #define MF_GROUP_BLOCK 32
@@ -27,6 +30,7 @@
 #define MF_GROUP_CLONES
 #endif
 
+MF_KERNEL_UNUSED
 static void mf_group_distances_plain(Py_ssize_t n, Py_ssize_t D, const double *const *boxes,
                                      const double *const *xs, double *out) {
     /* The reference: box_distance, one row after another. */
@@ -38,7 +42,7 @@ static void mf_group_distances_plain(Py_ssize_t n, Py_ssize_t D, const double *c
     }
 }
 
-MF_GROUP_CLONES MF_HNSP_UNUSED
+MF_GROUP_CLONES MF_KERNEL_UNUSED
 static void mf_group_distances_fast(Py_ssize_t n, Py_ssize_t D, const double *const *boxes,
                                     const double *const *xs, double *out) {
     /* out[r] = distance from xs[r] to the box boxes[r] (2 D), MF_GROUP_LANES rows at a time
@@ -73,7 +77,7 @@ static void mf_group_distances_fast(Py_ssize_t n, Py_ssize_t D, const double *co
 
 static inline void mf_group_distances(Py_ssize_t n, Py_ssize_t D, const double *const *boxes,
                                       const double *const *xs, double *out) {
-    if (mf_hnsp_kernels_portable)
+    if (mf_group_walk_portable)
         mf_group_distances_plain(n, D, boxes, xs, out);
     else
         mf_group_distances_fast(n, D, boxes, xs, out);
