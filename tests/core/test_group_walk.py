@@ -47,8 +47,9 @@ def _same(got, want):
 @pytest.mark.parametrize("kind", ["classifier", "regressor"])
 @pytest.mark.parametrize("k", [0, 4])
 @pytest.mark.parametrize("portable", [False, True])
-def test_grouped_walk_is_the_one_row_walk(kind, k, portable):
-    model, S = _model(kind, k)
+@pytest.mark.parametrize("d", [4, 31])  # (31: a whole block of the distances and a tail)
+def test_grouped_walk_is_the_one_row_walk(kind, k, portable, d):
+    model, S = _model(kind, k, d)
     for tree in model._trees:
         assert (tree.box_count == tree.node_count) == (k == 0)
         every = np.ascontiguousarray(tree.bounds_array.reshape(tree.node_count, -1))
@@ -118,11 +119,17 @@ def test_both_models_read_through_the_grouped_walk_give_the_plain_walk(k, portab
 
     old = set_portable_kernels(portable)
     try:
+        full = _node_cache.PredictCache(0, 1 << 30)
+        for _ in range(2):  # (filled by calls of every row: then every box at hand)
+            moments(len(R), False, full)
+        if k:  # (a lean tree's boxes kept; a full tree's are read where they are stored)
+            assert all(full.find(tree, ("boxes",)) is not None for tree in regressor._trees)
         for rows in ROWS[1:]:
             assert proba(rows, False).tobytes() == proba(rows, True).tobytes(), rows
             cache = _node_cache.PredictCache(0, 1 << 30)
             plain = moments(rows, True, None).tobytes()
-            for _ in range(3):  # (the cache filled, then read: every box at hand)
+            assert moments(rows, False, full).tobytes() == plain, rows
+            for _ in range(3):  # (a cache of its own filled, then read)
                 assert moments(rows, False, cache).tobytes() == plain, rows
     finally:
         set_portable_kernels(old)

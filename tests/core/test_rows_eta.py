@@ -56,6 +56,11 @@ def test_same_bits_as_the_portable_loop(D, m):
     X[2] = 1e300 * np.sign(rng.normal(size=D))  # far outside
     idx = rng.choice(40, size=m, replace=m > 40)
     idx[0] = 2 if m > 2 else idx[0]
+    X[3, ::2] = np.nan  # (no gap where the row is NaN)
+    if m > 1:
+        idx[-1] = 0  # (-inf on the -inf bound: inf - inf, no gap)
+    if m > 3:
+        idx[1] = 3
     fast = _distances(box, X, idx.astype(np.intp), False)
     portable = _distances(box, X, idx.astype(np.intp), True)
     assert fast.tobytes() == portable.tobytes()

@@ -2,7 +2,7 @@
 # (_walk.pxd) for a batch of rows at once, each box built and read once per batch.
 from libc.stdint cimport uint16_t, uint32_t
 
-from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
+from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport WALK_DEPTH_MAX, walk_etas

@@ -22,6 +22,7 @@ from libc.math cimport INFINITY
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
+from mondrian.core._box_loops cimport mf_prefetch_span
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._tree cimport subtree_points
 from mondrian.core._typedefs cimport BOX_POINTS_MAX, float64_t, intp_t

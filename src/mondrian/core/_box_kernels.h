@@ -40,10 +40,10 @@
 /* Nonzero: every distance by the one-row reference loop (the switch of the tests). */
 static int mf_box_kernels_portable = 0;
 /* mf_rows_eta_fast sums a last row alone when it is one of fewer than this many rows past
-   the groups of MF_ROWS (2: a lone row; 0: never; the tests run both). usps, warm, 20 trees
-   (every box cached): calls of 3, 30 and 300 rows 11-16% faster; 100 trees, 2007 rows: 1-4%,
-   within the noise. Remainders of 2 or 3 rows summed alone too were mixed (faster small
-   calls, 2007 rows on 20 trees slower), every row alone slower on whole test sets. */
+   the groups of MF_ROWS (2: a lone row; 0: never; the tests run both). Only the marking
+   distances (mf_rows_eta_marked) reach it: mf_rows_eta passes whole groups and measures
+   its last rows one chain each. Most of the leaves a small call measures meet one row
+   (benchmarks/results/predict.md has the figures). */
 static int mf_sparse_rows = 2;
 
 static inline double mf_gap(double lo, double hi, double v) {
@@ -91,13 +91,7 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
         for (b = 0; b < D; b += MF_GAP_BLOCK) {
             uint32_t bits = 0;
             w = D - b < MF_GAP_BLOCK ? D - b : MF_GAP_BLOCK;
-            for (d = 0; d < w; d++) {
-                double below = lo[b + d] - x[b + d];
-                double above = x[b + d] - hi[b + d];
-                below = below > 0.0 ? below : 0.0;
-                above = above > 0.0 ? above : 0.0;
-                g[0][d] = below + above;
-            }
+            for (d = 0; d < w; d++) g[0][d] = mf_gap(lo[b + d], hi[b + d], x[b + d]);
             for (d = 0; d < w; d++) bits |= (uint32_t)(g[0][d] > 0.0) << d;
             if (masks != NULL) masks[row * words + b / MF_GAP_BLOCK] = bits;
             while (bits) {

@@ -9,8 +9,8 @@
    its sum in order d, the rows' additions interleaved (independent chains overlapping in
    the pipeline instead of one waiting on the latency of the other). Every row's sum keeps
    its terms and their order, so the bits of box_distance; mf_group_walk_portable (set by
-   each including module's portable switch: a static copy per module) forces the one-chain
-   reference. */
+   each including module's portable switch, or by the `portable` argument of
+   core/_group_walk.pyx's view: a static copy per module) forces the one-chain reference. */
 #ifndef MONDRIAN_CORE_GROUP_WALK_H
 #define MONDRIAN_CORE_GROUP_WALK_H
 

@@ -3,7 +3,7 @@
 # the paths and leaf-first etas of ``walk_etas`` (_walk.pxd), a group of rows at a time. A
 # reader runs three stages a group apart (a group's descents, ``group_descend``; the previous
 # group's etas, ``group_etas``; its own walks of the group before), so that what a stage reads
-# was requested a stage earlier. The rows' box distances run side by side (_group_walk.h),
+# was requested a stage or two earlier. The rows' box distances run side by side (_group_walk.h),
 # each row's sum in its own order: the bits of box_distance.
 from libc.stdint cimport int32_t
 
@@ -43,7 +43,8 @@ cdef struct GroupRows:
 cdef inline void group_walk_portable(bint portable) noexcept nogil:
     """Force (True) or release the one-row reference loop of the distances of the calling
     module (each module including _group_walk.h has its switch: call this from its setter
-    of ``add_portable_switch``, mondrian.core._batch_walk)."""
+    of ``add_portable_switch``, mondrian.core._batch_walk, or, in the test view
+    _group_walk.pyx, around the call)."""
     global mf_group_walk_portable
     mf_group_walk_portable = 1 if portable else 0
 
@@ -100,7 +101,8 @@ cdef inline void group_descend(MondrianTree tree, const float64_t* X, intp_t x_s
     cdef intp_t live[GROUP_ROWS]
     cdef intp_t* length = group.length
     cdef intp_t* path
-    X = X + start * x_step
+    if rows > 0:  # (past the end, start may lie beyond X: no pointer is formed there)
+        X = X + start * x_step
     group.start = start
     group.rows = rows
     for r in range(rows):

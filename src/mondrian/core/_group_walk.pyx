@@ -13,6 +13,14 @@ from mondrian.core._walk cimport WALK_DEPTH_MAX, read_lifetime, walk_etas
 import numpy as np
 
 
+def _check_rows(MondrianTree tree, const float64_t[:, ::1] X):
+    """Refuse an empty tree and rows of another width."""
+    if tree.node_count == 0:
+        raise ValueError("cannot walk an empty tree")
+    if X.shape[1] != tree.n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the tree expects {tree.n_features}")
+
+
 def _etas_out(n):
     """The arrays of :func:`leaf_etas` and :func:`group_walk` for ``n`` rows."""
     return {"length": np.zeros(n, dtype=np.intp), "top": np.full(n, -1, dtype=np.intp),
@@ -39,6 +47,7 @@ def leaf_etas(MondrianTree tree, const float64_t[:, ::1] X, lifetime=None):
         of the shallowest eta found; -1 for a path of length 0), ``path`` and ``etas`` (rows
         of ``WALK_DEPTH_MAX``, by depth; NaN and -1 where nothing was written).
     """
+    _check_rows(tree, X)
     cdef float64_t lam = read_lifetime(tree, lifetime)
     out = _etas_out(X.shape[0])
     cdef intp_t[::1] length = out["length"], top = out["top"]
@@ -81,11 +90,14 @@ def group_walk(MondrianTree tree, const float64_t[:, ::1] X, const float64_t[:, 
     dict of ndarray
         As :func:`leaf_etas`.
     """
+    _check_rows(tree, X)
     cdef float64_t lam = read_lifetime(tree, lifetime)
     cdef intp_t n = X.shape[0], step = 0, r, i, d, D = tree.n_features
-    if boxes.shape[1] != 2 * D or (slots is None and boxes.shape[0] < tree.node_count) or (
-            slots is not None and (slots.shape[0] < tree.node_count or np.any(
-                np.asarray(slots[:tree.node_count]) >= boxes.shape[0]))):
+    if slots is not None:
+        row_of = np.asarray(slots[:tree.node_count])
+        if row_of.shape[0] < tree.node_count or np.any((row_of < 0) | (row_of >= boxes.shape[0])):
+            raise ValueError("every node needs a box")
+    if boxes.shape[1] != 2 * D or (slots is None and boxes.shape[0] < tree.node_count):
         raise ValueError("every node needs a box")
     out = _etas_out(n)
     cdef intp_t[::1] length = out["length"], top = out["top"]

@@ -243,7 +243,7 @@ cdef int _predict_groups(MondrianTree tree, const Hyper* hs, intp_t P, const flo
     """``predict_rows`` of ``n`` rows over every node's box, in groups of ``GROUP_ROWS`` rows
     (core/_group_walk.pxd), three stages a group apart (three groups of scratch in ``o``): a
     group's descents, the previous group's etas (and a request for its rows' messages), the
-    walks of the group before it; so what a stage reads was requested a stage earlier."""
+    walks of the group before it; so what a stage reads was requested a stage or two earlier."""
     cdef intp_t k, step = 0
     cdef GroupRows* groups = group_stages_begin(&o.groups, &o.groups_size)
     cdef GroupRows* walked

@@ -533,7 +533,7 @@ cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, i
     by side, in three stages a group apart (three groups of scratch, ``reserve``'d): a
     group's descents (``group_next``), the previous group's etas
     (``hnsp_group_etas``), the walks of the group before it (:func:`_tabled_walk`); so the
-    boxes and tables a stage reads were requested a stage earlier."""
+    boxes and tables a stage reads were requested a stage or two earlier."""
     cdef intp_t m = tree.node_count, K = tree.n_columns
     cdef const float64_t* counts = tables
     cdef const float64_t* n_cust = tables + m * K
