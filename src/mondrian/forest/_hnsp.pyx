@@ -11,7 +11,7 @@ stored column ``tree.columns[k]`` and uses ``K = tree.n_columns`` (the classes, 
 width), so the arithmetic, in the same order, gives the bits of sorted rows.
 """
 
-from libc.math cimport INFINITY, exp, expm1
+from libc.math cimport INFINITY
 from libc.stdlib cimport free
 from libc.stdint cimport int32_t
 from libc.string cimport memset
@@ -61,6 +61,8 @@ from mondrian.forest._hnsp_group cimport hnsp_group_etas, hnsp_path_walk
 from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
 from mondrian.forest._node_cache cimport NodeTables
 
+import numpy as np
+
 from mondrian.core._batch_walk import add_portable_switch
 
 cdef extern from "mondrian/forest/_hnsp_kernels.h":
@@ -73,17 +75,36 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
     void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
                       const float64_t* p, float64_t* g) noexcept nogil
     float64_t mf_table(float64_t count) noexcept nogil
+    float64_t mf_hnsp_p(float64_t eta, float64_t delta) noexcept nogil
+    float64_t mf_hnsp_d_bar(float64_t eta, float64_t delta, float64_t gamma,
+                            float64_t p) noexcept nogil
+
+cdef extern from "mondrian/forest/_vmath.h":
+    int mf_vmath_portable
+    float64_t mf_vm_exp(float64_t x) noexcept nogil
+    void mf_vm_expm1s(intp_t n, const float64_t* x, float64_t* out) noexcept nogil
 
 
 def _set_portable(bint portable):
     """Force (True) or release the scalar reference loop of the branch-off terms (set with
     the box kernels' switch, ``mondrian.core._batch_walk.set_portable_kernels``)."""
-    global mf_hnsp_kernels_portable
+    global mf_hnsp_kernels_portable, mf_vmath_portable
     mf_hnsp_kernels_portable = 1 if portable else 0
+    mf_vmath_portable = 1 if portable else 0
     group_walk_portable(portable)
 
 
 add_portable_switch(_set_portable)
+
+
+def _expm1(const float64_t[::1] x):
+    """``expm1`` of the floats ``x`` by the branch-off terms' own function (``_vmath.h``), as
+    the current kernels' setting says: for the tests."""
+    out = np.empty(x.shape[0])
+    cdef float64_t[::1] o = out
+    if x.shape[0]:
+        mf_vm_expm1s(x.shape[0], &x[0], &o[0])
+    return out
 
 
 def _set_branch_kernel(int kernel):
@@ -271,7 +292,7 @@ cdef inline void _posterior(intp_t K, float64_t gamma, float64_t delta, const fl
                             float64_t n_cust, float64_t n_tab, const float64_t* g_parent,
                             float64_t* g) noexcept nogil:
     """G_j = (c - d tab + d T G_parent) / n, with the node's discount d."""
-    cdef float64_t discount = 0.0 if delta == INFINITY else exp(-gamma * delta)
+    cdef float64_t discount = 0.0 if delta == INFINITY else mf_vm_exp(-gamma * delta)
     cdef float64_t a = 1.0 / n_cust
     cdef float64_t b = discount / n_cust
     cdef float64_t c = discount * n_tab / n_cust
@@ -290,14 +311,23 @@ cdef inline void _branch_off(float64_t eta, float64_t delta, float64_t p, float6
     if delta == INFINITY:
         d_bar = eta / (eta + gamma)
     else:
-        # -p is expm1(-eta * delta), exactly.
-        d_bar = eta / (eta + gamma) * expm1(-(eta + gamma) * delta) / -p
+        # (-p is mf_vm_expm1(-eta * delta), exactly: _step_p)
+        d_bar = mf_hnsp_d_bar(eta, delta, gamma, p)
     weight = reach * p
     if weight > 0.0:
         # out[k] += weight * ((1 - d_bar) tab + d_bar n_tab g_parent[k]) / n_tab (strict),
         # else weight * (counts[k] - d_bar tab + d_bar n_tab g_parent[k]) / n_cust, with
         # tab = _table(counts[k]): the classes in vector lanes, the same bits.
         mf_branch_off(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out)
+
+
+cdef inline void _step_p(WalkStep* step) noexcept nogil:
+    """``step.p`` and ``step.survival`` by the classifier's expm1 (``mf_hnsp_p``, that of the
+    grouped walks' lanes) instead of ``walk_next``'s glibc one, before the step is read (the
+    next step's reach is this survival)."""
+    if step.eta > 0.0 and step.delta > 0.0:
+        step.p = mf_hnsp_p(step.eta, step.delta)
+        step.survival = step.reach * (1.0 - step.p)
 
 
 cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
@@ -355,6 +385,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     else:
         walk_start(&step, tree, x, lifetime)
     while True:
+        _step_p(&step)
         j = step.node
         # A one-row walk visits nodes scattered in memory: the next node's struct, and then
         # its children's statistics rows, are requested one step early so that their loads
@@ -508,6 +539,7 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
         return
     walk_start(&step, tree, x, lifetime)
     while True:
+        _step_p(&step)
         j = step.node
         if step.p > 0.0:
             _branch_off(step.eta, step.delta, step.p, step.reach, K, gamma, strict,

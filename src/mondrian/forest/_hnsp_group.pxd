@@ -2,7 +2,6 @@
 # grouped walk (core/_group_walk.pxd: the rows' paths and etas, a group at a time): the
 # requests for what the rows' walks read of the node tables, and the walk along a path found
 # (hnsp_path_walk), its branch-off terms added at once.
-from libc.math cimport INFINITY, expm1
 from libc.stdint cimport int32_t
 
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
@@ -18,6 +17,8 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
                       const float64_t* const* counts, const float64_t* const* g_parent,
                       float64_t survival, const float64_t* g_leaf,
                       float64_t* out) noexcept nogil
+    void mf_hnsp_terms(intp_t n, float64_t gamma, const float64_t* eta,
+                       const float64_t* delta, float64_t* p, float64_t* d_bar) noexcept nogil
 
 
 cdef inline void hnsp_group_etas(MondrianTree tree, const float64_t* X, intp_t x_step,
@@ -53,17 +54,25 @@ cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
     """The walk of ``_tabled_walk`` (forest/_hnsp.pyx) from depth ``top >= 0`` along the
     nodes of ``path`` (found by the descent: no cut read again), with the arithmetic of
     ``walk_start_path``, ``walk_next`` and ``_branch_off`` (the same quantities in the same
-    order, so the same bits): every node above ``top`` has eta 0, so the walk starts there
-    with reach 1.
-    The branch-off nodes are queued and their terms, then the leaf's, added at once
-    (``mf_row_terms``: the sums of before, in their order)."""
-    cdef intp_t K = tree.n_columns, j, d = top, parent = tree.node_count, n = 0
-    cdef float64_t tau_parent = 0.0, tau, delta, eta, p, survival, reach = 1.0
+    order, the classifier's p and d_bar of ``mf_hnsp_p`` / ``mf_hnsp_d_bar``, so the same
+    bits): every node above ``top`` has eta 0, so the walk starts there with reach 1.
+    The nodes with eta > 0 and delta > 0 (the others have p = 0: survival = reach exactly)
+    are listed first, their p and d_bar found at once in vector lanes (``mf_hnsp_terms``),
+    then the reach is carried down them, the branch-off nodes queued and their terms, then
+    the leaf's, added at once (``mf_row_terms``: the sums of before, in their order)."""
+    cdef intp_t K = tree.n_columns, j, d = top, parent = tree.node_count, n = 0, m = 0, q
+    # (j: the leaf once the path is listed)
+    cdef float64_t tau_parent = 0.0, tau, delta, eta, survival, reach = 1.0
     cdef bint leaf
     cdef float64_t weight[WALK_DEPTH_MAX]
     cdef float64_t d_bar[WALK_DEPTH_MAX]
+    cdef float64_t p[WALK_DEPTH_MAX]
     cdef float64_t tabs[WALK_DEPTH_MAX]
     cdef float64_t custs[WALK_DEPTH_MAX]
+    cdef float64_t rates[WALK_DEPTH_MAX]
+    cdef float64_t deltas[WALK_DEPTH_MAX]
+    cdef intp_t nodes[WALK_DEPTH_MAX]
+    cdef intp_t ups[WALK_DEPTH_MAX]
     cdef const float64_t* rows[WALK_DEPTH_MAX]
     cdef const float64_t* parents[WALK_DEPTH_MAX]
     if top > 0:
@@ -75,32 +84,34 @@ cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
         tau = lifetime if leaf else tree.nodes[j].split_time
         delta = tau - tau_parent
         eta = etas[d]
-        p = 0.0
         if eta > 0.0 and delta > 0.0:
-            p = 1.0 if delta == INFINITY else -expm1(-eta * delta)
-        survival = reach * (1.0 - p)
-        if p > 0.0:
-            # (_branch_off's d_bar and weight; a node of weight 0 adds nothing)
-            if delta == INFINITY:
-                d_bar[n] = eta / (eta + gamma)
-            else:
-                d_bar[n] = eta / (eta + gamma) * expm1(-(eta + gamma) * delta) / -p
-            weight[n] = reach * p
+            rates[m] = eta
+            deltas[m] = delta
+            nodes[m] = j
+            ups[m] = parent
+            m += 1
+        if leaf:
+            break
+        parent = j
+        tau_parent = tau
+        d += 1
+    mf_hnsp_terms(m, gamma, rates, deltas, p, d_bar)
+    for q in range(m):
+        survival = reach * (1.0 - p[q])
+        if p[q] > 0.0:
+            # (_branch_off's weight; a node of weight 0 adds nothing; n <= q)
+            weight[n] = reach * p[q]
             if weight[n] > 0.0:
-                tabs[n] = n_tab[j]
-                custs[n] = n_cust[j]
-                rows[n] = counts + j * K
-                parents[n] = g + parent * K
+                d_bar[n] = d_bar[q]
+                tabs[n] = n_tab[nodes[q]]
+                custs[n] = n_cust[nodes[q]]
+                rows[n] = counts + nodes[q] * K
+                parents[n] = g + ups[q] * K
                 n += 1
             if survival <= 0.0:
                 mf_row_terms(K, strict, n, weight, d_bar, tabs, custs, rows, parents, 0.0,
                              NULL, out)
                 return
-        if leaf:
-            mf_row_terms(K, strict, n, weight, d_bar, tabs, custs, rows, parents, survival,
-                         g + j * K, out)
-            return
-        parent = j
-        tau_parent = tau
         reach = survival
-        d += 1
+    mf_row_terms(K, strict, n, weight, d_bar, tabs, custs, rows, parents, reach, g + j * K,
+                 out)

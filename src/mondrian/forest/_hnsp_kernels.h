@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "mondrian/forest/_vmath.h"
+
 /* (the arithmetic kernels of the posteriors, SSE2 where there is one) */
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
@@ -267,6 +269,51 @@ static void mf_row_terms(Py_ssize_t K, int strict, Py_ssize_t n, const double *w
                       g_parent[q], out);
     if (g_leaf != NULL)
         for (k = 0; k < K; k++) out[k] += survival * g_leaf[k];
+}
+
+/* The branch-off probability p = -expm1(-eta delta) of a node (1 at delta = inf) and its
+   averaged discount d_bar = eta / (eta + gamma) expm1(-(eta + gamma) delta) / -p (eta /
+   (eta + gamma) at delta = inf: expm1(-inf) is -1 exactly), for eta > 0, delta > 0, with
+   mf_vm_expm1: the one expm1 of every path of the classifier (the one-row walk's _branch_off
+   and its p, the grouped walk's lanes), so that they give each other's bits. */
+static MF_VMATH_INLINE double mf_hnsp_p(double eta, double delta) {
+    return -mf_vm_expm1(-eta * delta);
+}
+
+static MF_VMATH_INLINE double mf_hnsp_d_bar(double eta, double delta, double gamma, double p) {
+    return eta / (eta + gamma) * mf_vm_expm1(-(eta + gamma) * delta) / -p;
+}
+
+#define MF_HNSP_P_LOOP                                                    \
+    for (q = 0; q < n; q++) {                                             \
+        p[q] = mf_hnsp_p(eta[q], delta[q]);                               \
+        d_bar[q] = mf_hnsp_d_bar(eta[q], delta[q], gamma, p[q]);          \
+    }
+
+MF_VMATH_CLONES MF_HNSP_UNUSED
+static void mf_hnsp_terms_fast(Py_ssize_t n, double gamma, const double *restrict eta,
+                               const double *restrict delta, double *restrict p,
+                               double *restrict d_bar) {
+    Py_ssize_t q;
+    MF_HNSP_P_LOOP
+}
+
+MF_VMATH_OPT MF_HNSP_UNUSED
+static void mf_hnsp_terms_plain(Py_ssize_t n, double gamma, const double *eta,
+                                const double *delta, double *p, double *d_bar) {
+    Py_ssize_t q;
+    MF_HNSP_P_LOOP
+}
+
+static void mf_hnsp_terms(Py_ssize_t n, double gamma, const double *eta, const double *delta,
+                          double *p, double *d_bar) {
+    /* p[q] and d_bar[q] of the n nodes (eta[q] > 0, delta[q] > 0) in vector lanes (the
+       clones of mf_vmath.h; the plain loop under the tests' switch): both expm1 of a row's
+       branch-off nodes in one pass. */
+    if (mf_hnsp_kernels_portable)
+        mf_hnsp_terms_plain(n, gamma, eta, delta, p, d_bar);
+    else
+        mf_hnsp_terms_fast(n, gamma, eta, delta, p, d_bar);
 }
 
 #endif

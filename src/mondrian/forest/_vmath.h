@@ -14,7 +14,8 @@
    two exact power-of-two factors (so that subnormal results round once).
    log1p: y = 1 + a rounded, c = (a - (y - 1)) / y its rounding error relative to y, y = 2**e m
    with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) for s = f / (2 + f), f = m - 1, by its
-   series in s**2 to s**21 (the remainder below 1e-18 relative). */
+   series in s**2 to s**21 (the remainder below 1e-18 relative).
+   expm1 (the classifier's branch-off terms, mondrian.forest._hnsp): see mf_vm_expm1. */
 #ifndef MONDRIAN_FOREST_VMATH_H
 #define MONDRIAN_FOREST_VMATH_H
 
@@ -95,6 +96,41 @@ static MF_VMATH_INLINE double mf_vm_exp(double x) {
     n1 = k1 - MF_VM_ROUND;
     k2 = (n - n1) + MF_VM_ROUND;
     return (y * mf_vm_pow2(k1)) * mf_vm_pow2(k2);
+}
+
+static MF_VMATH_INLINE double mf_vm_expm1(double x) {
+    /* exp(x) - 1 within one ulp for x <= 0, the terms' arguments (two ulps near x = ln2 / 2
+       above) (x itself for |x| < 2**-54, zeros with their sign
+       and subnormals; -1 below -45 and at -inf, inf above 709.8, NaN for NaN): the
+       classifier's branch-off terms (mondrian.forest._hnsp). x = n ln2 + r as in mf_vm_exp,
+       c the rounding error of r = hi - lo, expm1(r) by its Taylor series to r**14 (Estrin's
+       scheme) plus c (1 + expm1(r)), then 2 ((2**(n-1) - 1/2) + 2**(n-1) expm1(r)): one
+       rounding of the sum, the doubling exact (inf past the double range), so no 2**n and
+       no cancellation left to 1 - 2**n; n = 0 takes expm1(r) itself. */
+    double xc = x < -45.0 ? -45.0 : x; /* expm1(-45) rounds to -1 */
+    double k, n, hi, lo, r, c, r2, r4, r8, s0, s1, s2, s3, e, h, res;
+    xc = xc > 710.0 ? 710.0 : xc;
+    k = xc * MF_VM_INV_LN2 + MF_VM_ROUND;
+    n = k - MF_VM_ROUND; /* -65 <= n <= 1024 */
+    hi = xc - n * MF_VM_LN2_HI;
+    lo = n * MF_VM_LN2_LO;
+    r = hi - lo;
+    c = (hi - r) - lo;
+    r2 = r * r;
+    r4 = r2 * r2;
+    r8 = r4 * r4;
+    /* expm1(r) = r + r**2 (1/2! + r/3! + ... + r**12/14!) */
+    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0));
+    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0));
+    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
+         + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0));
+    s3 = 1.0 / 87178291200.0;
+    e = r + (r2 * ((s0 + r4 * s1) + r8 * (s2 + r4 * s3)) + c * (1.0 + r));
+    h = mf_vm_pow2(k - 1.0); /* 2**(n-1) */
+    res = 2.0 * ((h - 0.5) + h * e);
+    res = n == 0.0 ? e : res;
+    res = (x < 0x1p-54 && x > -0x1p-54) ? x : res;
+    return x != x ? x : res;
 }
 
 static MF_VMATH_INLINE double mf_vm_log1p(double a) {
@@ -240,6 +276,27 @@ static void mf_vm_apply(int which, Py_ssize_t n, const double *x, double *out) {
         mf_vm_apply_plain(which, n, x, out);
     else
         mf_vm_apply_fast(which, n, x, out);
+}
+
+MF_VMATH_CLONES MF_VMATH_UNUSED
+static void mf_vm_expm1s_fast(Py_ssize_t n, const double *restrict x, double *restrict out) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) out[i] = mf_vm_expm1(x[i]);
+}
+
+MF_VMATH_OPT MF_VMATH_UNUSED
+static void mf_vm_expm1s_plain(Py_ssize_t n, const double *x, double *out) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) out[i] = mf_vm_expm1(x[i]);
+}
+
+MF_VMATH_UNUSED
+static void mf_vm_expm1s(Py_ssize_t n, const double *x, double *out) {
+    /* out[i] = expm1(x[i]) for i < n (out distinct from x): the tests'. */
+    if (mf_vmath_portable)
+        mf_vm_expm1s_plain(n, x, out);
+    else
+        mf_vm_expm1s_fast(n, x, out);
 }
 
 #endif
