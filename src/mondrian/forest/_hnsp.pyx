@@ -57,7 +57,12 @@ from mondrian.core._group_walk cimport (
     group_stages_begin,
     group_walk_portable,
 )
-from mondrian.forest._hnsp_group cimport hnsp_group_etas, hnsp_path_walk
+from mondrian.forest._hnsp_group cimport (
+    hnsp_group_etas,
+    hnsp_path_walk,
+    hnsp_step_p,
+    mf_hnsp_d_bar,
+)
 from mondrian.forest._hnsp_cache cimport CallCodes, fill_codes, tree_entry
 from mondrian.forest._node_cache cimport NodeTables
 
@@ -75,9 +80,6 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
     void mf_posterior(intp_t K, float64_t a, float64_t b, float64_t e, const float64_t* c,
                       const float64_t* p, float64_t* g) noexcept nogil
     float64_t mf_table(float64_t count) noexcept nogil
-    float64_t mf_hnsp_p(float64_t eta, float64_t delta) noexcept nogil
-    float64_t mf_hnsp_d_bar(float64_t eta, float64_t delta, float64_t gamma,
-                            float64_t p) noexcept nogil
 
 cdef extern from "mondrian/forest/_vmath.h":
     int mf_vmath_portable
@@ -311,7 +313,7 @@ cdef inline void _branch_off(float64_t eta, float64_t delta, float64_t p, float6
     if delta == INFINITY:
         d_bar = eta / (eta + gamma)
     else:
-        # (-p is mf_vm_expm1(-eta * delta), exactly: _step_p)
+        # (-p is mf_vm_expm1(-eta * delta), exactly: hnsp_step_p)
         d_bar = mf_hnsp_d_bar(eta, delta, gamma, p)
     weight = reach * p
     if weight > 0.0:
@@ -319,15 +321,6 @@ cdef inline void _branch_off(float64_t eta, float64_t delta, float64_t p, float6
         # else weight * (counts[k] - d_bar tab + d_bar n_tab g_parent[k]) / n_cust, with
         # tab = _table(counts[k]): the classes in vector lanes, the same bits.
         mf_branch_off(K, weight, d_bar, n_tab, n_cust, strict, counts, g_parent, out)
-
-
-cdef inline void _step_p(WalkStep* step) noexcept nogil:
-    """``step.p`` and ``step.survival`` by the classifier's expm1 (``mf_hnsp_p``, that of the
-    grouped walks' lanes) instead of ``walk_next``'s glibc one, before the step is read (the
-    next step's reach is this survival)."""
-    if step.eta > 0.0 and step.delta > 0.0:
-        step.p = mf_hnsp_p(step.eta, step.delta)
-        step.survival = step.reach * (1.0 - step.p)
 
 
 cdef inline void _prefetch_rows(MondrianTree tree, intp_t node) noexcept nogil:
@@ -385,7 +378,7 @@ cdef void _predict_row(MondrianTree tree, const float64_t* x, float64_t gamma,
     else:
         walk_start(&step, tree, x, lifetime)
     while True:
-        _step_p(&step)
+        hnsp_step_p(&step)
         j = step.node
         # A one-row walk visits nodes scattered in memory: the next node's struct, and then
         # its children's statistics rows, are requested one step early so that their loads
@@ -539,7 +532,7 @@ cdef void _tabled_walk(MondrianTree tree, const float64_t* x, float64_t gamma, b
         return
     walk_start(&step, tree, x, lifetime)
     while True:
-        _step_p(&step)
+        hnsp_step_p(&step)
         j = step.node
         if step.p > 0.0:
             _branch_off(step.eta, step.delta, step.p, step.reach, K, gamma, strict,

@@ -1,14 +1,15 @@
 # The classifier's part of the grouped walks (forest/_hnsp.pyx, _predict_groups) over core's
 # grouped walk (core/_group_walk.pxd: the rows' paths and etas, a group at a time): the
 # requests for what the rows' walks read of the node tables, and the walk along a path found
-# (hnsp_path_walk), its branch-off terms added at once.
+# (hnsp_path_walk), its branch-off terms added at once; the classifier's p of the one-row
+# walks (hnsp_step_p).
 from libc.stdint cimport int32_t
 
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
 from mondrian.core._group_walk cimport GroupRows, group_etas
 from mondrian.core._tree cimport MondrianTree
 from mondrian.core._typedefs cimport float64_t, intp_t
-from mondrian.core._walk cimport WALK_DEPTH_MAX, is_leaf_at
+from mondrian.core._walk cimport WALK_DEPTH_MAX, WalkStep, is_leaf_at
 
 
 cdef extern from "mondrian/forest/_hnsp_kernels.h":
@@ -17,8 +18,21 @@ cdef extern from "mondrian/forest/_hnsp_kernels.h":
                       const float64_t* const* counts, const float64_t* const* g_parent,
                       float64_t survival, const float64_t* g_leaf,
                       float64_t* out) noexcept nogil
+    float64_t mf_hnsp_p(float64_t eta, float64_t delta) noexcept nogil
+    float64_t mf_hnsp_d_bar(float64_t eta, float64_t delta, float64_t gamma,
+                            float64_t p) noexcept nogil
     void mf_hnsp_terms(intp_t n, float64_t gamma, const float64_t* eta,
                        const float64_t* delta, float64_t* p, float64_t* d_bar) noexcept nogil
+
+
+cdef inline void hnsp_step_p(WalkStep* step) noexcept nogil:
+    """``step.p`` and ``step.survival`` by the classifier's expm1 (``mf_hnsp_p``, that of
+    :func:`hnsp_path_walk`'s lanes) instead of ``walk_next``'s glibc one, before the step is
+    read (the next step's reach is this survival): the one-row walks' p (``_predict_row``,
+    ``_tabled_walk`` from the root)."""
+    if step.eta > 0.0 and step.delta > 0.0:
+        step.p = mf_hnsp_p(step.eta, step.delta)
+        step.survival = step.reach * (1.0 - step.p)
 
 
 cdef inline void hnsp_group_etas(MondrianTree tree, const float64_t* X, intp_t x_step,
