@@ -74,6 +74,16 @@ static MF_VMATH_INLINE double mf_vm_pow2(double k) {
     return mf_vm_double((mf_vm_bits(k) + 1023ULL) << 52);
 }
 
+static MF_VMATH_INLINE void mf_vm_series(double r, double r2, double *s0, double *s1,
+                                          double *s2) {
+    /* The coefficients 1/2! .. 1/13! of exp's Taylor series (after 1 + r) by fours, in
+       powers of r and r**2 (Estrin's scheme), for mf_vm_exp and mf_vm_expm1. */
+    *s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0));
+    *s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0));
+    *s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
+          + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0));
+}
+
 static MF_VMATH_INLINE double mf_vm_exp(double x) {
     /* exp(x) within about one ulp (0 below -745.2, inf above 709.8, NaN for NaN). */
     double xc = x < -1400.0 ? -1400.0 : x;
@@ -86,10 +96,7 @@ static MF_VMATH_INLINE double mf_vm_exp(double x) {
        r**4 (Estrin's scheme: a short chain of dependent operations) */
     r2 = r * r;
     r4 = r2 * r2;
-    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0));
-    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0));
-    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
-         + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0));
+    mf_vm_series(r, r2, &s0, &s1, &s2);
     y = 1.0 + (r + r2 * (s0 + r4 * (s1 + r4 * s2)));
     /* y 2**n as (y 2**n1) 2**n2, n1 = round(n / 2), both in the normal range */
     k1 = n * 0.5 + MF_VM_ROUND;
@@ -120,10 +127,7 @@ static MF_VMATH_INLINE double mf_vm_expm1(double x) {
     r4 = r2 * r2;
     r8 = r4 * r4;
     /* expm1(r) = r + r**2 (1/2! + r/3! + ... + r**12/14!) */
-    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0));
-    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0));
-    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0))
-         + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0));
+    mf_vm_series(r, r2, &s0, &s1, &s2);
     s3 = 1.0 / 87178291200.0;
     e = r + (r2 * ((s0 + r4 * s1) + r8 * (s2 + r4 * s3)) + c * (1.0 + r));
     h = mf_vm_pow2(k - 1.0); /* 2**(n-1) */
