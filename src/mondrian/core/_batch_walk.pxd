@@ -64,7 +64,8 @@ cdef struct BoxSource:
     # Every node's box, for batch_etas_boxes: ``boxes`` (node_count rows of 2 D floats), or
     # when it is NULL ``codes`` (node_count rows of 2 D codes of ``code_size`` bytes, 1 or
     # 2), the bound ``e`` of a box being ``values[starts[e] + code]`` (the prediction cache's
-    # ``BoxCoder``: the same doubles, so the same distances).
+    # ``BoxCoder``: the same doubles, so the same distances; a feature's bounds share a
+    # table, ``starts[D + d] == starts[d]``).
     const float64_t* boxes
     const void* codes
     intp_t code_size
