@@ -197,12 +197,7 @@ static void mf_rows_eta_masked(const double *restrict lo, Py_ssize_t D,
             while (bits) {
                 int j = __builtin_ctz(bits);
                 Py_ssize_t d = v * 32 + j;
-                double below = lo[d] - x[d];
-                double above = x[d] - hi[d];
-                double gap;
-                below = below > 0.0 ? below : 0.0;
-                above = above > 0.0 ? above : 0.0;
-                gap = below + above;
+                double gap = mf_gap(lo[d], hi[d], x[d]);
                 eta += gap;
                 kept |= (uint32_t)(gap > 0.0) << j;
                 bits &= bits - 1;
