@@ -119,13 +119,7 @@ static void mf_rows_eta_fast(const double *restrict lo, Py_ssize_t D,
             for (k = 0; k < MF_ROWS; k++) {
                 const double *restrict x = xs[k] + b;
                 double *restrict gk = g[k];
-                for (d = 0; d < w; d++) {
-                    double below = lo[b + d] - x[d];
-                    double above = x[d] - hi[b + d];
-                    below = below > 0.0 ? below : 0.0;
-                    above = above > 0.0 ? above : 0.0;
-                    gk[d] = below + above;
-                }
+                for (d = 0; d < w; d++) gk[d] = mf_gap(lo[b + d], hi[b + d], x[d]);
                 if (masks != NULL) {
                     uint32_t bits = 0;
                     for (d = 0; d < w; d++) bits |= (uint32_t)(gk[d] > 0.0) << d;
