@@ -13,6 +13,12 @@ from mondrian.core._typedefs cimport float64_t, intp_t
 from mondrian.core._walk cimport WALK_DEPTH_MAX, is_leaf_at, reserve
 
 
+# _group_walk.h includes _box_kernels.h (mf_gap); naming it here makes a change to it rebuild
+# every module that cimports this one (cythonize does not follow a header's own includes).
+cdef extern from "mondrian/core/_box_kernels.h":
+    pass
+
+
 cdef extern from "mondrian/core/_group_walk.h":
     int mf_group_walk_portable
     void mf_group_distances(intp_t n, intp_t D, const float64_t* const* boxes,
