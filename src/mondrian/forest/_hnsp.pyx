@@ -633,9 +633,8 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                                 every_boxes if every else NULL, plain_walk,
                                                 box, &out[i, 0])
                         else:
-                            _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf,
-                                         buf + K, buf + 2 * K, buf + 3 * K, box, &batch,
-                                         s, &out[i, 0])
+                            _predict_row(tree, &X[i, 0], gamma, strict, lam, False, buf, buf + K,
+                                         buf + 2 * K, buf + 3 * K, box, &batch, s, &out[i, 0])
                     start = stop
             if fresh:
                 cache.store(tree, (gamma, lam), kept)
