@@ -47,7 +47,8 @@ def _uncached(model, S):
 
 def _entry_bytes(tree, K, boxes):
     m = tree.node_count
-    return ((2 * m + 1) * K + 2 * m + (2 * m * D if boxes else 0)) * 8
+    # (a record of 2 K + 2 floats per node and one for the root's parent)
+    return ((m + 1) * (2 * K + 2) + (2 * m * D if boxes else 0)) * 8
 
 
 @pytest.mark.parametrize("portable", [False, True])

@@ -191,7 +191,7 @@ def test_the_budget_bounds_the_cache(budget):
     S = _rows(X, 4)
     reference = _uncached(model, S)
     m = max(tree.node_count for tree in model._trees)
-    per_tree = ((2 * m + 1) * 3 + 2 * m + 2 * m * X.shape[1]) * 8  # (tables and boxes)
+    per_tree = ((m + 1) * 8 + 2 * m * X.shape[1]) * 8  # (tables: records of 2 K + 2; boxes)
     budget(2 * per_tree)
     for _ in range(3):
         assert model.predict_proba(S).tobytes() == reference.tobytes()

@@ -183,7 +183,7 @@ def test_estimator_calls_read_the_codes_within_the_budget():
     coder = cache.box_coder(model._trees[0])
     K = len(model.classes_)
     expected = coder.nbytes + sum(
-        ((2 * t.node_count + 1) * K + 2 * t.node_count) * 8 + 2 * t.node_count * D * 2
+        (t.node_count + 1) * (2 * K + 2) * 8 + 2 * t.node_count * D * 2
         for t in model._trees)
     assert cache.nbytes == expected
     # Floats instead (the switch): the same bits, 8 bytes a bound.

@@ -21,6 +21,7 @@ cache 720 MB larger. Such a tree keeps its boxes as floats where they fit the bu
 from libc.stdlib cimport free
 
 from mondrian.core._walk cimport reserve
+from mondrian.forest._hnsp_group cimport mf_record_floats
 from mondrian.forest._node_cache cimport encode_boxes, row_ranks
 
 # Whether a batched lean tree keeps its boxes as codes when it can (else as floats, when
@@ -89,7 +90,7 @@ cdef NodeTables tree_entry(object cache, MondrianTree tree, intp_t n, float64_t 
     kept = cache.find(tree, key)
     if kept is not None:
         return kept
-    table_floats = (2 * m + 1) * K + 2 * m
+    table_floats = (m + 1) * mf_record_floats(K)  # (a record per node and the root's parent)
     coder = None
     if tree.box_min_samples > 0 and not batched:
         box_floats = 2 * m * tree.n_features

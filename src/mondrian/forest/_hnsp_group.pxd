@@ -5,6 +5,7 @@
 # walks (hnsp_step_p).
 from libc.stdint cimport int32_t
 
+from mondrian.core._batch_walk cimport BATCH_ETAS, BatchEtas
 from mondrian.core._box_loops cimport MONDRIAN_TREE_PREFETCH, mf_prefetch_span
 from mondrian.core._group_walk cimport GroupRows, group_etas
 from mondrian.core._tree cimport MondrianTree
@@ -13,11 +14,15 @@ from mondrian.core._walk cimport WALK_DEPTH_MAX, WalkStep, is_leaf_at
 
 
 cdef extern from "mondrian/forest/_hnsp_kernels.h":
+    # The node tables' records (see the header): offsets in a record of K classes.
+    intp_t MF_REC_CUST(intp_t K) noexcept nogil
+    intp_t MF_REC_TAB(intp_t K) noexcept nogil
+    intp_t MF_REC_G(intp_t K) noexcept nogil
+    intp_t mf_record_floats(intp_t K) noexcept nogil
     void mf_row_terms(intp_t K, bint strict, intp_t n, const float64_t* weight,
-                      const float64_t* d_bar, const float64_t* n_tab, const float64_t* n_cust,
-                      const float64_t* const* counts, const float64_t* const* g_parent,
-                      float64_t survival, const float64_t* g_leaf,
-                      float64_t* out) noexcept nogil
+                      const float64_t* d_bar, const float64_t* const* rec,
+                      const float64_t* const* g_parent, float64_t survival,
+                      const float64_t* g_leaf, float64_t* out) noexcept nogil
     float64_t mf_hnsp_p(float64_t eta, float64_t delta) noexcept nogil
     float64_t mf_hnsp_d_bar(float64_t eta, float64_t delta, float64_t gamma,
                             float64_t p) noexcept nogil
@@ -35,36 +40,78 @@ cdef inline void hnsp_step_p(WalkStep* step) noexcept nogil:
         step.survival = step.reach * (1.0 - step.p)
 
 
+cdef inline void hnsp_prefetch_record(const float64_t* rec, const float64_t* up,
+                                      intp_t K) noexcept nogil:
+    """Request what a branch-off term reads of the record ``rec`` of a node with ``K``
+    classes (its counts, customers and tables) and of its parent's record ``up`` (its
+    posterior; unless NULL): a hint."""
+    mf_prefetch_span(rec, (K + 2) * sizeof(float64_t))
+    if up != NULL:
+        mf_prefetch_span(up + MF_REC_G(K), K * sizeof(float64_t))
+
+
 cdef inline void hnsp_group_etas(MondrianTree tree, const float64_t* X, intp_t x_step,
                                  const float64_t* boxes, const int32_t* slots,
-                                 const float64_t* counts, const float64_t* n_cust,
-                                 const float64_t* n_tab, const float64_t* g,
-                                 GroupRows* group) noexcept nogil:
+                                 const float64_t* tables, GroupRows* group) noexcept nogil:
     """The etas of ``group``'s rows (``group_etas``), then a request for what their walks
-    read of the tables: the leaf's posterior, each branch-off node's counts, customers and
-    tables, and its parent's posterior (hints: the next stage reads them)."""
-    cdef intp_t K = tree.n_columns, r, j, t
+    read of the node tables (hints: the next stage reads them): the leaf's posterior, and
+    :func:`hnsp_prefetch_record` of each branch-off node."""
+    cdef intp_t K = tree.n_columns, R = mf_record_floats(K), r, t
     cdef const intp_t* p
     group_etas(tree, X, x_step, boxes, slots, group)
     for r in range(group.rows):
         p = group.path + r * WALK_DEPTH_MAX
         if group.top[r] < 0:
             continue
-        mf_prefetch_span(g + p[group.length[r] - 1] * K, K * sizeof(float64_t))
-        for t in range(max(group.top[r], 1), group.length[r]):
+        for t in range(group.top[r], group.length[r]):
             if group.etas[r * WALK_DEPTH_MAX + t] > 0.0:
-                j = p[t]
-                mf_prefetch_span(counts + j * K, K * sizeof(float64_t))
-                mf_prefetch_span(g + p[t - 1] * K, K * sizeof(float64_t))
-                MONDRIAN_TREE_PREFETCH(n_cust + j)
-                MONDRIAN_TREE_PREFETCH(n_tab + j)
+                hnsp_prefetch_record(tables + p[t] * R,
+                                     tables + p[t - 1] * R if t > 0 else NULL, K)
+        mf_prefetch_span(tables + p[group.length[r] - 1] * R + MF_REC_G(K),
+                         K * sizeof(float64_t))
+
+
+cdef inline void hnsp_prefetch_slot(const BatchEtas* b, intp_t s, const float64_t* tables,
+                                    intp_t K) noexcept nogil:
+    """Request the records of ``tables`` (``K`` classes) that :func:`hnsp_path_walk` reads
+    for slot ``s`` of the batch ``b`` (its nodes from its leaf up to ``top``: see
+    :func:`hnsp_prefetch_record` of each node with eta > 0, and the leaf's posterior), a few
+    rows before it walks (a hint). The parent of the node at ``top`` is not in the batch's
+    arrays: its posterior is left to the walk."""
+    cdef intp_t t = b.top[s], R = mf_record_floats(K), n, i
+    cdef const intp_t* nodes = b.nodes + s * BATCH_ETAS
+    cdef const float64_t* etas = b.etas + s * BATCH_ETAS
+    if t < 0:
+        return
+    n = b.leaf_depth[s] - t  # (nodes[i] at depth leaf_depth - i, its parent nodes[i + 1])
+    mf_prefetch_span(tables + nodes[0] * R + MF_REC_G(K), K * sizeof(float64_t))
+    for i in range(n + 1):
+        if etas[i] > 0.0:
+            hnsp_prefetch_record(tables + nodes[i] * R,
+                                 tables + nodes[i + 1] * R if i < n else NULL, K)
+
+
+cdef inline void hnsp_prefetch_rows(const BatchEtas* b, intp_t k, intp_t n, intp_t ahead,
+                                    const float64_t* tables, intp_t K) noexcept nogil:
+    """Hints for a reader of the batch ``b`` (``n`` rows) taking its rows in their own order,
+    at row ``k``: the records of row ``k + ahead`` (:func:`hnsp_prefetch_slot`), and the
+    batch's entries of row ``k + 2 ahead``, which that request reads (their slots are
+    scattered: the rows in leaf order)."""
+    cdef intp_t s
+    if k + 2 * ahead < n:
+        s = b.slot[k + 2 * ahead]
+        MONDRIAN_TREE_PREFETCH(b.top + s)
+        MONDRIAN_TREE_PREFETCH(b.leaf_depth + s)
+        MONDRIAN_TREE_PREFETCH(b.nodes + s * BATCH_ETAS)
+        MONDRIAN_TREE_PREFETCH(b.etas + s * BATCH_ETAS)
+    if k + ahead < n:
+        hnsp_prefetch_slot(b, b.slot[k + ahead], tables, K)
 
 
 cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
-                                float64_t lifetime, const float64_t* counts,
-                                const float64_t* n_cust, const float64_t* n_tab,
-                                const float64_t* g, const intp_t* path, const float64_t* etas,
-                                intp_t top, float64_t* out) noexcept nogil:
+                                float64_t lifetime, const float64_t* tables,
+                                const intp_t* path, const float64_t* etas, intp_t top,
+                                float64_t* out) noexcept nogil:
     """The walk of ``_tabled_walk`` (forest/_hnsp.pyx) from depth ``top >= 0`` along the
     nodes of ``path`` (found by the descent: no cut read again), with the arithmetic of
     ``walk_start_path``, ``walk_next`` and ``_branch_off`` (the same quantities in the same
@@ -74,21 +121,18 @@ cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
     are listed first, their p and d_bar found at once in vector lanes (``mf_hnsp_terms``),
     then the reach is carried down them, the branch-off nodes queued and their terms, then
     the leaf's, added at once (``mf_row_terms``: the sums of before, in their order)."""
-    cdef intp_t K = tree.n_columns, j, d = top, parent = tree.node_count, n = 0, m = 0, q
+    cdef intp_t K = tree.n_columns, R = mf_record_floats(K), G = MF_REC_G(K), j, d = top
+    cdef intp_t parent = tree.node_count, n = 0, m = 0, q
     # (j: the leaf once the path is listed)
     cdef float64_t tau_parent = 0.0, tau, delta, eta, survival, reach = 1.0
     cdef bint leaf
     cdef float64_t weight[WALK_DEPTH_MAX]
     cdef float64_t d_bar[WALK_DEPTH_MAX]
     cdef float64_t p[WALK_DEPTH_MAX]
-    cdef float64_t tabs[WALK_DEPTH_MAX]
-    cdef float64_t custs[WALK_DEPTH_MAX]
     cdef float64_t rates[WALK_DEPTH_MAX]
     cdef float64_t deltas[WALK_DEPTH_MAX]
-    cdef intp_t nodes[WALK_DEPTH_MAX]
-    cdef intp_t ups[WALK_DEPTH_MAX]
-    cdef const float64_t* rows[WALK_DEPTH_MAX]
-    cdef const float64_t* parents[WALK_DEPTH_MAX]
+    cdef const float64_t* recs[WALK_DEPTH_MAX]
+    cdef const float64_t* ups[WALK_DEPTH_MAX]
     if top > 0:
         parent = path[top - 1]
         tau_parent = tree.nodes[parent].split_time
@@ -101,8 +145,8 @@ cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
         if eta > 0.0 and delta > 0.0:
             rates[m] = eta
             deltas[m] = delta
-            nodes[m] = j
-            ups[m] = parent
+            recs[m] = tables + j * R
+            ups[m] = tables + parent * R + G
             m += 1
         if leaf:
             break
@@ -117,15 +161,11 @@ cdef inline void hnsp_path_walk(MondrianTree tree, float64_t gamma, bint strict,
             weight[n] = reach * p[q]
             if weight[n] > 0.0:
                 d_bar[n] = d_bar[q]
-                tabs[n] = n_tab[nodes[q]]
-                custs[n] = n_cust[nodes[q]]
-                rows[n] = counts + nodes[q] * K
-                parents[n] = g + ups[q] * K
+                recs[n] = recs[q]
+                ups[n] = ups[q]
                 n += 1
             if survival <= 0.0:
-                mf_row_terms(K, strict, n, weight, d_bar, tabs, custs, rows, parents, 0.0,
-                             NULL, out)
+                mf_row_terms(K, strict, n, weight, d_bar, recs, ups, 0.0, NULL, out)
                 return
         reach = survival
-    mf_row_terms(K, strict, n, weight, d_bar, tabs, custs, rows, parents, reach, g + j * K,
-                 out)
+    mf_row_terms(K, strict, n, weight, d_bar, recs, ups, reach, tables + j * R + G, out)

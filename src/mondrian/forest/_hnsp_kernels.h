@@ -15,6 +15,13 @@
 
 #include "mondrian/forest/_vmath.h"
 
+/* (not every module including this header calls every function) */
+#if defined(__GNUC__) || defined(__clang__)
+#define MF_HNSP_UNUSED __attribute__((unused))
+#else
+#define MF_HNSP_UNUSED
+#endif
+
 /* (the arithmetic kernels of the posteriors, SSE2 where there is one) */
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
@@ -24,7 +31,7 @@
    difference is t exactly when t is one; NaN and infinity fail t < 2**52). Two entries
    per instruction with SSE2 (GCC does not vectorize the scalar form); the same answer
    either way. */
-static int mf_integers(const double *a, Py_ssize_t S) {
+MF_HNSP_UNUSED static int mf_integers(const double *a, Py_ssize_t S) {
     const double big = 4503599627370496.0;
     Py_ssize_t c = 0;
     int ok = 1;
@@ -50,7 +57,7 @@ static int mf_integers(const double *a, Py_ssize_t S) {
    the same IEEE operations in the same order per entry, two entries per instruction
    with SSE2 (min_pd(c, 1) is c < 1 ? c : 1, like _table); GCC leaves the scalar loop
    unvectorized. */
-static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
+MF_HNSP_UNUSED static void mf_posterior(Py_ssize_t K, double a, double b, double e, const double *c,
                          const double *p, double *g) {
     Py_ssize_t k = 0;
 #if defined(__SSE2__) || defined(_M_X64)
@@ -81,17 +88,28 @@ static inline double mf_table(double count) {
 #endif
 }
 
+/* The node tables of a tabulated call (forest/_hnsp.pyx, _node_tables): a record of
+   mf_record_floats(K) doubles per node, node j's at tables + j * mf_record_floats(K), with
+   what the branch-off term at j reads of j side by side, then j's posterior (a child's
+   term, the leaf's): its IKN counts (K, from 0), customers, tables and posterior g (K).
+   Record node_count is the root's parent (g uniform, the rest 0). A branch-off at j reads
+   two adjacent spans, j's first K + 2 and its parent's g, where four arrays took four to
+   six lines. (Padding a record to whole lines, and a delta and leaf flag in it for the path
+   walk, were slower on satimage: more bytes, and a cold line read before the tree's hot
+   nodes.) */
+#define MF_REC_CUST(K) (K)
+#define MF_REC_TAB(K) ((K) + 1)
+#define MF_REC_G(K) ((K) + 2)
+
+static inline Py_ssize_t mf_record_floats(Py_ssize_t K) {
+    return 2 * K + 2;
+}
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define MF_HNSP_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), \
                                       optimize("fp-contract=off")))
 #else
 #define MF_HNSP_CLONES
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define MF_HNSP_UNUSED __attribute__((unused))
-#else
-#define MF_HNSP_UNUSED
 #endif
 
 /* Nonzero: the plain scalar loop (the switch of the tests). */
@@ -139,34 +157,43 @@ static void mf_branch_off_fast(Py_ssize_t K, double weight, double d_bar, double
 #define MF_HNSP_X86 1
 #include <immintrin.h>
 
+/* One node's branch-off term added to the block of classes o (lanes live) of out: counts c
+   and g_parent from k, the rest as in mf_branch_off_plain (the same operations per lane,
+   unfused, in the same order). */
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
+static inline __m512d mf_term_512(__m512d o, __mmask8 live, int strict, double weight,
+                                  double d_bar, double n_tab, double n_cust, const double *c_k,
+                                  const double *g_k) {
+    const __m512d one = _mm512_set1_pd(1.0);
+    __m512d c = _mm512_maskz_loadu_pd(live, c_k);
+    __m512d bg = _mm512_mul_pd(_mm512_set1_pd(d_bar * n_tab), _mm512_maskz_loadu_pd(live, g_k));
+    __m512d tab = _mm512_min_pd(c, one), t;
+    if (strict)
+        t = _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(1.0 - d_bar), tab), bg);
+    else
+        t = _mm512_add_pd(_mm512_sub_pd(c, _mm512_mul_pd(_mm512_set1_pd(d_bar), tab)), bg);
+    t = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(weight), t),
+                      _mm512_set1_pd(strict ? n_tab : n_cust));
+    return _mm512_add_pd(o, t);
+}
+
 /* mf_row_terms in lanes: a block of classes of out in registers while every queued node's
-   term, then the leaf's, is added to it (the sums of mf_branch_off_512 one node after
-   another and of the leaf loop, in that order: out is stored once, not read back after
-   each node's store). */
+   term (mf_term_512 of its record), then the leaf's, is added to it (the sums of
+   mf_branch_off_512 one node after another and of the leaf loop, in that order: out is
+   stored once, not read back after each node's store). */
 __attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
 static void mf_row_terms_512(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
-                             const double *d_bar, const double *n_tab, const double *n_cust,
-                             const double *const *counts, const double *const *g_parent,
-                             double survival, const double *g_leaf, double *out) {
-    const __m512d one = _mm512_set1_pd(1.0), s = _mm512_set1_pd(survival);
+                             const double *d_bar, const double *const *rec,
+                             const double *const *g_parent, double survival,
+                             const double *g_leaf, double *out) {
+    const __m512d s = _mm512_set1_pd(survival);
     Py_ssize_t k, q;
     for (k = 0; k < K; k += 8) {
         __mmask8 live = K - k >= 8 ? 0xFF : (__mmask8)((1u << (K - k)) - 1);
         __m512d o = _mm512_maskz_loadu_pd(live, out + k);
-        for (q = 0; q < n; q++) {
-            __m512d c = _mm512_maskz_loadu_pd(live, counts[q] + k);
-            __m512d bg = _mm512_mul_pd(_mm512_set1_pd(d_bar[q] * n_tab[q]),
-                                       _mm512_maskz_loadu_pd(live, g_parent[q] + k));
-            __m512d tab = _mm512_min_pd(c, one), t;
-            if (strict)
-                t = _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(1.0 - d_bar[q]), tab), bg);
-            else
-                t = _mm512_add_pd(_mm512_sub_pd(c, _mm512_mul_pd(_mm512_set1_pd(d_bar[q]), tab)),
-                                  bg);
-            t = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(weight[q]), t),
-                              _mm512_set1_pd(strict ? n_tab[q] : n_cust[q]));
-            o = _mm512_add_pd(o, t);
-        }
+        for (q = 0; q < n; q++)
+            o = mf_term_512(o, live, strict, weight[q], d_bar[q], rec[q][MF_REC_TAB(K)],
+                            rec[q][MF_REC_CUST(K)], rec[q] + k, g_parent[q] + k);
         if (g_leaf != NULL)
             o = _mm512_add_pd(o, _mm512_mul_pd(s, _mm512_maskz_loadu_pd(live, g_leaf + k)));
         _mm512_mask_storeu_pd(out + k, live, o);
@@ -179,12 +206,18 @@ static void mf_row_terms_512(Py_ssize_t K, int strict, Py_ssize_t n, const doubl
    is c < 1 ? c : 1 (MINPD returns its second operand unless the first is below it), the
    operations per lane are those of the scalar loop, unfused, in the same order: one node
    of mf_row_terms_512, no leaf. */
-__attribute__((target("avx512f"))) MF_HNSP_UNUSED
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
 static void mf_branch_off_512(Py_ssize_t K, double weight, double d_bar, double n_tab,
                               double n_cust, int strict, const double *counts,
                               const double *g_parent, double *out) {
-    mf_row_terms_512(K, strict, 1, &weight, &d_bar, &n_tab, &n_cust, &counts, &g_parent, 0.0,
-                     NULL, out);
+    Py_ssize_t k;
+    for (k = 0; k < K; k += 8) {
+        __mmask8 live = K - k >= 8 ? 0xFF : (__mmask8)((1u << (K - k)) - 1);
+        __m512d o = _mm512_maskz_loadu_pd(live, out + k);
+        o = mf_term_512(o, live, strict, weight, d_bar, n_tab, n_cust, counts + k,
+                        g_parent + k);
+        _mm512_mask_storeu_pd(out + k, live, o);
+    }
 }
 
 __attribute__((target("avx2"), optimize("fp-contract=off"))) MF_HNSP_UNUSED
@@ -248,25 +281,24 @@ static inline void mf_branch_off(Py_ssize_t K, double weight, double d_bar, doub
 }
 
 /* out[k] += the branch-off term of each of the n queued nodes (node q: weight[q], d_bar[q],
-   n_tab[q], n_cust[q], counts[q], g_parent[q]), in that order, then, when g_leaf is not
-   NULL, survival * g_leaf[k]: the sums of mf_branch_off node after node and of the leaf's
-   loop, so the same bits. */
+   its record rec[q] of the node tables, its parent's posterior g_parent[q]), in that order,
+   then, when g_leaf is not NULL, survival * g_leaf[k]: the sums of mf_branch_off node after
+   node and of the leaf's loop, so the same bits. */
 static void mf_row_terms(Py_ssize_t K, int strict, Py_ssize_t n, const double *weight,
-                         const double *d_bar, const double *n_tab, const double *n_cust,
-                         const double *const *counts, const double *const *g_parent,
-                         double survival, const double *g_leaf, double *out) {
+                         const double *d_bar, const double *const *rec,
+                         const double *const *g_parent, double survival, const double *g_leaf,
+                         double *out) {
     Py_ssize_t k, q;
     if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 0) mf_hnsp_kernel = mf_hnsp_choose();
 #ifdef MF_HNSP_X86
     if (!mf_hnsp_kernels_portable && mf_hnsp_kernel == 3) {
-        mf_row_terms_512(K, strict, n, weight, d_bar, n_tab, n_cust, counts, g_parent,
-                         survival, g_leaf, out);
+        mf_row_terms_512(K, strict, n, weight, d_bar, rec, g_parent, survival, g_leaf, out);
         return;
     }
 #endif
     for (q = 0; q < n; q++)
-        mf_branch_off(K, weight[q], d_bar[q], n_tab[q], n_cust[q], strict, counts[q],
-                      g_parent[q], out);
+        mf_branch_off(K, weight[q], d_bar[q], rec[q][MF_REC_TAB(K)], rec[q][MF_REC_CUST(K)],
+                      strict, rec[q], g_parent[q], out);
     if (g_leaf != NULL)
         for (k = 0; k < K; k++) out[k] += survival * g_leaf[k];
 }

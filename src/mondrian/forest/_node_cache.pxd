@@ -26,8 +26,8 @@ cdef class BoxCoder:
 
 cdef class NodeTables:
     # The test-point-independent rows of every node of one tree read at one lifetime and
-    # discount (the classifier's IKN tables: counts (node_count, K), n_cust, n_tab, then the
-    # posteriors (node_count + 1, K)) and, when ``boxes`` is not NULL, every node's box
+    # discount (the classifier's IKN tables: a record per node and one for the root's
+    # parent, forest/_hnsp_kernels.h) and, when ``boxes`` is not NULL, every node's box
     # (node_count rows of 2 D); or, when ``codes`` is not NULL, every node's box as codes
     # of ``coder`` (node_count rows of 2 D codes). Written once by the call that builds them,
     # read-only after.
