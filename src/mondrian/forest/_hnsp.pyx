@@ -454,14 +454,17 @@ cdef int _predict_groups(MondrianTree tree, const float64_t* X, intp_t x_step, i
     return 0
 
 
-cdef inline void _stream_tables(const float64_t* tables, intp_t m, intp_t K) noexcept nogil:
-    """Request the whole node tables of a tree of ``m`` nodes (``K`` classes), before its
-    rows' walks: one pass in storage order streams them into cache (satimage: 350 KB a tree,
-    in L2), where the walks would miss on each record as they first reach it (rows in their
-    own order meet the nodes at random). A hint: 5% of a cached satimage call. Only for a
-    batch of at least ``m / 2`` rows, which read most records (a row reads a few): a smaller
-    call would pay for the whole tree (usps, 20 trees: 10 rows 2.2 ms against 1.3 ms)."""
-    mf_prefetch_span(tables, (m + 1) * mf_record_floats(K) * sizeof(float64_t))
+cdef inline void _stream_tables(const float64_t* tables, intp_t m, intp_t K,
+                                intp_t rows) noexcept nogil:
+    """Request the whole node tables of a tree of ``m`` nodes (``K`` classes), before the
+    walks of a batch of ``rows`` rows: one pass in storage order streams them into cache
+    (satimage: 350 KB a tree, in L2), where the walks would miss on each record as they first
+    reach it (rows in their own order meet the nodes at random). A hint: 5% of a cached
+    satimage call. Only for a batch of at least ``m / 2`` rows, which read most records (a
+    row reads a few): a smaller one would pay for the whole tree (usps, 20 trees: 10 rows
+    2.2 ms against 1.3 ms)."""
+    if 2 * rows >= m:
+        mf_prefetch_span(tables, (m + 1) * mf_record_floats(K) * sizeof(float64_t))
 
 
 cdef int _fill_tables(MondrianTree tree, float64_t gamma, float64_t lam,
@@ -618,8 +621,8 @@ def predict_proba_trees(list trees, const float64_t[:, ::1] X, float64_t[:, ::1]
                                          lam, &source)
                     elif batched:
                         batch_etas(&batch, tree, &X[start, 0], stop - start, X.shape[1], lam)
-                    if tabled and batched and 2 * (stop - start) >= m:
-                        _stream_tables(tables, m, K)
+                    if tabled and batched:
+                        _stream_tables(tables, m, K, stop - start)
                     for k in range(stop - start):
                         # Row i and its slot s in the batch (the rows in their own order:
                         # leaf order was 5-9% slower here on pendigits and satimage).
